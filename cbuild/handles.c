@@ -1,0 +1,21 @@
+#include "handles.h"
+
+MPI_Comm sluice_c_comm_world(void) { return MPI_COMM_WORLD; }
+MPI_Comm sluice_c_comm_self(void) { return MPI_COMM_SELF; }
+MPI_Comm sluice_c_comm_null(void) { return MPI_COMM_NULL; }
+MPI_Datatype sluice_c_datatype_null(void) { return MPI_DATATYPE_NULL; }
+MPI_Datatype sluice_c_byte(void) { return MPI_BYTE; }
+MPI_Datatype sluice_c_uint64(void) { return MPI_UINT64_T; }
+MPI_Datatype sluice_c_int(void) { return MPI_INT; }
+MPI_Request sluice_c_request_null(void) { return MPI_REQUEST_NULL; }
+MPI_Message sluice_c_message_null(void) { return MPI_MESSAGE_NULL; }
+MPI_Message sluice_c_message_no_proc(void) { return MPI_MESSAGE_NO_PROC; }
+MPI_Errhandler sluice_c_errors_return(void) { return MPI_ERRORS_RETURN; }
+MPI_Status *sluice_c_status_ignore(void) { return MPI_STATUS_IGNORE; }
+MPI_Status *sluice_c_statuses_ignore(void) { return MPI_STATUSES_IGNORE; }
+MPI_Fint *sluice_c_f_status_ignore(void) { return MPI_F_STATUS_IGNORE; }
+MPI_Fint *sluice_c_f_statuses_ignore(void) { return MPI_F_STATUSES_IGNORE; }
+void *sluice_c_in_place(void) { return MPI_IN_PLACE; }
+void *sluice_c_bottom(void) { return MPI_BOTTOM; }
+
+_Static_assert(sizeof(MPI_Fint) == sizeof(int), "sluice assumes MPI_Fint is C int");

@@ -1,0 +1,243 @@
+//! Every `SLUICE_*` environment variable, declared once (name, default, accepted values, doc),
+//! parsed once at `MPI_Init` into a typed [`Config`], and validated: a bad value is a
+//! [`ConfigError`] that names the variable, the value and what is accepted.
+//!
+//! `sluice-info` prints [`PARAMS`]; docs/configuration.md documents the same table.
+
+use std::fmt;
+
+/// Declaration of one configuration variable.
+#[derive(Debug)]
+pub struct Param {
+    /// Environment variable name.
+    pub name: &'static str,
+    /// Value used when the variable is unset.
+    pub default: &'static str,
+    /// What the parser accepts, as shown in error messages.
+    pub accepted: &'static str,
+    /// One-line description.
+    pub doc: &'static str,
+}
+
+const BOOL: &str = "0, 1, no, yes, false, true, off, on";
+
+/// All configuration variables sluice reads.
+pub const PARAMS: &[Param] = &[
+    Param {
+        name: "SLUICE_DISABLE",
+        default: "0",
+        accepted: BOOL,
+        doc: "Pure pass-through: every intercepted call goes straight to the MPI; no other SLUICE_* variable is read.",
+    },
+    Param {
+        name: "SLUICE_STATS",
+        default: "0",
+        accepted: BOOL,
+        doc: "Count calls, bytes and time per call family; rank 0 prints the job-wide table at MPI_Finalize.",
+    },
+    Param {
+        name: "SLUICE_LOG",
+        default: "warn",
+        accepted: "off, error, warn, info, debug, trace",
+        doc: "Log level; each line is prefixed with the rank and written with a single write(2).",
+    },
+    Param {
+        name: "SLUICE_TEST_PANIC",
+        default: "",
+        accepted: "empty, or the name of an intercepted C function (e.g. MPI_Send)",
+        doc: "Testing only: make that function panic inside sluice to exercise the MPI_ERR_INTERN path.",
+    },
+];
+
+/// Log verbosity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// Nothing at all.
+    Off,
+    /// Errors only.
+    Error,
+    /// Errors and warnings (default).
+    Warn,
+    /// Lifecycle events.
+    Info,
+    /// Per-decision details.
+    Debug,
+    /// Per-call details.
+    Trace,
+}
+
+impl LogLevel {
+    /// The `log` crate's filter for this level.
+    pub fn filter(self) -> log::LevelFilter {
+        match self {
+            LogLevel::Off => log::LevelFilter::Off,
+            LogLevel::Error => log::LevelFilter::Error,
+            LogLevel::Warn => log::LevelFilter::Warn,
+            LogLevel::Info => log::LevelFilter::Info,
+            LogLevel::Debug => log::LevelFilter::Debug,
+            LogLevel::Trace => log::LevelFilter::Trace,
+        }
+    }
+}
+
+/// The parsed configuration of one process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// `SLUICE_DISABLE`.
+    pub disable: bool,
+    /// `SLUICE_STATS`.
+    pub stats: bool,
+    /// `SLUICE_LOG`.
+    pub log: LogLevel,
+    /// `SLUICE_TEST_PANIC`.
+    pub test_panic: Option<String>,
+}
+
+/// A variable whose value could not be parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// Variable name.
+    pub name: &'static str,
+    /// The offending value.
+    pub value: String,
+    /// What would have been accepted.
+    pub accepted: &'static str,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid value {}={:?}; accepted values: {}",
+            self.name, self.value, self.accepted
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn param(name: &str) -> &'static Param {
+    PARAMS.iter().find(|p| p.name == name).expect("undeclared SLUICE_* parameter")
+}
+
+fn parse_bool(p: &'static Param, v: &str) -> Result<bool, ConfigError> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "yes" | "true" | "on" => Ok(true),
+        "0" | "no" | "false" | "off" => Ok(false),
+        _ => Err(ConfigError { name: p.name, value: v.to_string(), accepted: p.accepted }),
+    }
+}
+
+fn parse_log(p: &'static Param, v: &str) -> Result<LogLevel, ConfigError> {
+    Ok(match v.trim().to_ascii_lowercase().as_str() {
+        "off" | "none" => LogLevel::Off,
+        "error" => LogLevel::Error,
+        "warn" | "warning" => LogLevel::Warn,
+        "info" => LogLevel::Info,
+        "debug" => LogLevel::Debug,
+        "trace" => LogLevel::Trace,
+        _ => return Err(ConfigError { name: p.name, value: v.to_string(), accepted: p.accepted }),
+    })
+}
+
+fn parse_fn_name(p: &'static Param, v: &str, known: &dyn Fn(&str) -> bool) -> Result<Option<String>, ConfigError> {
+    let v = v.trim();
+    if v.is_empty() {
+        Ok(None)
+    } else if known(v) {
+        Ok(Some(v.to_string()))
+    } else {
+        Err(ConfigError { name: p.name, value: v.to_string(), accepted: p.accepted })
+    }
+}
+
+impl Config {
+    /// Parses the process environment.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok(), &crate::intercept::is_intercepted)
+    }
+
+    /// Parses from any variable lookup; `known_fn` tells which function names exist.
+    pub fn from_lookup(
+        get: impl Fn(&str) -> Option<String>,
+        known_fn: &dyn Fn(&str) -> bool,
+    ) -> Result<Config, ConfigError> {
+        let value = |name: &str| get(name).unwrap_or_else(|| param(name).default.to_string());
+        let disable = parse_bool(param("SLUICE_DISABLE"), &value("SLUICE_DISABLE"))?;
+        if disable {
+            // A disabled sluice reads nothing else, so a broken setting elsewhere can be bypassed.
+            return Ok(Config { disable, stats: false, log: LogLevel::Warn, test_panic: None });
+        }
+        Ok(Config {
+            disable,
+            stats: parse_bool(param("SLUICE_STATS"), &value("SLUICE_STATS"))?,
+            log: parse_log(param("SLUICE_LOG"), &value("SLUICE_LOG"))?,
+            test_panic: parse_fn_name(param("SLUICE_TEST_PANIC"), &value("SLUICE_TEST_PANIC"), known_fn)?,
+        })
+    }
+
+    /// `SLUICE_*` variables set in `vars` that sluice does not know (likely typos).
+    pub fn unknown_vars(vars: impl Iterator<Item = String>) -> Vec<String> {
+        vars.filter(|k| k.starts_with("SLUICE_") && !PARAMS.iter().any(|p| p.name == k))
+            // SLUICE_MPI selects the flavor at build time; scripts may leave it exported.
+            .filter(|k| k != "SLUICE_MPI")
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn parse(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let m: HashMap<String, String> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|k| m.get(k).cloned(), &|n| n == "MPI_Send")
+    }
+
+    #[test]
+    fn defaults() {
+        let c = parse(&[]).unwrap();
+        assert_eq!(c, Config { disable: false, stats: false, log: LogLevel::Warn, test_panic: None });
+    }
+
+    #[test]
+    fn typed_values() {
+        let c = parse(&[("SLUICE_STATS", "Yes"), ("SLUICE_LOG", "debug"), ("SLUICE_TEST_PANIC", "MPI_Send")])
+            .unwrap();
+        assert!(c.stats);
+        assert_eq!(c.log, LogLevel::Debug);
+        assert_eq!(c.test_panic.as_deref(), Some("MPI_Send"));
+    }
+
+    #[test]
+    fn bad_values_name_variable_value_and_accepted() {
+        let e = parse(&[("SLUICE_STATS", "maybe")]).unwrap_err();
+        assert_eq!(e.name, "SLUICE_STATS");
+        let msg = e.to_string();
+        assert!(msg.contains("SLUICE_STATS=\"maybe\"") && msg.contains("yes"), "{msg}");
+        assert_eq!(parse(&[("SLUICE_LOG", "loud")]).unwrap_err().name, "SLUICE_LOG");
+        assert_eq!(parse(&[("SLUICE_TEST_PANIC", "MPI_Nope")]).unwrap_err().name, "SLUICE_TEST_PANIC");
+        assert_eq!(parse(&[("SLUICE_DISABLE", "2")]).unwrap_err().name, "SLUICE_DISABLE");
+    }
+
+    #[test]
+    fn disable_skips_everything_else() {
+        let c = parse(&[("SLUICE_DISABLE", "1"), ("SLUICE_STATS", "garbage")]).unwrap();
+        assert!(c.disable && !c.stats);
+    }
+
+    #[test]
+    fn unknown_variables_are_reported() {
+        let vars = ["SLUICE_STAT", "SLUICE_LOG", "PATH", "SLUICE_MPI"].iter().map(|s| s.to_string());
+        assert_eq!(Config::unknown_vars(vars), vec!["SLUICE_STAT".to_string()]);
+    }
+
+    #[test]
+    fn every_param_has_doc_and_accepted() {
+        for p in PARAMS {
+            assert!(p.name.starts_with("SLUICE_") && !p.doc.is_empty() && !p.accepted.is_empty());
+        }
+    }
+}

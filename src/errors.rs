@@ -1,0 +1,31 @@
+//! Reporting errors the MPI way: through the communicator's error handler, so the application's
+//! handler, `MPI_ERRORS_RETURN` or `MPI_ERRORS_ARE_FATAL` behaves exactly as with the bare MPI.
+
+use std::ffi::c_int;
+
+use crate::ffi::mpi;
+use crate::logging;
+
+/// Whether MPI is initialized and not yet finalized (error handlers may be called).
+pub fn mpi_is_active() -> bool {
+    let (mut init, mut fin) = (0, 0);
+    // SAFETY: both functions may be called at any time, before MPI_Init and after
+    // MPI_Finalize, and write one int each.
+    unsafe {
+        mpi::PMPI_Initialized(&mut init);
+        mpi::PMPI_Finalized(&mut fin);
+    }
+    init != 0 && fin == 0
+}
+
+/// Prints `msg` (always, whatever `SLUICE_LOG` says), invokes `comm`'s error handler with
+/// `class` and returns `class` for the intercepted call to return if the handler returns.
+pub fn raise(comm: mpi::MPI_Comm, class: c_int, msg: &str) -> c_int {
+    logging::write_line(&format!("error: {msg}"));
+    if mpi_is_active() {
+        // SAFETY: MPI is active and `comm` is either a communicator the application passed in
+        // (already validated by the failing path or predefined) or MPI_COMM_WORLD.
+        unsafe { mpi::PMPI_Comm_call_errhandler(comm, class) };
+    }
+    class
+}

@@ -1,0 +1,233 @@
+//! The registry of every C entry point sluice intercepts (an "x-macro", like UCX's
+//! `UCP_PROTO_FOR_EACH`): one line per MPI function with its exact C signature, the
+//! interception family it is counted in, which communicator reports its errors, how to count
+//! its payload bytes, and which protocol handler serves it (`forward` = pass through unchanged).
+//!
+//! `ffi::next` expands this list into forwarding stubs, `intercept` into the exported symbols.
+//! Adding behaviour to a call means replacing its `forward` with a protocol function of the same
+//! signature; adding a call means adding one line here.
+//!
+//! Entry grammar:
+//! `Family fn NAME(arg: Type, ...) err(comm_arg | world) [bytes(count_arg, type_arg)] => handler;`
+
+/// Invokes `$callback!` with the whole list of intercepted functions.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! for_each_interposed {
+    ($callback:ident) => {
+        $crate::for_each_interposed_large_count! { $callback {
+            // ---- environment ---------------------------------------------------------------
+            Init fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) err(world)
+                => { $crate::protocol::init::init };
+            Init fn MPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int,
+                provided: *mut c_int) err(world) => { $crate::protocol::init::init_thread };
+            Init fn MPI_Finalize() err(world) => { $crate::protocol::init::finalize };
+
+            // ---- point-to-point: blocking -------------------------------------------------------
+            P2p fn MPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
+                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => forward;
+            P2p fn MPI_Bsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
+                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => forward;
+            P2p fn MPI_Ssend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
+                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => forward;
+            P2p fn MPI_Rsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
+                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => forward;
+            P2p fn MPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int,
+                tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) err(comm) => forward;
+            P2p fn MPI_Sendrecv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int,
+                recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm,
+                status: *mut MPI_Status) err(comm) bytes(sendcount, sendtype) => forward;
+            P2p fn MPI_Sendrecv_replace(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+                dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm,
+                status: *mut MPI_Status) err(comm) bytes(count, datatype) => forward;
+
+            // ---- point-to-point: nonblocking ----------------------------------------------------
+            P2p fn MPI_Isend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
+                tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
+                bytes(count, datatype) => forward;
+            P2p fn MPI_Ibsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
+                tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
+                bytes(count, datatype) => forward;
+            P2p fn MPI_Issend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
+                tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
+                bytes(count, datatype) => forward;
+            P2p fn MPI_Irsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
+                tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
+                bytes(count, datatype) => forward;
+            P2p fn MPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int,
+                tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm) => forward;
+
+            // ---- point-to-point: persistent -----------------------------------------------------
+            Persistent fn MPI_Send_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
+                dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
+                => forward;
+            Persistent fn MPI_Bsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
+                dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
+                => forward;
+            Persistent fn MPI_Ssend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
+                dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
+                => forward;
+            Persistent fn MPI_Rsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
+                dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
+                => forward;
+            Persistent fn MPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+                source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
+                => forward;
+            Persistent fn MPI_Start(request: *mut MPI_Request) err(world) => forward;
+            Persistent fn MPI_Startall(count: c_int, requests: *mut MPI_Request) err(world)
+                => forward;
+
+            // ---- probes and matched receives ----------------------------------------------------
+            Probe fn MPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status)
+                err(comm) => forward;
+            Probe fn MPI_Iprobe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int,
+                status: *mut MPI_Status) err(comm) => forward;
+            Probe fn MPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, message: *mut MPI_Message,
+                status: *mut MPI_Status) err(comm) => forward;
+            Probe fn MPI_Improbe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int,
+                message: *mut MPI_Message, status: *mut MPI_Status) err(comm) => forward;
+            Probe fn MPI_Mrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+                message: *mut MPI_Message, status: *mut MPI_Status) err(world) => forward;
+            Probe fn MPI_Imrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+                message: *mut MPI_Message, request: *mut MPI_Request) err(world) => forward;
+
+            // ---- completion ---------------------------------------------------------------------
+            Completion fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) err(world)
+                => forward;
+            Completion fn MPI_Waitall(count: c_int, requests: *mut MPI_Request,
+                statuses: *mut MPI_Status) err(world) => forward;
+            Completion fn MPI_Waitany(count: c_int, requests: *mut MPI_Request, index: *mut c_int,
+                status: *mut MPI_Status) err(world) => forward;
+            Completion fn MPI_Waitsome(incount: c_int, requests: *mut MPI_Request,
+                outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status) err(world)
+                => forward;
+            Completion fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int,
+                status: *mut MPI_Status) err(world) => forward;
+            Completion fn MPI_Testall(count: c_int, requests: *mut MPI_Request, flag: *mut c_int,
+                statuses: *mut MPI_Status) err(world) => forward;
+            Completion fn MPI_Testany(count: c_int, requests: *mut MPI_Request, index: *mut c_int,
+                flag: *mut c_int, status: *mut MPI_Status) err(world) => forward;
+            Completion fn MPI_Testsome(incount: c_int, requests: *mut MPI_Request,
+                outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status) err(world)
+                => forward;
+            Completion fn MPI_Request_free(request: *mut MPI_Request) err(world) => forward;
+            Completion fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int,
+                status: *mut MPI_Status) err(world) => forward;
+            Completion fn MPI_Cancel(request: *mut MPI_Request) err(world) => forward;
+            Completion fn MPI_Get_count(status: *const MPI_Status, datatype: MPI_Datatype,
+                count: *mut c_int) err(world) => forward;
+            Completion fn MPI_Get_elements(status: *const MPI_Status, datatype: MPI_Datatype,
+                count: *mut c_int) err(world) => forward;
+            Completion fn MPI_Get_elements_x(status: *const MPI_Status, datatype: MPI_Datatype,
+                count: *mut MPI_Count) err(world) => forward;
+
+            // ---- datatypes and packing ----------------------------------------------------------
+            Datatype fn MPI_Type_commit(datatype: *mut MPI_Datatype) err(world) => forward;
+            Datatype fn MPI_Type_free(datatype: *mut MPI_Datatype) err(world) => forward;
+            Datatype fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) err(world)
+                => forward;
+            Pack fn MPI_Pack(inbuf: *const c_void, incount: c_int, datatype: MPI_Datatype,
+                outbuf: *mut c_void, outsize: c_int, position: *mut c_int, comm: MPI_Comm) err(comm)
+                bytes(incount, datatype) => forward;
+            Pack fn MPI_Unpack(inbuf: *const c_void, insize: c_int, position: *mut c_int,
+                outbuf: *mut c_void, outcount: c_int, datatype: MPI_Datatype, comm: MPI_Comm)
+                err(comm) bytes(outcount, datatype) => forward;
+            Pack fn MPI_Pack_size(incount: c_int, datatype: MPI_Datatype, comm: MPI_Comm,
+                size: *mut c_int) err(comm) => forward;
+
+            // ---- communicators ------------------------------------------------------------------
+            Comm fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) err(comm) => forward;
+            Comm fn MPI_Comm_free(comm: *mut MPI_Comm) err(world) => forward;
+        }}
+    };
+}
+
+/// The MPI-4 large-count (`_c`) variants, exported only where the MPI provides them
+/// (MPICH 4.0 does, Open MPI 4.1 does not).
+#[cfg(sluice_large_count)]
+#[macro_export]
+#[doc(hidden)]
+macro_rules! for_each_interposed_large_count {
+    ($callback:ident { $($main:tt)* }) => {
+        $callback! {
+            $($main)*
+            P2p fn MPI_Send_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
+                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => forward;
+            P2p fn MPI_Bsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
+                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => forward;
+            P2p fn MPI_Ssend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
+                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => forward;
+            P2p fn MPI_Rsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
+                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => forward;
+            P2p fn MPI_Recv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,
+                source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) err(comm)
+                => forward;
+            P2p fn MPI_Sendrecv_c(sendbuf: *const c_void, sendcount: MPI_Count,
+                sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void,
+                recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+                comm: MPI_Comm, status: *mut MPI_Status) err(comm) bytes(sendcount, sendtype)
+                => forward;
+            P2p fn MPI_Sendrecv_replace_c(buf: *mut c_void, count: MPI_Count,
+                datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int,
+                comm: MPI_Comm, status: *mut MPI_Status) err(comm) bytes(count, datatype)
+                => forward;
+            P2p fn MPI_Isend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
+                dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
+                bytes(count, datatype) => forward;
+            P2p fn MPI_Ibsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
+                dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
+                bytes(count, datatype) => forward;
+            P2p fn MPI_Issend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
+                dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
+                bytes(count, datatype) => forward;
+            P2p fn MPI_Irsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
+                dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
+                bytes(count, datatype) => forward;
+            P2p fn MPI_Irecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,
+                source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
+                => forward;
+            Persistent fn MPI_Send_init_c(buf: *const c_void, count: MPI_Count,
+                datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
+                request: *mut MPI_Request) err(comm) => forward;
+            Persistent fn MPI_Bsend_init_c(buf: *const c_void, count: MPI_Count,
+                datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
+                request: *mut MPI_Request) err(comm) => forward;
+            Persistent fn MPI_Ssend_init_c(buf: *const c_void, count: MPI_Count,
+                datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
+                request: *mut MPI_Request) err(comm) => forward;
+            Persistent fn MPI_Rsend_init_c(buf: *const c_void, count: MPI_Count,
+                datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
+                request: *mut MPI_Request) err(comm) => forward;
+            Persistent fn MPI_Recv_init_c(buf: *mut c_void, count: MPI_Count,
+                datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm,
+                request: *mut MPI_Request) err(comm) => forward;
+            Probe fn MPI_Mrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,
+                message: *mut MPI_Message, status: *mut MPI_Status) err(world) => forward;
+            Probe fn MPI_Imrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,
+                message: *mut MPI_Message, request: *mut MPI_Request) err(world) => forward;
+            Completion fn MPI_Get_count_c(status: *const MPI_Status, datatype: MPI_Datatype,
+                count: *mut MPI_Count) err(world) => forward;
+            Completion fn MPI_Get_elements_c(status: *const MPI_Status, datatype: MPI_Datatype,
+                count: *mut MPI_Count) err(world) => forward;
+            Pack fn MPI_Pack_c(inbuf: *const c_void, incount: MPI_Count, datatype: MPI_Datatype,
+                outbuf: *mut c_void, outsize: MPI_Count, position: *mut MPI_Count, comm: MPI_Comm)
+                err(comm) bytes(incount, datatype) => forward;
+            Pack fn MPI_Unpack_c(inbuf: *const c_void, insize: MPI_Count, position: *mut MPI_Count,
+                outbuf: *mut c_void, outcount: MPI_Count, datatype: MPI_Datatype, comm: MPI_Comm)
+                err(comm) bytes(outcount, datatype) => forward;
+            Pack fn MPI_Pack_size_c(incount: MPI_Count, datatype: MPI_Datatype, comm: MPI_Comm,
+                size: *mut MPI_Count) err(comm) => forward;
+        }
+    };
+}
+
+/// Open MPI 4.1 has no large-count variants: nothing to export.
+#[cfg(not(sluice_large_count))]
+#[macro_export]
+#[doc(hidden)]
+macro_rules! for_each_interposed_large_count {
+    ($callback:ident { $($main:tt)* }) => {
+        $callback! { $($main)* }
+    };
+}

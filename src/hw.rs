@@ -1,0 +1,1 @@
+//! Hardware detection (filled in below).

@@ -1,0 +1,1 @@
+//! Fortran entry points (filled in below).

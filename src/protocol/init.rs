@@ -1,0 +1,95 @@
+//! MPI_Init, MPI_Init_thread and MPI_Finalize: start sluice after the MPI is up, gather the
+//! statistics before it goes down.
+
+use std::ffi::{c_char, c_int};
+
+use crate::ffi::{consts, errclass, mpi, next};
+use crate::{errors, logging, runtime, stats};
+
+/// After a successful MPI initialization: start sluice, report a bad configuration through
+/// MPI_COMM_WORLD's error handler (fatal by default) with MPI_ERR_ARG.
+fn after_init(rc: c_int) -> c_int {
+    if rc != errclass::SUCCESS {
+        return rc;
+    }
+    match runtime::start() {
+        Ok(()) => rc,
+        Err(e) => errors::raise(
+            consts::comm_world(),
+            errclass::ERR_ARG,
+            &format!("MPI_Init: {e}"),
+        ),
+    }
+}
+
+/// `MPI_Init`.
+///
+/// # Safety
+/// As `MPI_Init`: `argc`/`argv` are null or the program's arguments.
+pub unsafe fn init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    // SAFETY: arguments forwarded unchanged.
+    after_init(unsafe { next::MPI_Init(argc, argv) })
+}
+
+/// `MPI_Init_thread`.
+///
+/// # Safety
+/// As `MPI_Init_thread`.
+pub unsafe fn init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    // SAFETY: arguments forwarded unchanged.
+    after_init(unsafe { next::MPI_Init_thread(argc, argv, required, provided) })
+}
+
+/// `MPI_Finalize`: print the job-wide statistics (collective over MPI_COMM_WORLD, like
+/// MPI_Finalize itself), then stop intercepting and finalize the MPI.
+///
+/// # Safety
+/// As `MPI_Finalize`.
+pub unsafe fn finalize() -> c_int {
+    if runtime::config().is_some_and(|c| c.stats) && errors::mpi_is_active() {
+        gather_and_print_stats();
+    }
+    runtime::stop();
+    // SAFETY: forwarded unchanged.
+    unsafe { next::MPI_Finalize() }
+}
+
+/// Gathers every rank's counters to rank 0 over `PMPI_Gather` (sluice's own traffic goes
+/// straight to PMPI, never through tools stacked below) and prints one table there.
+pub fn gather_and_print_stats() {
+    let world = consts::comm_world();
+    let (mut rank, mut size) = (0, 0);
+    let mine = stats::snapshot();
+    // SAFETY: MPI is active; out-parameters are valid ints.
+    unsafe {
+        mpi::PMPI_Comm_rank(world, &mut rank);
+        mpi::PMPI_Comm_size(world, &mut size);
+    }
+    let mut all = vec![0u64; if rank == 0 { stats::LEN * size as usize } else { 0 }];
+    // SAFETY: `mine` holds LEN u64 values; on rank 0 `all` holds LEN per rank. MPI_UINT64_T
+    // matches u64. Every rank of MPI_COMM_WORLD calls this from MPI_Finalize (collective).
+    let rc = unsafe {
+        mpi::PMPI_Gather(
+            mine.as_ptr().cast(),
+            stats::LEN as c_int,
+            consts::uint64(),
+            all.as_mut_ptr().cast(),
+            stats::LEN as c_int,
+            consts::uint64(),
+            0,
+            world,
+        )
+    };
+    if rc != errclass::SUCCESS {
+        log::warn!("statistics gather failed (MPI error {rc}); printing this rank's only");
+        all = mine.to_vec();
+    }
+    if rank == 0 || rc != errclass::SUCCESS {
+        logging::write_raw(stats::format_report(&all, crate::ffi::FLAVOR).as_bytes());
+    }
+}

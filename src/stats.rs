@@ -1,0 +1,205 @@
+//! Interception statistics (`SLUICE_STATS=1`): calls, payload bytes and time per call family,
+//! gathered to rank 0 and printed once at `MPI_Finalize`.
+//!
+//! Counters are process-wide relaxed atomics, one cache line per family so that threads calling
+//! different families do not share lines. Nothing here runs unless statistics are enabled: the
+//! interception fast path does not touch these counters.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crossbeam_utils::CachePadded;
+
+/// The groups in which intercepted calls are counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// MPI_Init, MPI_Init_thread, MPI_Finalize.
+    Init,
+    /// Blocking and nonblocking sends and receives, Sendrecv(_replace).
+    P2p,
+    /// Persistent request creation and Start/Startall.
+    Persistent,
+    /// Probe, Iprobe, Mprobe, Improbe, Mrecv, Imrecv.
+    Probe,
+    /// Wait/Test family, Request_free, Request_get_status, Cancel, Get_count/Get_elements.
+    Completion,
+    /// Type_commit, Type_free, Type_dup.
+    Datatype,
+    /// MPI_Pack, MPI_Unpack, MPI_Pack_size.
+    Pack,
+    /// Comm_dup, Comm_free.
+    Comm,
+}
+
+impl Family {
+    /// Every family, in report order.
+    pub const ALL: [Family; 8] = [
+        Family::Init,
+        Family::P2p,
+        Family::Persistent,
+        Family::Probe,
+        Family::Completion,
+        Family::Datatype,
+        Family::Pack,
+        Family::Comm,
+    ];
+
+    /// Short lower-case name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Init => "init",
+            Family::P2p => "p2p",
+            Family::Persistent => "persistent",
+            Family::Probe => "probe",
+            Family::Completion => "completion",
+            Family::Datatype => "datatype",
+            Family::Pack => "pack",
+            Family::Comm => "comm",
+        }
+    }
+}
+
+/// Number of counters kept per family (calls, bytes, total ns, ns inside the MPI).
+pub const FIELDS: usize = 4;
+/// Length of one rank's counter vector.
+pub const LEN: usize = Family::ALL.len() * FIELDS;
+
+#[derive(Default)]
+struct FamilyCounters {
+    calls: AtomicU64,
+    bytes: AtomicU64,
+    total_ns: AtomicU64,
+    mpi_ns: AtomicU64,
+}
+
+static COUNTERS: [CachePadded<FamilyCounters>; 8] = [const {
+    CachePadded::new(FamilyCounters {
+        calls: AtomicU64::new(0),
+        bytes: AtomicU64::new(0),
+        total_ns: AtomicU64::new(0),
+        mpi_ns: AtomicU64::new(0),
+    })
+}; 8];
+
+static TIMING: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// Nanoseconds this thread spent inside forwarded MPI calls (see `ffi::next`).
+    static MPI_NS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Turns time accounting of forwarded calls on or off.
+pub fn set_timing(on: bool) {
+    TIMING.store(on, Ordering::Relaxed);
+}
+
+/// Whether forwarded calls are being timed.
+#[inline(always)]
+pub fn timing_enabled() -> bool {
+    TIMING.load(Ordering::Relaxed)
+}
+
+/// Monotonic clock in nanoseconds.
+#[inline]
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Adds time spent in the underlying MPI by the current thread.
+#[inline]
+pub fn add_mpi_ns(ns: u64) {
+    MPI_NS.with(|c| c.set(c.get() + ns));
+}
+
+/// Time this thread has spent in the underlying MPI so far.
+#[inline]
+pub fn thread_mpi_ns() -> u64 {
+    MPI_NS.with(|c| c.get())
+}
+
+/// Records one intercepted call.
+pub fn record(family: Family, bytes: u64, total_ns: u64, mpi_ns: u64) {
+    let c = &COUNTERS[family as usize];
+    c.calls.fetch_add(1, Ordering::Relaxed);
+    c.bytes.fetch_add(bytes, Ordering::Relaxed);
+    c.total_ns.fetch_add(total_ns, Ordering::Relaxed);
+    c.mpi_ns.fetch_add(mpi_ns.min(total_ns), Ordering::Relaxed);
+}
+
+/// This process's counters as a flat vector: per family `[calls, bytes, total_ns, mpi_ns]`.
+pub fn snapshot() -> [u64; LEN] {
+    let mut v = [0u64; LEN];
+    for (i, c) in COUNTERS.iter().enumerate() {
+        v[i * FIELDS] = c.calls.load(Ordering::Relaxed);
+        v[i * FIELDS + 1] = c.bytes.load(Ordering::Relaxed);
+        v[i * FIELDS + 2] = c.total_ns.load(Ordering::Relaxed);
+        v[i * FIELDS + 3] = c.mpi_ns.load(Ordering::Relaxed);
+    }
+    v
+}
+
+/// Formats the job-wide table from every rank's snapshot (concatenated, `LEN` each).
+pub fn format_report(all: &[u64], flavor: &str) -> String {
+    let ranks = all.len() / LEN;
+    let mut out = format!(
+        "[sluice] statistics: {ranks} ranks, built for {flavor}\n\
+         [sluice] {:<11} {:>12} {:>16} {:>16} {:>16}\n",
+        "family", "calls", "bytes", "in sluice (us)", "in MPI (us)"
+    );
+    for (f, fam) in Family::ALL.iter().enumerate() {
+        let (mut calls, mut bytes, mut total, mut mpi) = (0u64, 0u64, 0u64, 0u64);
+        for r in 0..ranks {
+            let base = r * LEN + f * FIELDS;
+            calls += all[base];
+            bytes += all[base + 1];
+            total += all[base + 2];
+            mpi += all[base + 3];
+        }
+        let sluice_us = total.saturating_sub(mpi) as f64 / 1e3;
+        out.push_str(&format!(
+            "[sluice] {:<11} {:>12} {:>16} {:>16.1} {:>16.1}\n",
+            fam.name(),
+            calls,
+            bytes,
+            sluice_us,
+            mpi as f64 / 1e3
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_sums_ranks_and_separates_sluice_time() {
+        let mut all = vec![0u64; 2 * LEN];
+        let p2p = Family::P2p as usize * FIELDS;
+        all[p2p] = 3;
+        all[p2p + 1] = 24;
+        all[p2p + 2] = 5_000;
+        all[p2p + 3] = 4_000;
+        all[LEN + p2p] = 4;
+        all[LEN + p2p + 1] = 8;
+        let text = format_report(&all, "openmpi");
+        let line = text.lines().find(|l| l.contains(" p2p ")).unwrap();
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cols[1..5], ["p2p", "7", "32", "1.0"]);
+        assert!(text.contains("2 ranks"));
+    }
+
+    #[test]
+    fn record_accumulates_and_clamps_mpi_time() {
+        let before = snapshot();
+        record(Family::Comm, 10, 100, 250);
+        let after = snapshot();
+        let b = Family::Comm as usize * FIELDS;
+        assert_eq!(after[b] - before[b], 1);
+        assert_eq!(after[b + 1] - before[b + 1], 10);
+        assert_eq!(after[b + 3] - before[b + 3], 100, "MPI time never exceeds the call's time");
+    }
+}
