@@ -71,7 +71,7 @@ fn main() {
     .unwrap_or_else(|| panic!("SLUICE_MPI={wanted}: its compiler wrapper (mpicc.{wanted}) was not found; install the MPI (scripts/install-deps.sh)"));
 
     println!("cargo:rustc-cfg=sluice_mpi=\"{}\"", flavor.name);
-    println!("cargo:rustc-env=SLUICE_MPI_FLAVOR={}", flavor.name);
+    println!("cargo:rustc-env=SLUICE_MPI={}", flavor.name);
     for d in &flavor.link_dirs {
         println!("cargo:rustc-link-search=native={d}");
     }

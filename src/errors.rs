@@ -21,11 +21,23 @@ pub fn mpi_is_active() -> bool {
 /// Prints `msg` (always, whatever `SLUICE_LOG` says), invokes `comm`'s error handler with
 /// `class` and returns `class` for the intercepted call to return if the handler returns.
 pub fn raise(comm: mpi::MPI_Comm, class: c_int, msg: &str) -> c_int {
-    logging::write_line(&format!("error: {msg}"));
+    logging::write_line(&format!("error: {msg} [{}]", class_name(class)));
     if mpi_is_active() {
         // SAFETY: MPI is active and `comm` is either a communicator the application passed in
         // (already validated by the failing path or predefined) or MPI_COMM_WORLD.
         unsafe { mpi::PMPI_Comm_call_errhandler(comm, class) };
     }
     class
+}
+
+/// The MPI name of an error class sluice raises itself.
+pub fn class_name(class: c_int) -> &'static str {
+    use crate::ffi::errclass::*;
+    match class {
+        SUCCESS => "MPI_SUCCESS",
+        ERR_ARG => "MPI_ERR_ARG",
+        ERR_INTERN => "MPI_ERR_INTERN",
+        ERR_OTHER => "MPI_ERR_OTHER",
+        _ => "MPI error",
+    }
 }

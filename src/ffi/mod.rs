@@ -25,7 +25,7 @@ pub mod mpi {
 }
 
 /// The MPI flavor this build targets (`openmpi` or `mpich`).
-pub const FLAVOR: &str = env!("SLUICE_MPI_FLAVOR");
+pub const FLAVOR: &str = env!("SLUICE_MPI");
 
 /// Error class constants as `c_int`, in one place (bindgen emits them as `u32` in Open MPI).
 #[allow(missing_docs)]

@@ -8,12 +8,18 @@ use crate::{errors, logging, runtime, stats};
 
 /// After a successful MPI initialization: start sluice, report a bad configuration through
 /// MPI_COMM_WORLD's error handler (fatal by default) with MPI_ERR_ARG.
-fn after_init(rc: c_int) -> c_int {
+fn after_init(rc: c_int, t0: u64, mpi_ns: u64) -> c_int {
     if rc != errclass::SUCCESS {
         return rc;
     }
     match runtime::start() {
-        Ok(()) => rc,
+        Ok(()) => {
+            // Statistics start inside this call, so MPI_Init records itself once they are on.
+            if runtime::config().is_some_and(|c| c.stats) {
+                stats::record(stats::Family::Init, 0, stats::now_ns() - t0, mpi_ns);
+            }
+            rc
+        }
         Err(e) => errors::raise(
             consts::comm_world(),
             errclass::ERR_ARG,
@@ -27,8 +33,10 @@ fn after_init(rc: c_int) -> c_int {
 /// # Safety
 /// As `MPI_Init`: `argc`/`argv` are null or the program's arguments.
 pub unsafe fn init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    let t0 = stats::now_ns();
     // SAFETY: arguments forwarded unchanged.
-    after_init(unsafe { next::MPI_Init(argc, argv) })
+    let rc = unsafe { next::MPI_Init(argc, argv) };
+    after_init(rc, t0, stats::now_ns() - t0)
 }
 
 /// `MPI_Init_thread`.
@@ -41,8 +49,10 @@ pub unsafe fn init_thread(
     required: c_int,
     provided: *mut c_int,
 ) -> c_int {
+    let t0 = stats::now_ns();
     // SAFETY: arguments forwarded unchanged.
-    after_init(unsafe { next::MPI_Init_thread(argc, argv, required, provided) })
+    let rc = unsafe { next::MPI_Init_thread(argc, argv, required, provided) };
+    after_init(rc, t0, stats::now_ns() - t0)
 }
 
 /// `MPI_Finalize`: print the job-wide statistics (collective over MPI_COMM_WORLD, like

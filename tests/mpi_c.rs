@@ -1,0 +1,153 @@
+//! C applications under the real launcher with `libsluice.so` preloaded, at 2 and 4 ranks.
+
+mod common;
+use common::*;
+
+const RINGS: u64 = 25; // tests/c/ring.c: ROUNDS
+
+#[test]
+fn ring_calls_are_intercepted_and_counted_exactly() {
+    let exe = compile_c("ring");
+    for np in [2u32, 4] {
+        let job = launch_shim(np, &exe, &[("SLUICE_STATS", "1")]);
+        job.assert_pass("ring");
+        assert_eq!(job.stat_calls("p2p"), Some(2 * RINGS * np as u64), "np={np}\n{}", job.all());
+        assert_eq!(job.stat_calls("init"), Some(np as u64), "np={np}\n{}", job.all());
+    }
+}
+
+#[test]
+fn every_family_goes_through_sluice() {
+    let exe = compile_c("families");
+    for np in [2u32, 4] {
+        let job = launch_shim(np, &exe, &[("SLUICE_STATS", "1")]);
+        job.assert_pass("families");
+        for fam in ["init", "p2p", "persistent", "probe", "completion", "datatype", "pack", "comm"] {
+            assert!(job.stat_calls(fam).unwrap_or(0) > 0, "np={np}: no {fam} calls counted\n{}", job.all());
+        }
+    }
+}
+
+#[test]
+fn bare_mpi_runs_the_same_programs() {
+    // The programs themselves are correct MPI: they pass without the shim too.
+    for name in ["ring", "families"] {
+        let exe = compile_c(name);
+        launch(2, &exe, &[], None).assert_pass(name);
+    }
+}
+
+#[test]
+fn disable_is_pure_pass_through() {
+    let exe = compile_c("families");
+    for np in [2u32, 4] {
+        let job = launch_shim(np, &exe, &[("SLUICE_DISABLE", "1"), ("SLUICE_STATS", "1"), ("SLUICE_LOG", "info")]);
+        job.assert_pass("families");
+        assert!(!job.stderr.contains("[sluice"), "disabled sluice printed something:\n{}", job.all());
+    }
+}
+
+#[test]
+fn bad_setting_stops_mpi_init_with_a_clear_message() {
+    let exe = compile_c("ring");
+    for (var, val, accepted) in
+        [("SLUICE_STATS", "maybe", "yes"), ("SLUICE_LOG", "loud", "debug"), ("SLUICE_TEST_PANIC", "MPI_Bogus", "intercepted")]
+    {
+        let job = launch_shim(2, &exe, &[(var, val)]);
+        let all = job.all();
+        assert!(!job.ok, "{var}={val} did not stop the job:\n{all}");
+        assert!(!job.stdout.contains("PASS"), "{var}={val}: application ran past MPI_Init:\n{all}");
+        assert!(all.contains(&format!("{var}=\"{val}\"")) && all.contains(accepted), "{var}: unclear message:\n{all}");
+        assert!(all.contains("[MPI_ERR_ARG]"), "{var}: not reported as MPI_ERR_ARG:\n{all}");
+    }
+}
+
+#[test]
+fn disable_bypasses_a_broken_setting() {
+    let exe = compile_c("ring");
+    launch_shim(2, &exe, &[("SLUICE_DISABLE", "yes"), ("SLUICE_STATS", "maybe")]).assert_pass("ring");
+}
+
+#[test]
+fn panic_inside_sluice_is_err_intern_through_the_error_handler() {
+    let exe = compile_c("errors");
+    for np in [2u32, 4] {
+        let job = launch_shim(np, &exe, &[("SLUICE_TEST_PANIC", "MPI_Send")]);
+        job.assert_pass("errors");
+        assert!(job.stderr.contains("internal error in MPI_Send") && job.stderr.contains("[MPI_ERR_INTERN]"), "{}", job.all());
+    }
+}
+
+#[test]
+fn panic_with_fatal_handler_aborts_the_job() {
+    let exe = compile_c("errors");
+    let so = shim();
+    let job = {
+        // errors.c takes "fatal" as argv[1]: pass it through a tiny wrapper script.
+        let dir = std::env::temp_dir().join(format!("sluice-fatal-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = dir.join("fatal.sh");
+        std::fs::write(&script, format!("#!/bin/sh\nexec {} fatal\n", exe.display())).unwrap();
+        std::process::Command::new("chmod").arg("+x").arg(&script).status().unwrap();
+        launch(2, &script, &[("SLUICE_TEST_PANIC", "MPI_Send")], Some(so.to_str().unwrap()))
+    };
+    assert!(!job.ok && !job.stdout.contains("PASS"), "fatal handler did not abort:\n{}", job.all());
+    assert!(job.stderr.contains("internal error in MPI_Send") && job.stderr.contains("[MPI_ERR_INTERN]"), "{}", job.all());
+}
+
+#[test]
+fn log_lines_are_rank_prefixed() {
+    let exe = compile_c("ring");
+    let job = launch_shim(2, &exe, &[("SLUICE_LOG", "info")]);
+    job.assert_pass("ring");
+    for r in 0..2 {
+        assert!(job.stderr.contains(&format!("[sluice r{r}] info: sluice ")), "rank {r}:\n{}", job.all());
+    }
+}
+
+#[test]
+fn sluice_stacks_in_front_of_another_pmpi_tool() {
+    let exe = compile_c("ring");
+    let tool = compile_c_tool("countertool");
+    let preload = format!("{}:{}", shim().display(), tool.display());
+    for np in [2u32, 4] {
+        let job = launch(np, &exe, &[("SLUICE_STATS", "1")], Some(&preload));
+        job.assert_pass("ring");
+        for r in 0..np {
+            assert!(job.stdout.contains(&format!("countertool: rank {r} saw {RINGS} MPI_Send")), "{}", job.all());
+        }
+        assert_eq!(job.stat_calls("p2p"), Some(2 * RINGS * np as u64), "{}", job.all());
+    }
+}
+
+#[test]
+fn processes_without_mpi_are_untouched() {
+    let so = shim();
+    let out = std::process::Command::new("sh")
+        .args(["-c", "echo hello; ls / >/dev/null"])
+        .env("LD_PRELOAD", &so)
+        .env("SLUICE_STATS", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn globally_exported_preload_reaches_launcher_and_ranks() {
+    // An admin exporting LD_PRELOAD for the whole job loads sluice into the launcher and its
+    // daemons too; they never call MPI_Init, so sluice must stay inert there.
+    let exe = compile_c("ring");
+    let _g = serial();
+    let mut cmd = std::process::Command::new("timeout");
+    cmd.arg("180").env("LD_PRELOAD", shim()).env("SLUICE_STATS", "1");
+    if FLAVOR == "openmpi" {
+        cmd.args(["mpirun.openmpi", "--oversubscribe", "--allow-run-as-root", "-np", "2"]);
+    } else {
+        cmd.args(["mpiexec.mpich", "-np", "2"]);
+    }
+    let job = collect(cmd.arg(&exe).output().unwrap());
+    job.assert_pass("ring");
+    assert_eq!(job.stat_calls("p2p"), Some(2 * RINGS * 2), "{}", job.all());
+}
