@@ -151,3 +151,16 @@ fn globally_exported_preload_reaches_launcher_and_ranks() {
     job.assert_pass("ring");
     assert_eq!(job.stat_calls("p2p"), Some(2 * RINGS * 2), "{}", job.all());
 }
+
+#[test]
+fn extension_api_disables_and_reenables_at_run_time() {
+    let exe = compile_c("extension_api");
+    for np in [2u32, 4] {
+        let job = launch_shim(np, &exe, &[("SLUICE_STATS", "1")]);
+        job.assert_pass("extension_api");
+        // 3 + 2 Sendrecv per rank went through sluice; the 5 made while disabled did not.
+        // The table is printed twice (sluice_stats_dump, then MPI_Finalize): both show 5 per rank.
+        assert_eq!(job.stat_calls("p2p"), Some(5 * np as u64), "{}", job.all());
+        assert_eq!(job.stderr.matches("[sluice] statistics").count(), 2, "{}", job.all());
+    }
+}

@@ -1,0 +1,41 @@
+/* sluice: public C header of sluice's own extension API.
+ *
+ * Applications never need this header: sluice works under unmodified MPI programs through
+ * LD_PRELOAD. Include it (and link -lsluice, or resolve the symbols with dlsym) to query or
+ * steer sluice at run time. Every function is safe to call from any thread; none of them
+ * unwinds or aborts. */
+#ifndef SLUICE_H
+#define SLUICE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Writes sluice's version (each pointer may be NULL). Returns 0. */
+int sluice_version(int *major, int *minor, int *patch);
+
+/* "MAJOR.MINOR.PATCH", static storage. */
+const char *sluice_version_string(void);
+
+/* The MPI ABI this libsluice.so was built for: "openmpi" or "mpich". */
+const char *sluice_mpi_flavor(void);
+
+/* Resumes interception after sluice_disable(). Has no effect when SLUICE_DISABLE=1 or before
+ * MPI_Init. Returns 1 if calls now go through sluice, else 0. */
+int sluice_enable(void);
+
+/* Every MPI call made after this returns is a pure pass-through to the MPI. Returns 0.
+ * (Point-to-point requests that sluice started itself keep completing through sluice.) */
+int sluice_disable(void);
+
+/* 1 if calls currently go through sluice, else 0. */
+int sluice_is_enabled(void);
+
+/* Collective over MPI_COMM_WORLD: rank 0 prints the job-wide statistics gathered so far (as
+ * SLUICE_STATS=1 does at MPI_Finalize). Returns 0, or -1 when MPI is not initialized. */
+int sluice_stats_dump(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SLUICE_H */
