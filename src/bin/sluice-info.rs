@@ -1,1 +1,166 @@
-fn main(){}
+//! `sluice-info`: what this sluice build is, how it is configured, and what hardware it sees.
+//!
+//! Runs without `MPI_Init` and without a launcher. Exit status: 0, or 1 when the `SLUICE_*`
+//! environment would be rejected at `MPI_Init` (everything is still printed), 2 on bad usage.
+
+use std::ffi::{c_char, c_int};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use sluice::config::{Config, Param, PARAMS};
+use sluice::ffi::{mpi, FLAVOR};
+
+const USAGE: &str = "\
+Usage: sluice-info [OPTION]
+Show the sluice build, its SLUICE_* parameters and the hardware it detects.
+
+  -c, --config   parameters and validation of the current environment only
+      --hw       hardware only
+  -h, --help     this help
+
+With no option everything is printed. Exit status: 0; 1 if the current SLUICE_*
+environment is invalid (not checked with --hw); 2 on a usage error.";
+
+/// Which sections to print.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    All,
+    Config,
+    Hardware,
+}
+
+fn parse_args(args: &[String]) -> Result<Option<Mode>, String> {
+    match args {
+        [] => Ok(Some(Mode::All)),
+        [a] => match a.as_str() {
+            "-h" | "--help" => Ok(None),
+            "-c" | "--config" => Ok(Some(Mode::Config)),
+            "--hw" => Ok(Some(Mode::Hardware)),
+            other => Err(format!("unknown option {other:?}")),
+        },
+        _ => Err("at most one option is accepted".to_string()),
+    }
+}
+
+/// The MPI library's own version string; needs no `MPI_Init`.
+fn mpi_library_version() -> String {
+    let mut buf = vec![0 as c_char; mpi::MPI_MAX_LIBRARY_VERSION_STRING as usize + 1];
+    let mut len: c_int = 0;
+    // SAFETY: MPI_Get_library_version may be called before MPI_Init; `buf` holds
+    // MPI_MAX_LIBRARY_VERSION_STRING characters (plus one spare) and `len` is a valid out-pointer.
+    let rc = unsafe { mpi::PMPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
+    if rc != sluice::ffi::errclass::SUCCESS {
+        return format!("(PMPI_Get_library_version failed with code {rc})");
+    }
+    let len = usize::try_from(len).unwrap_or(0).min(buf.len());
+    let bytes: Vec<u8> = buf[..len].iter().map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).trim_end_matches(['\0', '\n', ' ']).to_string()
+}
+
+/// Cuts a line (MPICH's configure line runs to thousands of characters) to a readable width.
+fn shorten(line: &str) -> String {
+    const MAX: usize = 110;
+    let line = line.replace('\t', " ");
+    match line.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}...", &line[..cut]),
+        None => line,
+    }
+}
+
+/// `libsluice.so` next to this executable (cargo puts both in the same directory).
+fn library_path() -> Option<PathBuf> {
+    let lib = std::env::current_exe().ok()?.parent()?.join("libsluice.so");
+    lib.is_file().then_some(lib)
+}
+
+fn print_build() {
+    println!("sluice {}", env!("CARGO_PKG_VERSION"));
+    println!("  MPI flavor:   {FLAVOR}");
+    let version = mpi_library_version();
+    let mut lines = version.lines();
+    println!("  MPI library:  {}", shorten(lines.next().unwrap_or("")));
+    lines.filter(|l| !l.trim().is_empty()).for_each(|l| println!("                {}", shorten(l.trim())));
+    match library_path() {
+        Some(p) => println!("  library:      {}", p.display()),
+        None => println!("  library:      (libsluice.so not found next to this executable)"),
+    }
+}
+
+/// The variable's value as set in the environment, or "(default)".
+fn current_value(name: &str) -> String {
+    match std::env::var_os(name) {
+        Some(v) => format!("{:?}", v.to_string_lossy()),
+        None => "(default)".to_string(),
+    }
+}
+
+fn print_param(p: &Param) {
+    let default = if p.default.is_empty() { "(empty)".to_string() } else { format!("{:?}", p.default) };
+    println!("  {}", p.name);
+    println!("      default:  {default}");
+    println!("      current:  {}", current_value(p.name));
+    println!("      accepted: {}", p.accepted);
+    println!("      {}", p.doc);
+}
+
+/// Prints the parameter table and the validation verdict; returns whether the environment is valid.
+fn print_config() -> bool {
+    println!("Parameters");
+    PARAMS.iter().for_each(print_param);
+    println!();
+    let result = Config::from_env();
+    match &result {
+        Ok(_) => println!("Current environment: ok"),
+        Err(e) => println!("Current environment: INVALID: {e}"),
+    }
+    let env_names = std::env::vars_os().map(|(k, _)| k.to_string_lossy().into_owned());
+    let unknown = Config::unknown_vars(env_names);
+    if unknown.is_empty() {
+        println!("Unknown SLUICE_* variables: none");
+    } else {
+        println!("Unknown SLUICE_* variables (ignored; typos?): {}", unknown.join(", "));
+    }
+    result.is_ok()
+}
+
+fn print_hardware() {
+    println!("Hardware");
+    print!("{}", sluice::hw::detect());
+}
+
+fn main() -> ExitCode {
+    // SAFETY: restoring the default SIGPIPE action before any thread exists, so that
+    // `sluice-info | head` ends quietly like other command-line tools instead of panicking.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    let args: Vec<String> = std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+    let mode = match parse_args(&args) {
+        Ok(Some(mode)) => mode,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("sluice-info: {e}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut valid = true;
+    if mode == Mode::All {
+        print_build();
+        println!();
+    }
+    if mode != Mode::Hardware {
+        valid = print_config();
+    }
+    if mode != Mode::Config {
+        if mode == Mode::All {
+            println!();
+        }
+        print_hardware();
+    }
+    if valid {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
