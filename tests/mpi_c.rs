@@ -164,3 +164,15 @@ fn extension_api_disables_and_reenables_at_run_time() {
         assert_eq!(job.stderr.matches("[sluice] statistics").count(), 2, "{}", job.all());
     }
 }
+
+#[test]
+fn thread_multiple_calls_are_all_intercepted() {
+    let exe = compile_c("threads");
+    for np in [2u32, 4] {
+        let job = launch_shim(np, &exe, &[("SLUICE_STATS", "1")]);
+        job.assert_pass("threads");
+        // Per rank: 4 threads x 50 rounds x (Irecv + Isend) p2p calls and one Waitall each.
+        assert_eq!(job.stat_calls("p2p"), Some(4 * 50 * 2 * np as u64), "{}", job.all());
+        assert_eq!(job.stat_calls("completion"), Some(4 * 50 * np as u64), "{}", job.all());
+    }
+}

@@ -68,7 +68,7 @@ pub fn compile_c(name: &str) -> PathBuf {
     let src = repo().join("tests/c").join(format!("{name}.c"));
     build_once(&src.clone(), scratch().join(format!("{name}_c")), |out| {
         let mut c = Command::new(format!("mpicc.{FLAVOR}"));
-        c.args(["-O1", "-Wall", "-Wno-stringop-overflow", "-I"]).arg(repo().join("tests/c")).arg(&src).arg("-o").arg(out);
+        c.args(["-O1", "-Wall", "-Wno-stringop-overflow", "-pthread", "-I"]).arg(repo().join("tests/c")).arg(&src).arg("-o").arg(out);
         c
     })
 }
