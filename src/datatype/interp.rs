@@ -28,9 +28,9 @@ fn walk(dl: &DataLoop, base: i64, skip: usize, budget: &mut usize, emit: &mut im
             let len = (bl * c.size - skip).min(*budget);
             emit(base + d + c.true_lb + skip as i64, len);
             *budget -= len;
-        } else if c.size > 0 {
-            for j in skip / c.size..bl {
-                let s = if j == skip / c.size { skip % c.size } else { 0 };
+        } else if let Some(j0) = skip.checked_div(c.size) {
+            for j in j0..bl {
+                let s = if j == j0 { skip % c.size } else { 0 };
                 walk(c, base + d + j as i64 * c.extent, s, budget, emit);
                 if *budget == 0 {
                     return;
