@@ -94,6 +94,7 @@ fn main() {
         .allowlist_function("sluice_c_.*")
         .allowlist_type("MPI_.*")
         .allowlist_var("MPI_.*")
+        .allowlist_var("SLUICE_.*")
         .blocklist_function("PMPIX?_.*(Session|File|Win|T_).*")
         .layout_tests(false)
         .generate_comments(false)

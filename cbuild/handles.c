@@ -7,6 +7,15 @@ MPI_Datatype sluice_c_datatype_null(void) { return MPI_DATATYPE_NULL; }
 MPI_Datatype sluice_c_byte(void) { return MPI_BYTE; }
 MPI_Datatype sluice_c_uint64(void) { return MPI_UINT64_T; }
 MPI_Datatype sluice_c_int(void) { return MPI_INT; }
+MPI_Datatype sluice_c_double(void) { return MPI_DOUBLE; }
+MPI_Datatype sluice_c_float(void) { return MPI_FLOAT; }
+MPI_Datatype sluice_c_char(void) { return MPI_CHAR; }
+MPI_Datatype sluice_c_short(void) { return MPI_SHORT; }
+MPI_Datatype sluice_c_long_double(void) { return MPI_LONG_DOUBLE; }
+MPI_Datatype sluice_c_c_double_complex(void) { return MPI_C_DOUBLE_COMPLEX; }
+MPI_Datatype sluice_c_double_int(void) { return MPI_DOUBLE_INT; }
+MPI_Datatype sluice_c_short_int(void) { return MPI_SHORT_INT; }
+MPI_Datatype sluice_c_long_double_int(void) { return MPI_LONG_DOUBLE_INT; }
 MPI_Request sluice_c_request_null(void) { return MPI_REQUEST_NULL; }
 MPI_Message sluice_c_message_null(void) { return MPI_MESSAGE_NULL; }
 MPI_Message sluice_c_message_no_proc(void) { return MPI_MESSAGE_NO_PROC; }

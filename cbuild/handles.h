@@ -14,6 +14,15 @@ MPI_Datatype sluice_c_datatype_null(void);
 MPI_Datatype sluice_c_byte(void);
 MPI_Datatype sluice_c_uint64(void);
 MPI_Datatype sluice_c_int(void);
+MPI_Datatype sluice_c_double(void);
+MPI_Datatype sluice_c_float(void);
+MPI_Datatype sluice_c_char(void);
+MPI_Datatype sluice_c_short(void);
+MPI_Datatype sluice_c_long_double(void);
+MPI_Datatype sluice_c_c_double_complex(void);
+MPI_Datatype sluice_c_double_int(void);
+MPI_Datatype sluice_c_short_int(void);
+MPI_Datatype sluice_c_long_double_int(void);
 MPI_Request sluice_c_request_null(void);
 MPI_Message sluice_c_message_null(void);
 MPI_Message sluice_c_message_no_proc(void);
@@ -24,4 +33,25 @@ MPI_Fint *sluice_c_f_status_ignore(void);
 MPI_Fint *sluice_c_f_statuses_ignore(void);
 void *sluice_c_in_place(void);
 void *sluice_c_bottom(void);
+
+/* Combiner values under one name for both MPIs: MPICH declares them in a named enum
+ * (MPIR_Combiner_enum) that bindgen would export under flavor-specific names. */
+enum {
+    SLUICE_COMBINER_NAMED = MPI_COMBINER_NAMED,
+    SLUICE_COMBINER_DUP = MPI_COMBINER_DUP,
+    SLUICE_COMBINER_CONTIGUOUS = MPI_COMBINER_CONTIGUOUS,
+    SLUICE_COMBINER_VECTOR = MPI_COMBINER_VECTOR,
+    SLUICE_COMBINER_HVECTOR = MPI_COMBINER_HVECTOR,
+    SLUICE_COMBINER_INDEXED = MPI_COMBINER_INDEXED,
+    SLUICE_COMBINER_HINDEXED = MPI_COMBINER_HINDEXED,
+    SLUICE_COMBINER_INDEXED_BLOCK = MPI_COMBINER_INDEXED_BLOCK,
+    SLUICE_COMBINER_HINDEXED_BLOCK = MPI_COMBINER_HINDEXED_BLOCK,
+    SLUICE_COMBINER_STRUCT = MPI_COMBINER_STRUCT,
+    SLUICE_COMBINER_SUBARRAY = MPI_COMBINER_SUBARRAY,
+    SLUICE_COMBINER_DARRAY = MPI_COMBINER_DARRAY,
+    SLUICE_COMBINER_F90_REAL = MPI_COMBINER_F90_REAL,
+    SLUICE_COMBINER_F90_COMPLEX = MPI_COMBINER_F90_COMPLEX,
+    SLUICE_COMBINER_F90_INTEGER = MPI_COMBINER_F90_INTEGER,
+    SLUICE_COMBINER_RESIZED = MPI_COMBINER_RESIZED,
+};
 #endif

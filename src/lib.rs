@@ -16,6 +16,7 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 pub mod config;
+pub mod datatype;
 pub mod errors;
 pub mod ffi;
 pub mod hw;

@@ -32,6 +32,24 @@ accessor! {
     uint64 -> mpi::MPI_Datatype = sluice_c_uint64;
     /// `MPI_INT`.
     int -> mpi::MPI_Datatype = sluice_c_int;
+    /// `MPI_DOUBLE`.
+    double -> mpi::MPI_Datatype = sluice_c_double;
+    /// `MPI_FLOAT`.
+    float -> mpi::MPI_Datatype = sluice_c_float;
+    /// `MPI_CHAR`.
+    char -> mpi::MPI_Datatype = sluice_c_char;
+    /// `MPI_SHORT`.
+    short -> mpi::MPI_Datatype = sluice_c_short;
+    /// `MPI_LONG_DOUBLE`.
+    long_double -> mpi::MPI_Datatype = sluice_c_long_double;
+    /// `MPI_C_DOUBLE_COMPLEX`.
+    c_double_complex -> mpi::MPI_Datatype = sluice_c_c_double_complex;
+    /// `MPI_DOUBLE_INT`.
+    double_int -> mpi::MPI_Datatype = sluice_c_double_int;
+    /// `MPI_SHORT_INT`.
+    short_int -> mpi::MPI_Datatype = sluice_c_short_int;
+    /// `MPI_LONG_DOUBLE_INT`.
+    long_double_int -> mpi::MPI_Datatype = sluice_c_long_double_int;
     /// `MPI_REQUEST_NULL`.
     request_null -> mpi::MPI_Request = sluice_c_request_null;
     /// `MPI_MESSAGE_NULL`.

@@ -1,0 +1,215 @@
+//! Decodes a committed MPI datatype into the dataloop IR with MPI_Type_get_envelope /
+//! MPI_Type_get_contents, recursively.
+//!
+//! Every decoded node gets the lb/extent MPI reports for that datatype (struct padding rules
+//! differ between MPIs; asking MPI is the only way to agree with it), and its size and true
+//! bounds are checked against MPI's (the bytes it touches must lie within MPI's true bounds):
+//! any disagreement is an error, so callers fall back to MPI.
+
+use std::ffi::c_int;
+
+use super::ir::DataLoop;
+use crate::ffi::mpi::{self, MPI_Aint, MPI_Datatype};
+
+/// Why a datatype could not be decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DecodeError {
+    /// A combiner sluice does not decode (DARRAY, deprecated *_INTEGER variants, unknown).
+    Unsupported(c_int),
+    /// An MPI call returned this error code.
+    Mpi(c_int),
+    /// The IR disagrees with what MPI reports (size or true bounds).
+    Mismatch(&'static str),
+}
+
+type Result<T> = std::result::Result<T, DecodeError>;
+
+fn check(rc: c_int) -> Result<()> {
+    if rc == mpi::MPI_SUCCESS as c_int {
+        Ok(())
+    } else {
+        Err(DecodeError::Mpi(rc))
+    }
+}
+
+/// What MPI says about a datatype: (size, lb, extent, true_lb, true_extent).
+fn mpi_bounds(t: MPI_Datatype) -> Result<(usize, i64, i64, i64, i64)> {
+    let (mut size, mut lb, mut ext, mut tlb, mut text): (c_int, MPI_Aint, MPI_Aint, MPI_Aint, MPI_Aint) =
+        (0, 0, 0, 0, 0);
+    // SAFETY: `t` is a datatype handle the caller got from MPI; the outputs are valid locals.
+    unsafe {
+        check(mpi::PMPI_Type_size(t, &mut size))?;
+        check(mpi::PMPI_Type_get_extent(t, &mut lb, &mut ext))?;
+        check(mpi::PMPI_Type_get_true_extent(t, &mut tlb, &mut text))?;
+    }
+    Ok((size as usize, lb as i64, ext as i64, tlb as i64, text as i64))
+}
+
+/// The combiner constants as `c_int` (bindgen gives them the enum's unsigned type).
+mod comb {
+    use std::ffi::c_int;
+    macro_rules! c {
+        ($($n:ident = $v:ident),*) => { $(pub const $n: c_int = crate::ffi::mpi::$v as c_int;)* };
+    }
+    c!(NAMED = SLUICE_COMBINER_NAMED, DUP = SLUICE_COMBINER_DUP,
+       CONTIGUOUS = SLUICE_COMBINER_CONTIGUOUS, VECTOR = SLUICE_COMBINER_VECTOR,
+       HVECTOR = SLUICE_COMBINER_HVECTOR, INDEXED = SLUICE_COMBINER_INDEXED,
+       HINDEXED = SLUICE_COMBINER_HINDEXED, INDEXED_BLOCK = SLUICE_COMBINER_INDEXED_BLOCK,
+       HINDEXED_BLOCK = SLUICE_COMBINER_HINDEXED_BLOCK, STRUCT = SLUICE_COMBINER_STRUCT,
+       SUBARRAY = SLUICE_COMBINER_SUBARRAY, F90_REAL = SLUICE_COMBINER_F90_REAL,
+       F90_COMPLEX = SLUICE_COMBINER_F90_COMPLEX, F90_INTEGER = SLUICE_COMBINER_F90_INTEGER,
+       RESIZED = SLUICE_COMBINER_RESIZED);
+}
+
+/// The arguments a datatype was built from.
+struct Contents {
+    ints: Vec<c_int>,
+    addrs: Vec<i64>,
+    /// Decoded child datatypes (the MPI handles are already freed where MPI requires it).
+    types: Vec<DataLoop>,
+}
+
+fn envelope(t: MPI_Datatype) -> Result<(c_int, c_int, c_int, c_int)> {
+    let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
+    // SAFETY: valid handle, outputs are locals.
+    check(unsafe { mpi::PMPI_Type_get_envelope(t, &mut ni, &mut na, &mut nd, &mut combiner) })?;
+    Ok((ni, na, nd, combiner))
+}
+
+fn contents(t: MPI_Datatype, ni: c_int, na: c_int, nd: c_int) -> Result<Contents> {
+    let mut ints = vec![0 as c_int; ni as usize];
+    let mut addrs = vec![0 as MPI_Aint; na as usize];
+    let mut handles: Vec<MPI_Datatype> = vec![crate::ffi::consts::datatype_null(); nd as usize];
+    // SAFETY: the arrays have exactly the lengths the envelope reported.
+    check(unsafe {
+        mpi::PMPI_Type_get_contents(t, ni, na, nd, ints.as_mut_ptr(), addrs.as_mut_ptr(), handles.as_mut_ptr())
+    })?;
+    // Decode every child, then free the derived ones (get_contents returned new references);
+    // free them all even when one fails to decode.
+    let mut types = Vec::with_capacity(handles.len());
+    let mut err = None;
+    for h in &mut handles {
+        match decode(*h) {
+            Ok(d) => types.push(d),
+            Err(e) => err = err.or(Some(e)),
+        }
+        if envelope(*h)?.3 != comb::NAMED {
+            // SAFETY: `h` is a derived datatype returned by get_contents, ours to free.
+            check(unsafe { mpi::PMPI_Type_free(h) })?;
+        }
+    }
+    match err {
+        Some(e) => Err(e),
+        None => Ok(Contents { ints, addrs: addrs.into_iter().map(|a| a as i64).collect(), types }),
+    }
+}
+
+/// A predefined type from its size and true extent. Pair types with padding (MPI_DOUBLE_INT,
+/// MPI_SHORT_INT, MPI_LONG_DOUBLE_INT, ...) are `struct { T v; int i; }`: value then an int at
+/// the next 4-byte boundary.
+fn named(size: usize, tlb: i64, text: i64) -> Result<DataLoop> {
+    if tlb != 0 {
+        return Err(DecodeError::Mismatch("named type with nonzero true lb"));
+    }
+    if size as i64 == text {
+        return Ok(DataLoop::bytes(size));
+    }
+    let int = std::mem::size_of::<c_int>();
+    if size > int {
+        let v = size - int;
+        let off = v.next_multiple_of(int) as i64;
+        if off + int as i64 == text {
+            return Ok(DataLoop::structure(vec![1, 1], vec![0, off], vec![DataLoop::bytes(v), DataLoop::bytes(int)]));
+        }
+    }
+    Err(DecodeError::Mismatch("named type with unknown layout"))
+}
+
+fn usizes(v: &[c_int]) -> Vec<usize> {
+    v.iter().map(|&x| x as usize).collect()
+}
+
+/// Decodes a committed (or predefined) datatype. The handle itself is not freed.
+pub fn decode(t: MPI_Datatype) -> Result<DataLoop> {
+    let (ni, na, nd, combiner) = envelope(t)?;
+    let (size, lb, extent, tlb, text) = mpi_bounds(t)?;
+    let dl = match combiner {
+        comb::NAMED | comb::F90_REAL | comb::F90_COMPLEX | comb::F90_INTEGER => named(size, tlb, text)?,
+        comb::DUP | comb::CONTIGUOUS | comb::VECTOR | comb::HVECTOR | comb::INDEXED | comb::HINDEXED
+        | comb::INDEXED_BLOCK | comb::HINDEXED_BLOCK | comb::STRUCT | comb::SUBARRAY | comb::RESIZED => {
+            let c = contents(t, ni, na, nd)?;
+            derived(combiner, c)?
+        }
+        other => return Err(DecodeError::Unsupported(other)),
+    };
+    let dl = dl.resized(lb, extent);
+    if dl.size != size {
+        return Err(DecodeError::Mismatch("size"));
+    }
+    // MPIs differ on whether empty members widen the true bounds (MPICH: yes), so the bytes
+    // the IR touches must lie within MPI's true bounds rather than match them exactly.
+    if size > 0 && (dl.true_lb < tlb || dl.true_ub > tlb + text) {
+        return Err(DecodeError::Mismatch("true bounds"));
+    }
+    Ok(dl)
+}
+
+/// Builds the node for a derived combiner from its decoded contents.
+fn derived(combiner: c_int, c: Contents) -> Result<DataLoop> {
+    let Contents { ints, addrs, mut types } = c;
+    let child = types.first().cloned().ok_or(DecodeError::Mismatch("no child type"))?;
+    let ext = child.extent;
+    let n = ints.first().copied().unwrap_or(0) as usize;
+    Ok(match combiner {
+        comb::DUP | comb::RESIZED => child, // decode() applies MPI's bounds
+        comb::CONTIGUOUS => DataLoop::contig(n, child),
+        comb::VECTOR => DataLoop::vector(n, ints[1] as usize, ints[2] as i64 * ext, child),
+        comb::HVECTOR => DataLoop::vector(n, ints[1] as usize, addrs[0], child),
+        comb::INDEXED => {
+            let displs = ints[1 + n..1 + 2 * n].iter().map(|&d| d as i64 * ext).collect();
+            DataLoop::indexed(usizes(&ints[1..1 + n]), displs, child)
+        }
+        comb::HINDEXED => DataLoop::indexed(usizes(&ints[1..1 + n]), addrs, child),
+        comb::INDEXED_BLOCK => {
+            let displs = ints[2..2 + n].iter().map(|&d| d as i64 * ext).collect();
+            DataLoop::block_indexed(ints[1] as usize, displs, child)
+        }
+        comb::HINDEXED_BLOCK => DataLoop::block_indexed(ints[1] as usize, addrs, child),
+        comb::STRUCT => {
+            types.truncate(n);
+            DataLoop::structure(usizes(&ints[1..1 + n]), addrs, types)
+        }
+        comb::SUBARRAY => subarray(&ints, child)?,
+        other => return Err(DecodeError::Unsupported(other)),
+    })
+}
+
+/// SUBARRAY as nested vectors over the innermost contiguous run, placed at the start offset.
+/// ints = [ndims, sizes[n], subsizes[n], starts[n], order].
+fn subarray(ints: &[c_int], child: DataLoop) -> Result<DataLoop> {
+    let n = ints[0] as usize;
+    let mut sizes = ints[1..1 + n].to_vec();
+    let mut subs = ints[1 + n..1 + 2 * n].to_vec();
+    let mut starts = ints[1 + 2 * n..1 + 3 * n].to_vec();
+    if n == 0 {
+        return Err(DecodeError::Mismatch("0-d subarray"));
+    }
+    if ints[1 + 3 * n] == mpi::MPI_ORDER_FORTRAN as c_int {
+        // Fortran order is C order with the dimensions reversed.
+        sizes.reverse();
+        subs.reverse();
+        starts.reverse();
+    }
+    let ext = child.extent;
+    // stride[d]: bytes between consecutive indices of dimension d (C order: last is fastest).
+    let mut stride = vec![ext; n];
+    for d in (0..n - 1).rev() {
+        stride[d] = stride[d + 1] * sizes[d + 1] as i64;
+    }
+    let mut node = DataLoop::contig(subs[n - 1] as usize, child);
+    for d in (0..n - 1).rev() {
+        node = DataLoop::vector(subs[d] as usize, 1, stride[d], node);
+    }
+    let offset = (0..n).map(|d| starts[d] as i64 * stride[d]).sum();
+    Ok(DataLoop::block_indexed(1, vec![offset], node))
+}
