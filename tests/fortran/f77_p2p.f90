@@ -14,8 +14,9 @@
 !   MPI_Request_get_status LOGICAL flags, MPI_STATUS_IGNORE and MPI_STATUSES_IGNORE.
 ! Rank 0 prints exactly "PASS" when all ranks passed (MPI_Allreduce of the error count), else
 ! "FAIL <count>" and calls MPI_Abort. Run under SLUICE_STATS=1 to see the calls intercepted.
-! MPICH's own Fortran bindings have known index bugs, independent of sluice (its MPICH build
-! exports no Fortran code for these calls): mpi_f08 returns 0-based indices in 4.0.x
+! MPICH's own Fortran bindings have known index bugs, independent of sluice (for mpif.h and
+! `use mpi` sluice's MPICH build exports no Fortran code; for mpi_f08 it exports the completion
+! calls and returns standard 1-based indices): MPICH's mpi_f08 returns 0-based indices in 4.0.x
 ! (pmodels/mpich#6270) and MPI_UNDEFINED comes back as MPI_UNDEFINED+1 (#6402, #6989). With
 ! MPICH the test calibrates the index base once and accepts MPI_UNDEFINED+1; with any other MPI
 ! (Open MPI, where sluice converts the indices itself) every index check is strict.
