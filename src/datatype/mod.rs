@@ -10,6 +10,7 @@
 //! indexed/struct levels, parallel checkpoints, DARRAY and the deprecated *_INTEGER combiners
 //! (decode reports them unsupported so callers fall back to the MPI), benchmarks.
 
+pub mod compiled;
 pub mod decode;
 pub mod interp;
 pub mod ir;
