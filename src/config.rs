@@ -42,6 +42,12 @@ pub const PARAMS: &[Param] = &[
         doc: "Log level; each line is prefixed with the rank and written with a single write(2).",
     },
     Param {
+        name: "SLUICE_DATATYPE",
+        default: "1",
+        accepted: BOOL,
+        doc: "Compile committed datatypes with sluice's engine and serve MPI_Pack/MPI_Unpack/MPI_Pack_size with it; 0 leaves them to the MPI.",
+    },
+    Param {
         name: "SLUICE_TEST_PANIC",
         default: "",
         accepted: "empty, or the name of an intercepted C function (e.g. MPI_Send)",
@@ -89,6 +95,8 @@ pub struct Config {
     pub stats: bool,
     /// `SLUICE_LOG`.
     pub log: LogLevel,
+    /// `SLUICE_DATATYPE`.
+    pub datatype_engine: bool,
     /// `SLUICE_TEST_PANIC`.
     pub test_panic: Option<String>,
 }
@@ -166,12 +174,13 @@ impl Config {
         let disable = parse_bool(param("SLUICE_DISABLE"), &value("SLUICE_DISABLE"))?;
         if disable {
             // A disabled sluice reads nothing else, so a broken setting elsewhere can be bypassed.
-            return Ok(Config { disable, stats: false, log: LogLevel::Warn, test_panic: None });
+            return Ok(Config { disable, stats: false, log: LogLevel::Warn, datatype_engine: false, test_panic: None });
         }
         Ok(Config {
             disable,
             stats: parse_bool(param("SLUICE_STATS"), &value("SLUICE_STATS"))?,
             log: parse_log(param("SLUICE_LOG"), &value("SLUICE_LOG"))?,
+            datatype_engine: parse_bool(param("SLUICE_DATATYPE"), &value("SLUICE_DATATYPE"))?,
             test_panic: parse_fn_name(param("SLUICE_TEST_PANIC"), &value("SLUICE_TEST_PANIC"), known_fn)?,
         })
     }
@@ -199,7 +208,7 @@ mod tests {
     #[test]
     fn defaults() {
         let c = parse(&[]).unwrap();
-        assert_eq!(c, Config { disable: false, stats: false, log: LogLevel::Warn, test_panic: None });
+        assert_eq!(c, Config { disable: false, stats: false, log: LogLevel::Warn, datatype_engine: true, test_panic: None });
     }
 
     #[test]

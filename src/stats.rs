@@ -29,11 +29,14 @@ pub enum Family {
     Pack,
     /// Comm_dup, Comm_free.
     Comm,
+    /// Not a call family: pack/unpack operations served by sluice's datatype engine (calls =
+    /// operations, bytes = packed bytes), whichever MPI call asked for them.
+    Engine,
 }
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 8] = [
+    pub const ALL: [Family; 9] = [
         Family::Init,
         Family::P2p,
         Family::Persistent,
@@ -42,6 +45,7 @@ impl Family {
         Family::Datatype,
         Family::Pack,
         Family::Comm,
+        Family::Engine,
     ];
 
     /// Short lower-case name used in reports.
@@ -55,6 +59,7 @@ impl Family {
             Family::Datatype => "datatype",
             Family::Pack => "pack",
             Family::Comm => "comm",
+            Family::Engine => "ddt-engine",
         }
     }
 }
@@ -72,14 +77,14 @@ struct FamilyCounters {
     mpi_ns: AtomicU64,
 }
 
-static COUNTERS: [CachePadded<FamilyCounters>; 8] = [const {
+static COUNTERS: [CachePadded<FamilyCounters>; Family::ALL.len()] = [const {
     CachePadded::new(FamilyCounters {
         calls: AtomicU64::new(0),
         bytes: AtomicU64::new(0),
         total_ns: AtomicU64::new(0),
         mpi_ns: AtomicU64::new(0),
     })
-}; 8];
+}; Family::ALL.len()];
 
 static TIMING: AtomicBool = AtomicBool::new(false);
 

@@ -176,3 +176,17 @@ fn thread_multiple_calls_are_all_intercepted() {
         assert_eq!(job.stat_calls("completion"), Some(4 * 50 * np as u64), "{}", job.all());
     }
 }
+
+#[test]
+fn pack_and_unpack_run_on_sluices_engine_and_match_the_mpi() {
+    let exe = compile_c("pack");
+    for np in [2u32, 4] {
+        let job = launch_shim(np, &exe, &[("SLUICE_STATS", "1")]);
+        job.assert_pass("pack");
+        assert!(job.stat_calls("ddt-engine").unwrap_or(0) > 0, "engine not used:\n{}", job.all());
+    }
+    // The same checks hold with the engine switched off (everything left to the MPI).
+    let job = launch_shim(2, &exe, &[("SLUICE_STATS", "1"), ("SLUICE_DATATYPE", "0")]);
+    job.assert_pass("pack");
+    assert_eq!(job.stat_calls("ddt-engine"), Some(0), "{}", job.all());
+}

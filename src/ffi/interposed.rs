@@ -123,18 +123,20 @@ macro_rules! for_each_interposed {
                 count: *mut MPI_Count) err(world) => forward;
 
             // ---- datatypes and packing ----------------------------------------------------------
-            Datatype fn MPI_Type_commit(datatype: *mut MPI_Datatype) err(world) => forward;
-            Datatype fn MPI_Type_free(datatype: *mut MPI_Datatype) err(world) => forward;
+            Datatype fn MPI_Type_commit(datatype: *mut MPI_Datatype) err(world)
+                => { $crate::protocol::datatype::type_commit };
+            Datatype fn MPI_Type_free(datatype: *mut MPI_Datatype) err(world)
+                => { $crate::protocol::datatype::type_free };
             Datatype fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) err(world)
-                => forward;
+                => { $crate::protocol::datatype::type_dup };
             Pack fn MPI_Pack(inbuf: *const c_void, incount: c_int, datatype: MPI_Datatype,
                 outbuf: *mut c_void, outsize: c_int, position: *mut c_int, comm: MPI_Comm) err(comm)
-                bytes(incount, datatype) => forward;
+                bytes(incount, datatype) => { $crate::protocol::datatype::pack };
             Pack fn MPI_Unpack(inbuf: *const c_void, insize: c_int, position: *mut c_int,
                 outbuf: *mut c_void, outcount: c_int, datatype: MPI_Datatype, comm: MPI_Comm)
-                err(comm) bytes(outcount, datatype) => forward;
+                err(comm) bytes(outcount, datatype) => { $crate::protocol::datatype::unpack };
             Pack fn MPI_Pack_size(incount: c_int, datatype: MPI_Datatype, comm: MPI_Comm,
-                size: *mut c_int) err(comm) => forward;
+                size: *mut c_int) err(comm) => { $crate::protocol::datatype::pack_size };
 
             // ---- communicators ------------------------------------------------------------------
             Comm fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) err(comm) => forward;
@@ -212,12 +214,12 @@ macro_rules! for_each_interposed_large_count {
                 count: *mut MPI_Count) err(world) => forward;
             Pack fn MPI_Pack_c(inbuf: *const c_void, incount: MPI_Count, datatype: MPI_Datatype,
                 outbuf: *mut c_void, outsize: MPI_Count, position: *mut MPI_Count, comm: MPI_Comm)
-                err(comm) bytes(incount, datatype) => forward;
+                err(comm) bytes(incount, datatype) => { $crate::protocol::datatype::large_count::pack_c };
             Pack fn MPI_Unpack_c(inbuf: *const c_void, insize: MPI_Count, position: *mut MPI_Count,
                 outbuf: *mut c_void, outcount: MPI_Count, datatype: MPI_Datatype, comm: MPI_Comm)
-                err(comm) bytes(outcount, datatype) => forward;
+                err(comm) bytes(outcount, datatype) => { $crate::protocol::datatype::large_count::unpack_c };
             Pack fn MPI_Pack_size_c(incount: MPI_Count, datatype: MPI_Datatype, comm: MPI_Comm,
-                size: *mut MPI_Count) err(comm) => forward;
+                size: *mut MPI_Count) err(comm) => { $crate::protocol::datatype::large_count::pack_size_c };
         }
     };
 }

@@ -40,3 +40,17 @@ pub mod errclass {
 /// Fortran `INTEGER` as MPI's C side sees it (`MPI_Fint`). Both supported MPIs, built with
 /// gfortran's default integer kind, use C `int`; `cbuild/handles.c` asserts this at compile time.
 pub type Fint = std::ffi::c_int;
+
+/// A datatype handle as a plain integer key (Open MPI: the object's address; MPICH: the
+/// integer handle), for sluice's per-type tables.
+#[inline]
+pub fn datatype_key(t: mpi::MPI_Datatype) -> usize {
+    #[cfg(sluice_mpi = "openmpi")]
+    {
+        t as usize
+    }
+    #[cfg(sluice_mpi = "mpich")]
+    {
+        t as u32 as usize
+    }
+}

@@ -3,4 +3,5 @@
 //! signature. Today that is the environment (init/finalize); the datatype engine and the
 //! point-to-point and collective protocols add their handlers here.
 
+pub mod datatype;
 pub mod init;

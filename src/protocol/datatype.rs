@@ -1,0 +1,330 @@
+//! Datatype handlers: MPI_Type_commit compiles a type with sluice's engine, MPI_Type_free and
+//! MPI_Type_dup keep the table of compiled types in step with MPI's handles, and MPI_Pack,
+//! MPI_Unpack and MPI_Pack_size run on the compiled form.
+//!
+//! Exactness first: a call takes sluice's path only when every argument is valid and the type
+//! is compiled; anything else (negative counts, short buffers, uncommitted or undecodable
+//! types, MPI_BOTTOM buffers, MPI_COMM_NULL) is forwarded unchanged, so the MPI itself reports
+//! the error with its own class through the application's error handler. Packed bytes are the
+//! MPI's own packed stream (homogeneous machine), so data packed by sluice and by the bare MPI
+//! interoperate.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::sync::{Arc, RwLock};
+
+use crate::datatype::compiled::CompiledType;
+use crate::datatype::decode::decode;
+use crate::ffi::{consts, datatype_key, errclass, mpi, next};
+use crate::stats::{self, Family};
+
+/// Compiled types by handle. Entries are removed *before* MPI_Type_free returns the handle to
+/// the MPI (which may reuse it at once), so a stale entry is never found under a new type.
+static TYPES: RwLock<Option<HashMap<usize, Arc<CompiledType>>>> = RwLock::new(None);
+
+fn lookup(t: mpi::MPI_Datatype) -> Option<Arc<CompiledType>> {
+    if !crate::runtime::config().is_some_and(|c| c.datatype_engine) {
+        return None;
+    }
+    let g = TYPES.read().unwrap_or_else(|e| e.into_inner());
+    g.as_ref()?.get(&datatype_key(t)).cloned()
+}
+
+fn insert(t: mpi::MPI_Datatype, c: Arc<CompiledType>) {
+    let mut g = TYPES.write().unwrap_or_else(|e| e.into_inner());
+    g.get_or_insert_with(HashMap::new).insert(datatype_key(t), c);
+}
+
+fn remove(t: mpi::MPI_Datatype) {
+    let mut g = TYPES.write().unwrap_or_else(|e| e.into_inner());
+    if let Some(m) = g.as_mut() {
+        m.remove(&datatype_key(t));
+    }
+}
+
+/// Number of compiled types currently held (for tests and statistics).
+pub fn compiled_count() -> usize {
+    TYPES.read().unwrap_or_else(|e| e.into_inner()).as_ref().map_or(0, |m| m.len())
+}
+
+/// Decodes and compiles a committed type; an undecodable type stays with the MPI's engine.
+fn compile(t: mpi::MPI_Datatype) {
+    if !crate::runtime::config().is_some_and(|c| c.datatype_engine) {
+        return;
+    }
+    match decode(t) {
+        Ok(dl) => insert(t, Arc::new(CompiledType::new(&dl))),
+        Err(e) => {
+            remove(t);
+            log::debug!("datatype left to the MPI engine: {e:?}");
+        }
+    }
+}
+
+/// `MPI_Type_commit`.
+///
+/// # Safety
+/// As `MPI_Type_commit`.
+pub unsafe fn type_commit(datatype: *mut mpi::MPI_Datatype) -> c_int {
+    // SAFETY: forwarded unchanged.
+    let rc = unsafe { next::MPI_Type_commit(datatype) };
+    if rc == errclass::SUCCESS {
+        // SAFETY: the MPI accepted the pointer and wrote nothing else to it.
+        compile(unsafe { *datatype });
+    }
+    rc
+}
+
+/// `MPI_Type_free`: forget the compiled form first (the MPI may reuse the handle at once).
+///
+/// # Safety
+/// As `MPI_Type_free`.
+pub unsafe fn type_free(datatype: *mut mpi::MPI_Datatype) -> c_int {
+    if !datatype.is_null() {
+        // SAFETY: non-null pointer to the application's handle.
+        remove(unsafe { *datatype });
+    }
+    // SAFETY: forwarded unchanged.
+    unsafe { next::MPI_Type_free(datatype) }
+}
+
+/// `MPI_Type_dup`: the duplicate of a committed type is committed and has the same typemap.
+///
+/// # Safety
+/// As `MPI_Type_dup`.
+pub unsafe fn type_dup(oldtype: mpi::MPI_Datatype, newtype: *mut mpi::MPI_Datatype) -> c_int {
+    // SAFETY: forwarded unchanged.
+    let rc = unsafe { next::MPI_Type_dup(oldtype, newtype) };
+    if rc == errclass::SUCCESS {
+        if let Some(c) = lookup(oldtype) {
+            // SAFETY: the MPI wrote the new handle.
+            insert(unsafe { *newtype }, c);
+        }
+    }
+    rc
+}
+
+/// The part of a packed buffer a call would touch, if sluice may serve the call itself.
+struct PackPlan {
+    compiled: Arc<CompiledType>,
+    count: usize,
+    start: usize,
+    bytes: usize,
+}
+
+/// Decides whether sluice serves a pack/unpack of `count` elements of `datatype`, with the
+/// packed side `[*position, *position + bytes)` inside a buffer of `capacity` bytes.
+fn plan(
+    user_buf: *const c_void,
+    packed_buf: *const c_void,
+    count: i64,
+    datatype: mpi::MPI_Datatype,
+    capacity: i64,
+    position: Option<i64>,
+    comm: mpi::MPI_Comm,
+) -> Option<PackPlan> {
+    let position = position?;
+    if count < 0 || capacity < 0 || position < 0 || comm == consts::comm_null() {
+        return None;
+    }
+    let compiled = lookup(datatype)?;
+    let bytes = (compiled.size() as i64).checked_mul(count)?;
+    if position.checked_add(bytes)? > capacity {
+        return None; // the MPI reports its own truncation error
+    }
+    if bytes > 0 && (user_buf.is_null() || packed_buf.is_null()) {
+        return None; // MPI_BOTTOM with absolute addresses: left to the MPI
+    }
+    Some(PackPlan { compiled, count: count as usize, start: position as usize, bytes: bytes as usize })
+}
+
+fn record(bytes: usize) {
+    if stats::timing_enabled() {
+        stats::record(Family::Engine, bytes as u64, 0, 0);
+    }
+}
+
+/// Packs through sluice's engine if `plan` allows; returns the new position.
+///
+/// # Safety
+/// As `MPI_Pack` (the application's buffers are valid for the typemap and the packed range).
+unsafe fn engine_pack(p: &PackPlan, inbuf: *const c_void, outbuf: *mut c_void) -> i64 {
+    // SAFETY: `plan` checked that `[start, start + bytes)` lies inside the caller's `outsize`
+    // bytes at `outbuf`; MPI_Pack's contract makes the typemap readable at `inbuf`.
+    unsafe {
+        let out = std::slice::from_raw_parts_mut((outbuf as *mut u8).add(p.start), p.bytes);
+        p.compiled.pack(inbuf as *const u8, p.count, out);
+    }
+    record(p.bytes);
+    (p.start + p.bytes) as i64
+}
+
+/// Unpacks through sluice's engine; returns the new position.
+///
+/// # Safety
+/// As `MPI_Unpack`.
+unsafe fn engine_unpack(p: &PackPlan, inbuf: *const c_void, outbuf: *mut c_void) -> i64 {
+    // SAFETY: `plan` checked the packed range lies inside `insize` bytes at `inbuf`; MPI_Unpack's
+    // contract makes the typemap writable at `outbuf`.
+    unsafe {
+        let input = std::slice::from_raw_parts((inbuf as *const u8).add(p.start), p.bytes);
+        p.compiled.unpack(input, p.count, outbuf as *mut u8);
+    }
+    record(p.bytes);
+    (p.start + p.bytes) as i64
+}
+
+/// Reads an optional position pointer.
+fn read_pos<T: Copy + Into<i64>>(p: *const T) -> Option<i64> {
+    // SAFETY: non-null position pointers point to the application's position variable.
+    (!p.is_null()).then(|| unsafe { *p }.into())
+}
+
+/// `MPI_Pack`.
+///
+/// # Safety
+/// As `MPI_Pack`.
+pub unsafe fn pack(
+    inbuf: *const c_void,
+    incount: c_int,
+    datatype: mpi::MPI_Datatype,
+    outbuf: *mut c_void,
+    outsize: c_int,
+    position: *mut c_int,
+    comm: mpi::MPI_Comm,
+) -> c_int {
+    match plan(inbuf, outbuf, incount.into(), datatype, outsize.into(), read_pos(position), comm) {
+        // SAFETY: plan validated the arguments; position is non-null; the end fits in c_int
+        // because it is at most `outsize`.
+        Some(p) => unsafe {
+            *position = engine_pack(&p, inbuf, outbuf) as c_int;
+            errclass::SUCCESS
+        },
+        // SAFETY: forwarded unchanged.
+        None => unsafe { next::MPI_Pack(inbuf, incount, datatype, outbuf, outsize, position, comm) },
+    }
+}
+
+/// `MPI_Unpack`.
+///
+/// # Safety
+/// As `MPI_Unpack`.
+pub unsafe fn unpack(
+    inbuf: *const c_void,
+    insize: c_int,
+    position: *mut c_int,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    datatype: mpi::MPI_Datatype,
+    comm: mpi::MPI_Comm,
+) -> c_int {
+    match plan(outbuf, inbuf, outcount.into(), datatype, insize.into(), read_pos(position), comm) {
+        // SAFETY: as in `pack`.
+        Some(p) => unsafe {
+            *position = engine_unpack(&p, inbuf, outbuf) as c_int;
+            errclass::SUCCESS
+        },
+        // SAFETY: forwarded unchanged.
+        None => unsafe { next::MPI_Unpack(inbuf, insize, position, outbuf, outcount, datatype, comm) },
+    }
+}
+
+/// `MPI_Pack_size`: exactly `incount * size` (both MPIs return the same for homogeneous
+/// packing; `tests/c/pack.c` checks it against `PMPI_Pack_size`).
+///
+/// # Safety
+/// As `MPI_Pack_size`.
+pub unsafe fn pack_size(incount: c_int, datatype: mpi::MPI_Datatype, comm: mpi::MPI_Comm, size: *mut c_int) -> c_int {
+    let fast = (incount >= 0 && !size.is_null() && comm != consts::comm_null())
+        .then(|| lookup(datatype))
+        .flatten()
+        .and_then(|c| c_int::try_from(c.size() as i64 * incount as i64).ok());
+    match fast {
+        // SAFETY: non-null output pointer.
+        Some(n) => unsafe {
+            *size = n;
+            errclass::SUCCESS
+        },
+        // SAFETY: forwarded unchanged.
+        None => unsafe { next::MPI_Pack_size(incount, datatype, comm, size) },
+    }
+}
+
+/// Large-count variants (MPI-4, MPICH): the same logic with `MPI_Count` positions and sizes.
+#[cfg(sluice_large_count)]
+pub mod large_count {
+    use super::*;
+
+    /// `MPI_Pack_c`.
+    ///
+    /// # Safety
+    /// As `MPI_Pack_c`.
+    pub unsafe fn pack_c(
+        inbuf: *const c_void,
+        incount: mpi::MPI_Count,
+        datatype: mpi::MPI_Datatype,
+        outbuf: *mut c_void,
+        outsize: mpi::MPI_Count,
+        position: *mut mpi::MPI_Count,
+        comm: mpi::MPI_Comm,
+    ) -> c_int {
+        match plan(inbuf, outbuf, incount, datatype, outsize, read_pos(position), comm) {
+            // SAFETY: as in `pack`.
+            Some(p) => unsafe {
+                *position = engine_pack(&p, inbuf, outbuf);
+                errclass::SUCCESS
+            },
+            // SAFETY: forwarded unchanged.
+            None => unsafe { next::MPI_Pack_c(inbuf, incount, datatype, outbuf, outsize, position, comm) },
+        }
+    }
+
+    /// `MPI_Unpack_c`.
+    ///
+    /// # Safety
+    /// As `MPI_Unpack_c`.
+    pub unsafe fn unpack_c(
+        inbuf: *const c_void,
+        insize: mpi::MPI_Count,
+        position: *mut mpi::MPI_Count,
+        outbuf: *mut c_void,
+        outcount: mpi::MPI_Count,
+        datatype: mpi::MPI_Datatype,
+        comm: mpi::MPI_Comm,
+    ) -> c_int {
+        match plan(outbuf, inbuf, outcount, datatype, insize, read_pos(position), comm) {
+            // SAFETY: as in `pack`.
+            Some(p) => unsafe {
+                *position = engine_unpack(&p, inbuf, outbuf);
+                errclass::SUCCESS
+            },
+            // SAFETY: forwarded unchanged.
+            None => unsafe { next::MPI_Unpack_c(inbuf, insize, position, outbuf, outcount, datatype, comm) },
+        }
+    }
+
+    /// `MPI_Pack_size_c`.
+    ///
+    /// # Safety
+    /// As `MPI_Pack_size_c`.
+    pub unsafe fn pack_size_c(
+        incount: mpi::MPI_Count,
+        datatype: mpi::MPI_Datatype,
+        comm: mpi::MPI_Comm,
+        size: *mut mpi::MPI_Count,
+    ) -> c_int {
+        let fast = (incount >= 0 && !size.is_null() && comm != consts::comm_null())
+            .then(|| lookup(datatype))
+            .flatten()
+            .and_then(|c| (c.size() as i64).checked_mul(incount));
+        match fast {
+            // SAFETY: non-null output pointer.
+            Some(n) => unsafe {
+                *size = n;
+                errclass::SUCCESS
+            },
+            // SAFETY: forwarded unchanged.
+            None => unsafe { next::MPI_Pack_size_c(incount, datatype, comm, size) },
+        }
+    }
+}
