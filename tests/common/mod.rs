@@ -83,17 +83,18 @@ pub fn compile_c_tool(name: &str) -> PathBuf {
     })
 }
 
-/// Compiles `tests/fortran/<file>` with `mpif90.<flavor>`.
-pub fn compile_fortran(file: &str) -> PathBuf {
+/// Compiles `tests/fortran/<file>` with `mpif90.<flavor>`, with `-D<define>` for each define.
+pub fn compile_fortran(file: &str, defines: &[&str]) -> PathBuf {
     let src = repo().join("tests/fortran").join(file);
     let stem = Path::new(file).file_stem().unwrap().to_string_lossy().into_owned();
-    build_once(&src.clone(), scratch().join(format!("{stem}_f")), |out| {
+    let name = std::iter::once(stem.as_str()).chain(defines.iter().copied()).collect::<Vec<_>>().join("_");
+    build_once(&src.clone(), scratch().join(format!("{name}_f")), |out| {
         let mut c = Command::new(format!("mpif90.{FLAVOR}"));
-        c.args(["-O1", "-ffree-line-length-none", "-fallow-argument-mismatch", "-J"])
-            .arg(scratch())
-            .arg(&src)
-            .arg("-o")
-            .arg(out);
+        c.args(["-O1", "-ffree-line-length-none", "-fallow-argument-mismatch", "-J"]).arg(scratch());
+        for d in defines {
+            c.arg(format!("-D{d}"));
+        }
+        c.arg(&src).arg("-o").arg(out);
         c
     })
 }

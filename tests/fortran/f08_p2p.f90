@@ -1,5 +1,5 @@
 ! f08_p2p.f90 -- sluice Fortran interception test, `use mpi_f08` bindings (the same checks as
-! usempi_p2p.f90 / f77_p2p.f90, with TYPE(MPI_Status), TYPE(MPI_Request), ... handles). Most
+! p2p.F90 (`use mpi`, or mpif.h with -DSLUICE_MPIF_H), with TYPE(MPI_Status), TYPE(MPI_Request), ... handles). Most
 ! calls leave out the OPTIONAL `ierror` (the library then passes no error argument), the
 ! blocking ring passes it.
 !

@@ -1,5 +1,7 @@
-! usempi_p2p.f90 -- sluice Fortran interception test, `use mpi` bindings (f77_p2p.f90 is the
-! same program with `include 'mpif.h'`; f08_p2p.f90 the `use mpi_f08` version).
+! p2p.F90 -- sluice Fortran interception test for the `use mpi` bindings, or, compiled with
+! -DSLUICE_MPIF_H, for `include 'mpif.h'` (f08_p2p.f90 is the `use mpi_f08` version).
+! The mpif.h build needs -fallow-argument-mismatch with gfortran >= 10 (one buffer argument is
+! given INTEGER and DOUBLE PRECISION arrays).
 !
 ! Checks, on 2 or more ranks (ring: send to rank+1, receive from rank-1), every received value:
 !   MPI_Send/MPI_Recv (status source/tag, MPI_Get_count, MPI_Get_elements), MPI_Isend/MPI_Irecv
@@ -18,9 +20,14 @@
 ! (pmodels/mpich#6270) and MPI_UNDEFINED comes back as MPI_UNDEFINED+1 (#6402, #6989). With
 ! MPICH the test calibrates the index base once and accepts MPI_UNDEFINED+1; with any other MPI
 ! (Open MPI, where sluice converts the indices itself) every index check is strict.
-program usempi_p2p
+program p2p
+#ifndef SLUICE_MPIF_H
   use mpi
+#endif
   implicit none
+#ifdef SLUICE_MPIF_H
+  include 'mpif.h'
+#endif
   integer :: ierr, rank, nranks, left, right, errs, total, i, k, it, j, done
   integer :: cnt, idx, outcount, pos, psize, dupcomm, vtype, msg, sreq, spins
   integer :: status(MPI_STATUS_SIZE), statuses(MPI_STATUS_SIZE, 3)
@@ -390,4 +397,4 @@ contains
     end do
   end subroutine check_data
 
-end program usempi_p2p
+end program p2p
