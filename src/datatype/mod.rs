@@ -13,6 +13,7 @@
 pub mod compiled;
 pub mod decode;
 pub mod interp;
+pub mod kernel;
 pub mod ir;
 pub mod normalize;
 
