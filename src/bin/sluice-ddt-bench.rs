@@ -227,6 +227,8 @@ fn span(true_lb: i64, true_ub: i64, extent: i64, count: usize) -> (usize, usize)
 struct Row {
     case: String,
     kernel: &'static str,
+    /// Smallest contiguous block copied (0: unknown).
+    block: usize,
     count: usize,
     bytes: usize,
     /// (dir, engine, median GB/s, best GB/s, samples)
@@ -327,7 +329,8 @@ fn run_case(name: &str, case_time: Duration, sample: Duration) -> Row {
     }
     drop(ops);
     free(t);
-    Row { case: name.to_string(), kernel: ct.kernel().name(), count, bytes: total, results }
+    let block = ct.kernel().min_block(count, dl.extent).unwrap_or(0);
+    Row { case: name.to_string(), kernel: ct.kernel().name(), block, count, bytes: total, results }
 }
 
 fn main() -> ExitCode {
@@ -387,10 +390,10 @@ fn main() -> ExitCode {
         rows.push(row);
     }
     if let Some(path) = csv {
-        let mut s = String::from("mpi,case,kernel,count,packed_bytes,dir,engine,median_gbs,best_gbs,samples\n");
+        let mut s = String::from("mpi,case,kernel,count,packed_bytes,block,dir,engine,median_gbs,best_gbs,samples\n");
         for r in &rows {
             for (dir, engine, med, best, n) in &r.results {
-                s += &format!("{FLAVOR},{},{},{},{},{dir},{engine},{med:.4},{best:.4},{n}\n", r.case, r.kernel, r.count, r.bytes);
+                s += &format!("{FLAVOR},{},{},{},{},{},{dir},{engine},{med:.4},{best:.4},{n}\n", r.case, r.kernel, r.count, r.bytes, r.block);
             }
         }
         if let Err(e) = std::fs::write(&path, s) {

@@ -143,6 +143,18 @@ impl Kernel {
     }
 }
 
+impl Kernel {
+    /// The smallest contiguous block the kernel copies for `count` elements (`None`: interp).
+    pub fn min_block(&self, count: usize, extent: i64) -> Option<usize> {
+        match self {
+            Kernel::Strided(s) => Some(s.for_count(count, extent).unwrap_or(*s).block),
+            Kernel::BlockIndexed { inner, .. } => Some(inner.block),
+            Kernel::Indexed { runs } => runs.iter().map(|r| r.1).min(),
+            Kernel::Interp => None,
+        }
+    }
+}
+
 /// Flattens a chain of single-child nodes (contig, vector, one-block indexed/struct) down to a
 /// contiguous node into nested loops; `None` when the chain branches or is too deep.
 fn chain(dl: &DataLoop, off: i64, levels: &mut Vec<Level>) -> Option<Strided> {
