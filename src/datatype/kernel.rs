@@ -310,6 +310,25 @@ unsafe fn xfer<const N: usize, const PACK: bool>(mem: *mut u8, buf: *mut u8, len
     }
 }
 
+/// Rows whose stride is at least this many bytes prefetch [`PREFETCH_AHEAD`] blocks ahead: the
+/// hardware prefetchers stop at page boundaries, which such rows cross every few blocks.
+const PREFETCH_MIN_STRIDE: u64 = 256;
+const PREFETCH_MAX_STRIDE: u64 = 4096;
+const PREFETCH_AHEAD: i64 = 48;
+
+/// Asks the cache for the line holding `p`.
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults and has no architectural effect,
+    // whatever the address (SSE, which provides it, is part of the x86_64 baseline).
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// One strided row: `count` blocks `stride` apart from `mem + off`; returns the buffer end.
 ///
 /// # Safety
@@ -321,6 +340,20 @@ unsafe fn row<const N: usize, const PACK: bool>(mem: *mut u8, off: i64, l: Level
     // only wrapping arithmetic here; every address dereferenced is a typemap block.
     let mut p = mem.wrapping_offset(off as isize);
     let mut q = buf;
+    if (PREFETCH_MIN_STRIDE..PREFETCH_MAX_STRIDE).contains(&l.stride.unsigned_abs()) && l.count as i64 > PREFETCH_AHEAD {
+        let ahead = (l.stride * PREFETCH_AHEAD) as isize;
+        let last = block as isize - 1;
+        for _ in 0..l.count {
+            let f = p.wrapping_offset(ahead);
+            prefetch(f);
+            prefetch(f.wrapping_offset(last));
+            // SAFETY: `p` is the next block of the row, `q` the next `block` bytes of the buffer.
+            unsafe { xfer::<N, PACK>(p, q, block) };
+            p = p.wrapping_offset(l.stride as isize);
+            q = q.wrapping_add(block);
+        }
+        return q;
+    }
     for _ in 0..l.count {
         // SAFETY: `p` is the next block of the row, `q` the next `block` bytes of the buffer.
         unsafe { xfer::<N, PACK>(p, q, block) };
@@ -328,6 +361,61 @@ unsafe fn row<const N: usize, const PACK: bool>(mem: *mut u8, off: i64, l: Level
         q = q.wrapping_add(block);
     }
     q
+}
+
+/// Inner strides at least this large make a two-level loop whose outer level steps through
+/// adjacent blocks (a matrix column per element, like an FFT transpose) run tile by tile.
+const TRANSPOSE_MIN_STRIDE: u64 = 1024;
+/// Bytes of adjacent blocks a transpose tile reads at once (two cache lines).
+const TRANSPOSE_TILE: usize = 128;
+
+/// Whether levels `[a, b]` around `block` may run as [`transpose`]: `a` steps through adjacent
+/// blocks, `b` has a large stride, and one `a` row fits in one `b` stride, so no two blocks
+/// overlap and the visiting order cannot change what an unpack leaves in memory.
+#[inline(always)]
+fn transposable(a: Level, b: Level, block: usize) -> bool {
+    a.stride == block as i64
+        && block <= TRANSPOSE_TILE / 2
+        && a.count >= 2
+        && b.stride.unsigned_abs() >= TRANSPOSE_MIN_STRIDE
+        && (a.count as u64).saturating_mul(block as u64) <= b.stride.unsigned_abs()
+}
+
+/// Levels `[a, b]` ([`transposable`]) in tiles of `TRANSPOSE_TILE / block` outer iterations:
+/// for each inner index the tile's blocks are one contiguous line of memory, each going to its
+/// own place in the buffer (outer index `i`, inner `j`: buffer offset `(i * b.count + j) *
+/// block`, as in stream order). Memory is read (or written) a line at a time instead of one
+/// block per page.
+///
+/// # Safety
+/// As [`strided`] for the two levels.
+unsafe fn transpose<const N: usize, const PACK: bool>(
+    mem: *mut u8,
+    off: i64,
+    a: Level,
+    b: Level,
+    block: usize,
+    buf: *mut u8,
+) -> *mut u8 {
+    let per_row = b.count * block;
+    let tile = TRANSPOSE_TILE / block;
+    let mut i = 0;
+    while i < a.count {
+        let t = tile.min(a.count - i);
+        let mut p = mem.wrapping_offset((off + (i * block) as i64) as isize);
+        let q0 = buf.wrapping_add(i * per_row);
+        for j in 0..b.count {
+            let q = q0.wrapping_add(j * block);
+            for u in 0..t {
+                // SAFETY: block (i + u, j) of the two levels and its place in the buffer
+                // (caller's contract); the blocks are disjoint (`transposable`).
+                unsafe { xfer::<N, PACK>(p.wrapping_add(u * block), q.wrapping_add(u * per_row), block) };
+            }
+            p = p.wrapping_offset(b.stride as isize);
+        }
+        i += t;
+    }
+    buf.wrapping_add(a.count * per_row)
 }
 
 /// Runs nested levels from `mem + off`; returns the buffer end.
@@ -351,6 +439,7 @@ unsafe fn strided<const N: usize, const PACK: bool>(
                 buf.wrapping_add(block)
             }
             [l] => row::<N, PACK>(mem, off, *l, block, buf),
+            [a, b] if transposable(*a, *b, block) => transpose::<N, PACK>(mem, off, *a, *b, block, buf),
             [a, b] => {
                 let mut q = buf;
                 for i in 0..a.count {
@@ -619,6 +708,35 @@ mod tests {
                 check(&dl.clone().resized(-50, -300), count).unwrap();
             }
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        /// Columns of a matrix resized to one block (FFT transpose), some overlapping.
+        #[test]
+        fn transpose_matches_interpreter(
+            blk in prop_oneof![Just(1usize), Just(4), Just(8), Just(12), Just(16), Just(24), Just(32), 1usize..40],
+            rows in 1usize..40,
+            stride in prop_oneof![1000i64..1100, -1100i64..-1000, 2048i64..2049],
+            count in 0usize..200,
+        ) {
+            let col = DataLoop::vector(rows, 1, stride, b(blk)).resized(0, blk as i64);
+            check(&col, count)?;
+        }
+    }
+
+    #[test]
+    fn transpose_is_used_for_fft_columns() {
+        let col = DataLoop::vector(64, 1, 64 * 16, b(16)).resized(0, 16);
+        let Kernel::Strided(s) = kernel_of(&col) else { panic!() };
+        let s = s.for_count(64, 16).unwrap();
+        assert!(transposable(s.levels()[0], s.levels()[1], s.block));
+        check(&col, 64).unwrap();
+        // 65 columns overlap the next row: not transposable, still correct.
+        let s2 = Strided { lv: [Level { count: 65, stride: 16 }, Level { count: 64, stride: 1024 }, Level::default(), Level::default(), Level::default(), Level::default(), Level::default(), Level::default()], depth: 2, off: 0, block: 16 };
+        assert!(!transposable(s2.levels()[0], s2.levels()[1], 16));
+        check(&col, 65).unwrap();
     }
 
     #[test]
