@@ -66,7 +66,7 @@ fn free(mut t: MPI_Datatype) {
 fn build(name: &str) -> (MPI_Datatype, usize) {
     let d = k::double();
     let f = k::float();
-    // SAFETY (every constructor below): the arrays outlive the call and have the stated lengths.
+    // SAFETY: (every constructor below) the arrays outlive the call and have the stated lengths.
     let vec = |n: c_int, b: c_int, s: c_int, t| make("MPI_Type_vector", |o| unsafe { mpi::PMPI_Type_vector(n, b, s, t, o) });
     let contig = |n: c_int, t| make("MPI_Type_contiguous", |o| unsafe { mpi::PMPI_Type_contiguous(n, t, o) });
     let sub = |sizes: [c_int; 3], subs: [c_int; 3], t| {
@@ -287,7 +287,7 @@ fn run_case(name: &str, case_time: Duration, sample: Duration) -> Row {
     let theirsp = theirs.as_mut_ptr();
     let cs = contig_src.as_ptr();
     let ctr = &ct;
-    // SAFETY (every closure): the buffers live until the end of this function and cover what
+    // SAFETY: (every closure) the buffers live until the end of this function and cover what
     // each operation touches (checked by the verification above); none overlap.
     let mut ops = [
         Op::new(move || unsafe { ctr.pack(srcp, count, std::slice::from_raw_parts_mut(packedp, total)) }),

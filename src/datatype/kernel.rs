@@ -263,7 +263,7 @@ unsafe fn mv<const N: usize>(dst: *mut u8, src: *const u8) {
 /// As [`mv`] for `len` bytes.
 #[inline(always)]
 unsafe fn copy_var(dst: *mut u8, src: *const u8, len: usize) {
-    // SAFETY (all moves): each covers a sub-range of `[0, len)` of both buffers, because each
+    // SAFETY: (all moves) each covers a sub-range of `[0, len)` of both buffers, because each
     // branch only runs when `len` is at least the move's width.
     unsafe {
         if len <= 16 {
@@ -430,7 +430,7 @@ unsafe fn strided<const N: usize, const PACK: bool>(
     block: usize,
     buf: *mut u8,
 ) -> *mut u8 {
-    // SAFETY (all arms): the blocks visited are exactly the typemap's, in stream order, and the
+    // SAFETY: (all arms) the blocks visited are exactly the typemap's, in stream order, and the
     // buffer advances by `block` per block (caller's contract).
     unsafe {
         match levels {
@@ -520,7 +520,7 @@ impl Kernel {
             return;
         }
         let ext = dl.extent;
-        // SAFETY (all calls): the kernel visits exactly the typemap of the `count` elements in
+        // SAFETY: (all calls) the kernel visits exactly the typemap of the `count` elements in
         // stream order and writes/reads `count * dl.size` buffer bytes (caller's contract).
         unsafe {
             match self {
