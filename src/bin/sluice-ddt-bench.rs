@@ -215,6 +215,36 @@ impl<'a> Op<'a> {
     }
 }
 
+/// A buffer of `len` bytes starting `at` bytes after a page boundary.
+/// Offset of the packed buffers from a page boundary (the user buffers are page-aligned);
+/// `DDT_PACKED_AT` overrides it.
+fn packed_at() -> usize {
+    std::env::var("DDT_PACKED_AT").ok().and_then(|v| v.parse().ok()).unwrap_or(2048 + 64)
+}
+
+struct PageBuf {
+    v: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl PageBuf {
+    const PAGE: usize = 4096;
+    fn new(len: usize, at: usize) -> Self {
+        let v = vec![0u8; len + 2 * Self::PAGE];
+        let start = v.as_ptr().align_offset(Self::PAGE) + at % Self::PAGE;
+        PageBuf { v, start, len }
+    }
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.v[self.start..self.start + self.len]
+    }
+    fn fill_with(&mut self, mut f: impl FnMut(usize) -> u8) {
+        for (i, b) in self.as_mut().iter_mut().enumerate() {
+            *b = f(i);
+        }
+    }
+}
+
 /// Origin offset and length of a buffer covering `count` elements of a type with the given
 /// true bounds and extent.
 fn span(true_lb: i64, true_ub: i64, extent: i64, count: usize) -> (usize, usize) {
@@ -247,13 +277,26 @@ fn run_case(name: &str, case_time: Duration, sample: Duration) -> Row {
     let ct = CompiledType::new(&dl);
     let total = ct.size() * count;
     let (origin, len) = span(dl.true_lb, dl.true_ub, dl.extent, count);
-    // Pre-faulted (written) buffers with a non-trivial pattern.
+    // Pre-faulted (written) buffers with a non-trivial pattern, at fixed offsets from a page
+    // boundary: sluice's and the MPI's packed buffers get the same position relative to the
+    // source (malloc would place them differently, and copy speed depends on it), and not the
+    // same offset within a page as the source (4K aliasing would slow every engine).
     let mut r = Rng(0x5eed ^ total as u64);
-    let src: Vec<u8> = (0..len).map(|_| r.next() as u8).collect();
-    let mut dst = vec![0u8; len];
-    let mut packed = vec![1u8; total];
-    let mut theirs = vec![2u8; total];
-    let contig_src: Vec<u8> = (0..total).map(|i| i as u8).collect();
+    let mut src_buf = PageBuf::new(len, 0);
+    src_buf.fill_with(|_| r.next() as u8);
+    let mut dst_buf = PageBuf::new(len, 0);
+    dst_buf.fill_with(|_| 0);
+    let mut packed_buf = PageBuf::new(total, packed_at());
+    packed_buf.fill_with(|_| 1);
+    let mut theirs_buf = PageBuf::new(total, packed_at());
+    theirs_buf.fill_with(|_| 2);
+    let mut contig_buf = PageBuf::new(total, packed_at());
+    contig_buf.fill_with(|i| i as u8);
+    let src = src_buf.as_mut();
+    let dst = dst_buf.as_mut();
+    let packed = packed_buf.as_mut();
+    let theirs = theirs_buf.as_mut();
+    let contig_src = contig_buf.as_mut();
     let comm = k::comm_self();
     let srcp = src.as_ptr().wrapping_add(origin);
     let dstp = dst.as_mut_ptr().wrapping_add(origin);
@@ -264,7 +307,7 @@ fn run_case(name: &str, case_time: Duration, sample: Duration) -> Row {
     // checked against MPI's); the outputs hold `total` bytes.
     unsafe {
         ok(mpi::PMPI_Pack(srcp.cast(), count as c_int, t, theirs.as_mut_ptr().cast(), total as c_int, &mut pos, comm), "MPI_Pack");
-        ct.pack(srcp, count, &mut packed);
+        ct.pack(srcp, count, packed);
     }
     if pos as usize != total || packed != theirs {
         eprintln!("sluice-ddt-bench: {name}: sluice's packed bytes differ from PMPI_Pack's");
@@ -274,10 +317,10 @@ fn run_case(name: &str, case_time: Duration, sample: Duration) -> Row {
     let mut pos: c_int = 0;
     // SAFETY: as above, for writing into buffers of the same span.
     unsafe {
-        ct.unpack(&theirs, count, mine.as_mut_ptr().add(origin));
+        ct.unpack(theirs, count, mine.as_mut_ptr().add(origin));
         ok(mpi::PMPI_Unpack(theirs.as_ptr().cast(), total as c_int, &mut pos, dstp.cast(), count as c_int, t, comm), "MPI_Unpack");
     }
-    if mine != dst {
+    if mine[..] != dst[..] {
         eprintln!("sluice-ddt-bench: {name}: sluice's unpacked memory differs from PMPI_Unpack's");
         std::process::exit(1);
     }
@@ -317,8 +360,8 @@ fn run_case(name: &str, case_time: Duration, sample: Duration) -> Row {
         }
         rounds += 1;
     }
-    black_box(&packed);
-    black_box(&dst);
+    black_box(&packed_buf);
+    black_box(&dst_buf);
     let gbs = |s: f64| total as f64 / s / 1e9;
     let mut results = vec![];
     for (i, dir, engine) in
