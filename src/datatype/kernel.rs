@@ -6,16 +6,23 @@
 //!   is a vector; two and three levels are nested vectors (subarray faces, milc, wrf, lu). The
 //!   element loop (`count` elements, `extent` apart) is one more level, merged with the type's
 //!   outermost one when they tile (contiguous-extent elements fold into a bigger stride loop).
+//!   Two levels where each element is a column (outer level steps through adjacent blocks,
+//!   inner stride >= 1 KiB, like an FFT transpose) run in tiles that read a line at a time.
+//!   Rows with strides of 256 B to 4 KiB prefetch 48 blocks ahead.
 //! - [`Kernel::BlockIndexed`]: an offset table, each entry the origin of a strided kernel.
+//! - [`Kernel::SmallRuns`]: up to 16 disjoint runs of at most 64 bytes per element, elements
+//!   disjoint (an array of structs): each run is one or two fixed-width moves, run over a tile
+//!   of 64 elements as a strided loop, so there is no length dispatch per run.
 //! - [`Kernel::Indexed`]: a table of `(offset, len)` runs per element (indexed types, and any
-//!   type with at most [`MAX_RUNS`] runs per element, such as an array of structs).
+//!   type with at most [`MAX_RUNS`] runs per element).
 //! - [`Kernel::Interp`]: everything else.
 //!
-//! Every kernel walks the stream in typemap order, so it produces exactly the interpreter's
-//! bytes, also for negative strides and typemaps that address a byte twice (unpack: last wins).
-//! Blocks of 1, 2, 4, 8, 12, 16, 24, 32, 40, 48 and 64 bytes get their own monomorphized loop
-//! that copies a `[u8; N]` with unaligned loads and stores (plain moves, no `memcpy` call);
-//! other blocks up to 64 bytes use two overlapping moves, larger ones `memcpy`.
+//! The kernels produce exactly the interpreter's bytes, also for negative strides and typemaps
+//! that address a byte twice (unpack: last wins): they walk the stream in typemap order, except
+//! the transpose and small-runs kernels, which are only chosen when no two blocks they reorder
+//! overlap. Blocks of 1, 2, 4, 8, 12, 16, 24, 32, 40, 48 and 64 bytes get their own
+//! monomorphized loop that copies a `[u8; N]` with unaligned loads and stores (plain moves, no
+//! `memcpy` call); other blocks up to 64 bytes use two overlapping moves, larger ones `memcpy`.
 
 use super::interp;
 use super::ir::{DataLoop, Kind};
@@ -121,6 +128,10 @@ pub enum Kernel {
     BlockIndexed { displs: Vec<i64>, inner: Strided },
     /// The memory runs `(offset, len)` of one element, in stream order.
     Indexed { runs: Vec<(i64, usize)> },
+    /// A few short, disjoint runs per element, elements disjoint too (an array of structs):
+    /// fixed-width moves `(width index into MOVE_WIDTHS, memory offset, buffer offset)`, each
+    /// run over a tile of elements as one strided loop of plain moves.
+    SmallRuns { moves: Vec<(usize, i64, usize)> },
     /// The general interpreter.
     Interp,
 }
@@ -138,6 +149,7 @@ impl Kernel {
             },
             Kernel::BlockIndexed { .. } => "block-indexed",
             Kernel::Indexed { .. } => "indexed",
+            Kernel::SmallRuns { .. } => "small-runs",
             Kernel::Interp => "interp",
         }
     }
@@ -150,6 +162,7 @@ impl Kernel {
             Kernel::Strided(s) => Some(s.for_count(count, extent).unwrap_or(*s).block),
             Kernel::BlockIndexed { inner, .. } => Some(inner.block),
             Kernel::Indexed { runs } => runs.iter().map(|r| r.1).min(),
+            Kernel::SmallRuns { moves } => moves.iter().map(|m| MOVE_WIDTHS[m.0]).min(),
             Kernel::Interp => None,
         }
     }
@@ -240,9 +253,43 @@ pub fn compile(dl: &DataLoop) -> Kernel {
             Some((lo, ll)) if *lo + *ll as i64 == o => *ll += l,
             _ => runs.push((o, l)),
         });
-        return Kernel::Indexed { runs };
+        let disjoint_elements = dl.true_ub - dl.true_lb <= dl.extent.abs();
+        return disjoint_elements.then(|| small_runs(&runs)).flatten().unwrap_or(Kernel::Indexed { runs });
     }
     Kernel::Interp
+}
+
+/// Widths of the moves of [`Kernel::SmallRuns`].
+pub const MOVE_WIDTHS: [usize; 6] = [1, 2, 4, 8, 16, 32];
+/// Most runs per element, and longest run, that [`Kernel::SmallRuns`] takes.
+const SMALL_RUNS_MAX: usize = 16;
+const SMALL_RUN_MAX_LEN: usize = 64;
+
+/// The runs of one element as fixed-width moves, when there are few, short and pairwise
+/// disjoint ones (the caller checked that elements are disjoint). Disjoint bytes may be copied
+/// in any order: unpack leaves the same memory. A run of `len` bytes is one or two
+/// (overlapping) moves of the widest width `w <= len`, at 0 and `len - w`.
+fn small_runs(runs: &[(i64, usize)]) -> Option<Kernel> {
+    if runs.len() > SMALL_RUNS_MAX || runs.iter().any(|r| r.1 > SMALL_RUN_MAX_LEN) {
+        return None;
+    }
+    let mut sorted = runs.to_vec();
+    sorted.sort();
+    if sorted.windows(2).any(|w| w[0].0 + w[0].1 as i64 > w[1].0) {
+        return None;
+    }
+    let mut moves = Vec::new();
+    let mut at = 0;
+    for &(o, len) in runs {
+        let c = MOVE_WIDTHS.iter().rposition(|&w| w <= len)?;
+        let w = MOVE_WIDTHS[c];
+        moves.push((c, o, at));
+        if len > w {
+            moves.push((c, o + (len - w) as i64, at + len - w));
+        }
+        at += len;
+    }
+    Some(Kernel::SmallRuns { moves })
 }
 
 // ---- copies ------------------------------------------------------------------------------
@@ -488,6 +535,27 @@ unsafe fn table<const N: usize, const PACK: bool>(
     q
 }
 
+/// Elements per tile of [`Kernel::SmallRuns`]: each move runs over a tile before the next
+/// (the tile's memory stays in L1 meanwhile).
+const SMALL_RUNS_TILE: usize = 64;
+
+/// One move of [`Kernel::SmallRuns`] for `n` elements: `N` bytes at `mem + k * ext` and
+/// `buf + k * size`, `k < n`.
+///
+/// # Safety
+/// Every move inside the typemap of its element and that element's packed bytes (see
+/// [`xfer`]).
+#[inline(never)]
+unsafe fn column<const N: usize, const PACK: bool>(mem: *mut u8, buf: *mut u8, n: usize, ext: i64, size: usize) {
+    let (mut p, mut q) = (mem, buf);
+    for _ in 0..n {
+        // SAFETY: the move of element k and its place in the buffer (caller's contract).
+        unsafe { xfer::<N, PACK>(p, q, N) };
+        p = p.wrapping_offset(ext as isize);
+        q = q.wrapping_add(size);
+    }
+}
+
 /// Calls `$f::<N, $pack>($args)` with `N` the block size when it has a specialized copy, else 0.
 macro_rules! by_block {
     ($block:expr, $f:ident, $pack:tt, ($($a:expr),*)) => {
@@ -549,6 +617,27 @@ impl Kernel {
                             xfer::<0, PACK>(base.wrapping_offset(o as isize), q, l);
                             q = q.wrapping_add(l);
                         }
+                    }
+                }
+                Kernel::SmallRuns { moves } => {
+                    let size = dl.size;
+                    let mut k0 = 0;
+                    while k0 < count {
+                        let n = SMALL_RUNS_TILE.min(count - k0);
+                        let p = mem.wrapping_offset((k0 as i64 * ext) as isize);
+                        let q = buf.wrapping_add(k0 * size);
+                        for &(c, o, b) in moves {
+                            let (p, q) = (p.wrapping_offset(o as isize), q.wrapping_add(b));
+                            match c {
+                                0 => column::<1, PACK>(p, q, n, ext, size),
+                                1 => column::<2, PACK>(p, q, n, ext, size),
+                                2 => column::<4, PACK>(p, q, n, ext, size),
+                                3 => column::<8, PACK>(p, q, n, ext, size),
+                                4 => column::<16, PACK>(p, q, n, ext, size),
+                                _ => column::<32, PACK>(p, q, n, ext, size),
+                            }
+                        }
+                        k0 += n;
                     }
                 }
                 Kernel::Interp => {
@@ -690,10 +779,30 @@ mod tests {
         assert_eq!(bi.name(), "block-indexed");
         let Kernel::BlockIndexed { inner, .. } = bi else { panic!() };
         assert_eq!((inner.block, inner.levels().len()), (12, 0));
-        assert_eq!(kernel_of(&DataLoop::indexed(vec![1, 3, 2], vec![0, 100, 40], b(4))).name(), "indexed");
+        assert_eq!(kernel_of(&DataLoop::indexed(vec![1, 3, 2], vec![0, 100, 40], b(4))).name(), "small-runs");
+        assert_eq!(kernel_of(&DataLoop::indexed(vec![1, 30, 2], vec![0, 100, 400], b(4))).name(), "indexed");
         let s = DataLoop::structure(vec![1, 1, 5], vec![0, 8, 16], vec![b(4), b(8), b(1)]).resized(0, 24);
         let k = kernel_of(&s);
-        assert_eq!(k, Kernel::Indexed { runs: vec![(0, 4), (8, 13)] });
+        assert_eq!(k, Kernel::SmallRuns { moves: vec![(2, 0, 0), (3, 8, 4), (3, 13, 9)] });
+        // Overlapping runs keep the ordered table.
+        let o = DataLoop::indexed(vec![2, 1], vec![0, 4], b(4));
+        assert_eq!(kernel_of(&o).name(), "indexed");
+    }
+
+    #[test]
+    fn small_runs_in_tiles() {
+        let s = DataLoop::structure(vec![1, 1, 5], vec![0, 8, 16], vec![b(4), b(8), b(1)]).resized(0, 24);
+        let odd = DataLoop::structure(vec![3, 1, 1], vec![40, 0, 20], vec![b(1), b(13), b(7)]);
+        for dl in [s.clone(), s.resized(0, -24), odd.clone(), odd.resized(-8, 60)] {
+            assert_eq!(kernel_of(&dl).name(), "small-runs");
+            for count in [1, 63, 64, 65, 200] {
+                check(&dl, count).unwrap();
+            }
+        }
+        // Elements that overlap keep the ordered table.
+        let tight = DataLoop::structure(vec![1, 1], vec![0, 8], vec![b(4), b(2)]).resized(0, 6);
+        assert_eq!(kernel_of(&tight).name(), "indexed");
+        check(&tight, 100).unwrap();
     }
 
     #[test]
