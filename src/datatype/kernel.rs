@@ -8,7 +8,7 @@
 //!   outermost one when they tile (contiguous-extent elements fold into a bigger stride loop).
 //!   Two levels where each element is a column (outer level steps through adjacent blocks,
 //!   inner stride >= 1 KiB, like an FFT transpose) run in tiles that read a line at a time.
-//!   Rows with strides of 256 B to 4 KiB prefetch 48 blocks ahead.
+//!   Rows with strides of 128 B to 4 KiB prefetch 48 blocks ahead.
 //! - [`Kernel::BlockIndexed`]: an offset table, each entry the origin of a strided kernel.
 //! - [`Kernel::SmallRuns`]: up to 16 disjoint runs of at most 64 bytes per element, elements
 //!   disjoint (an array of structs): each run is one or two fixed-width moves, run over a tile
@@ -359,7 +359,7 @@ unsafe fn xfer<const N: usize, const PACK: bool>(mem: *mut u8, buf: *mut u8, len
 
 /// Rows whose stride is at least this many bytes prefetch [`PREFETCH_AHEAD`] blocks ahead: the
 /// hardware prefetchers stop at page boundaries, which such rows cross every few blocks.
-const PREFETCH_MIN_STRIDE: u64 = 256;
+const PREFETCH_MIN_STRIDE: u64 = 128;
 const PREFETCH_MAX_STRIDE: u64 = 4096;
 const PREFETCH_AHEAD: i64 = 48;
 
