@@ -1,8 +1,8 @@
 //! A committed datatype compiled for packing: the normalized dataloop plus the kernel chosen for
 //! it. This is what the protocol layer caches per MPI datatype handle.
 //!
-//! The kernel ([`kernel::compile`]) is a specialized loop for contiguous, strided (1-3 nested
-//! levels), block-indexed and indexed shapes, or the general interpreter for everything else.
+//! The kernel ([`kernel::compile`]) is a specialized loop for contiguous, strided (nested
+//! vectors), block-indexed, small-runs and indexed shapes, or the general interpreter otherwise.
 
 use super::interp;
 use super::ir::DataLoop;
