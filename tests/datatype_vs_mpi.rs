@@ -5,7 +5,7 @@
 use std::ffi::c_int;
 use std::ptr::null_mut;
 
-use sluice::datatype::{decode::decode, interp, normalize::normalize, DataLoop};
+use sluice::datatype::{compiled::CompiledType, decode::decode, interp, normalize::normalize, DataLoop};
 use sluice::ffi::consts as k;
 use sluice::ffi::mpi::{self, MPI_Aint, MPI_Datatype};
 
@@ -167,6 +167,11 @@ fn compare(t: MPI_Datatype, count: usize, r: &mut Rng, what: &str) {
         unsafe { interp::pack(&d, count, src.as_ptr().add(origin), 0, total, &mut got) };
         assert!(got == want, "{what}: {name} pack differs from PMPI_Pack\n{d:?}");
     }
+    let ct = CompiledType::new(&dl);
+    let mut got = vec![0u8; total];
+    // SAFETY: as above.
+    unsafe { ct.pack(src.as_ptr().add(origin), count, &mut got) };
+    assert!(got == want, "{what}: CompiledType pack ({}) differs from PMPI_Pack\n{:?}", ct.kernel().name(), ct.dataloop());
     for _ in 0..3 {
         let a = r.range(0, total as i64 + 1) as usize;
         let b = r.range(a as i64, total as i64 + 1) as usize;
@@ -184,6 +189,10 @@ fn compare(t: MPI_Datatype, count: usize, r: &mut Rng, what: &str) {
         ok(mpi::PMPI_Unpack(want.as_ptr().cast(), total as c_int, &mut pos, theirs.as_mut_ptr().add(origin).cast(), count as c_int, t, k::comm_self()));
     }
     assert!(mine == theirs, "{what}: unpack differs from PMPI_Unpack");
+    let mut compiled = vec![0u8; len];
+    // SAFETY: as above, for writing.
+    unsafe { ct.unpack(&want, count, compiled.as_mut_ptr().add(origin)) };
+    assert!(compiled == theirs, "{what}: CompiledType unpack ({}) differs from PMPI_Unpack", ct.kernel().name());
 }
 
 fn commit(mut t: MPI_Datatype) -> MPI_Datatype {

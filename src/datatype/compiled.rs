@@ -1,22 +1,32 @@
 //! A committed datatype compiled for packing: the normalized dataloop plus the kernel chosen for
 //! it. This is what the protocol layer caches per MPI datatype handle.
 //!
-//! Today every type runs through the general interpreter; specialized kernels plug in here.
+//! The kernel ([`kernel::compile`]) is a specialized loop for contiguous, strided (nested
+//! vectors), block-indexed, small-runs and indexed shapes, or the general interpreter otherwise.
 
 use super::interp;
 use super::ir::DataLoop;
+use super::kernel::{self, Kernel};
 use super::normalize::normalize;
 
 /// A datatype ready to pack and unpack whole elements or any byte range of its stream.
 #[derive(Debug)]
 pub struct CompiledType {
     dl: DataLoop,
+    kernel: Kernel,
 }
 
 impl CompiledType {
     /// Normalizes `dl` and picks its kernel.
     pub fn new(dl: &DataLoop) -> Self {
-        CompiledType { dl: normalize(dl) }
+        let dl = normalize(dl);
+        let kernel = kernel::compile(&dl);
+        CompiledType { dl, kernel }
+    }
+
+    /// The kernel chosen for this type.
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernel
     }
 
     /// The normalized dataloop.
@@ -36,8 +46,14 @@ impl CompiledType {
     /// readable and must not overlap `out`.
     pub unsafe fn pack(&self, src: *const u8, count: usize, out: &mut [u8]) {
         let n = self.dl.size * count;
-        // SAFETY: forwarded contract.
-        unsafe { interp::pack(&self.dl, count, src, 0, n, out) }
+        assert!(out.len() >= n, "output too short");
+        if let Kernel::Interp = self.kernel {
+            // SAFETY: forwarded contract.
+            return unsafe { interp::pack(&self.dl, count, src, 0, n, out) };
+        }
+        // SAFETY: forwarded contract; `out` holds the `n` stream bytes (checked above). The
+        // kernel only reads through `src` when packing.
+        unsafe { self.kernel.run::<true>(&self.dl, src.cast_mut(), count, out.as_mut_ptr()) }
     }
 
     /// Unpacks `input[..count * size]` into `count` elements at `dst`.
@@ -47,7 +63,13 @@ impl CompiledType {
     /// writable and must not overlap `input`.
     pub unsafe fn unpack(&self, input: &[u8], count: usize, dst: *mut u8) {
         let n = self.dl.size * count;
-        // SAFETY: forwarded contract.
-        unsafe { interp::unpack(&self.dl, count, dst, 0, n, input) }
+        assert!(input.len() >= n, "input too short");
+        if let Kernel::Interp = self.kernel {
+            // SAFETY: forwarded contract.
+            return unsafe { interp::unpack(&self.dl, count, dst, 0, n, input) };
+        }
+        // SAFETY: forwarded contract; `input` holds the `n` stream bytes (checked above). The
+        // kernel only reads through the buffer pointer when unpacking.
+        unsafe { self.kernel.run::<false>(&self.dl, dst, count, input.as_ptr().cast_mut()) }
     }
 }

@@ -3,17 +3,29 @@
 //! - [`ir`]: the dataloop IR, a tree of loops over contiguous byte runs (pure Rust).
 //! - [`normalize`]: rewrite rules that shrink a tree without changing its typemap or bounds.
 //! - [`interp`]: the general interpreter: pack/unpack any byte range of the packed stream.
+//! - [`kernel`]: specialized whole-element pack/unpack loops picked per type after
+//!   normalization: contiguous, strided (nested vectors, any depth up to 7 levels, element loop
+//!   folded in; column-per-element types run as a tiled transpose), block-indexed (offset
+//!   table), small-runs (arrays of structs: fixed-width moves over tiles of elements) and
+//!   indexed (`(offset, len)` table); blocks of 1-64 bytes copy with fixed-size moves. Anything
+//!   else (more than 64 Ki runs per element and no regular shape) uses the interpreter.
+//! - [`compiled`]: [`compiled::CompiledType`], normalized dataloop + kernel, the per-type unit.
 //! - [`decode`]: committed MPI datatype → IR via MPI_Type_get_envelope/get_contents.
 //!
-//! Missing (later steps): interception of MPI_Type_commit/Pack/Unpack, specialized kernels
-//! (strided copies, unrolled small blocks), prefix sums for O(log n) catch-up in large
-//! indexed/struct levels, parallel checkpoints, DARRAY and the deprecated *_INTEGER combiners
-//! (decode reports them unsupported so callers fall back to the MPI), benchmarks.
+//! Performance against Open MPI's and MPICH's own engines on the ddt suite:
+//! `scripts/bench-ddt.sh` (`src/bin/sluice-ddt-bench.rs`), results in docs/benchmarks.md.
+//!
+//! Missing (later steps): interception of MPI_Type_commit/Pack/Unpack, kernels for partial
+//! ranges (a `[first, last)` byte range still goes through the interpreter), prefix sums for
+//! O(log n) catch-up in large indexed/struct levels, parallel checkpoints, DARRAY and the
+//! deprecated *_INTEGER combiners (decode reports them unsupported so callers fall back to the
+//! MPI).
 
 pub mod compiled;
 pub mod decode;
 pub mod interp;
 pub mod ir;
+pub mod kernel;
 pub mod normalize;
 
 pub use ir::{DataLoop, Kind};

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Datatype engine: pack/unpack throughput of sluice's CompiledType against Open MPI's and MPICH's
+# own engines (PMPI_Pack / PMPI_Unpack) and memcpy, on every case of shared/bench/ddt-suite.md.
+#
+#   scripts/bench-ddt.sh [OUTDIR]          (or DDT_OUT=DIR; default bench-out/ddt)
+#
+# Builds sluice-ddt-bench for both MPIs (cargo does nothing when they are up to date), runs it
+# once per MPI (single process, singleton MPI_Init, no launcher), then merges the two CSVs:
+# prints the combined table with sluice/Open MPI and sluice/MPICH ratios, their geometric means
+# over the suite and the cases where sluice is slower than the faster MPI engine, and writes
+# openmpi.csv, mpich.csv, summary.csv, ddt.md and ddt.png (plot needs /usr/bin/python3 with
+# matplotlib) into OUTDIR. DDT_CASE_MS (default 2500) is the timed time per case and MPI; the
+# whole run takes about 16 x 2 x DDT_CASE_MS plus setup (under 2 minutes by default).
+set -euo pipefail
+
+die() { echo "bench-ddt: error: $*" >&2; exit 1; }
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(git -C "$SCRIPT_DIR" rev-parse --show-toplevel 2>/dev/null || (cd "$SCRIPT_DIR/.." && pwd))
+OUT=${1:-${DDT_OUT:-$ROOT/bench-out/ddt}}
+CASE_MS=${DDT_CASE_MS:-2500}
+SAMPLE_US=${DDT_SAMPLE_US:-2000}
+PY=${DDT_PYTHON:-/usr/bin/python3}
+RUN_TIMEOUT=300
+
+command -v timeout >/dev/null || die "timeout not found"
+[ -x "$PY" ] || die "$PY not found (set DDT_PYTHON to a python3 with matplotlib)"
+
+# The measured configuration is sluice's default one: no user SLUICE_* settings, no preload.
+while IFS= read -r v; do unset "$v"; done < <(compgen -e | grep '^SLUICE_' || true)
+unset LD_PRELOAD
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# Each flavor is always built with its own SLUICE_MPI and its own target dir (mixing them
+# corrupts the build).
+for mpi in openmpi mpich; do
+    echo "== building sluice-ddt-bench for $mpi (target/$mpi)"
+    (cd "$ROOT" && SLUICE_MPI=$mpi cargo build --release --target-dir "target/$mpi" --bin sluice-ddt-bench) \
+        || die "cargo build ($mpi) failed"
+    [ -x "$ROOT/target/$mpi/release/sluice-ddt-bench" ] || die "target/$mpi/release/sluice-ddt-bench missing after build"
+done
+
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+read -r load0 _ </proc/loadavg
+start=$(date +%s)
+for mpi in openmpi mpich; do
+    echo "== $mpi: all 16 cases, ${CASE_MS} ms each"
+    log=$OUT/$mpi.log
+    timeout "$RUN_TIMEOUT" "$ROOT/target/$mpi/release/sluice-ddt-bench" --csv "$OUT/$mpi.csv" \
+        --case-ms "$CASE_MS" --sample-us "$SAMPLE_US" 2>&1 | tee "$log" \
+        || die "$mpi: sluice-ddt-bench failed (see $log)"
+    [ -s "$OUT/$mpi.csv" ] || die "$mpi: no CSV written"
+done
+read -r load1 _ </proc/loadavg
+
+cat >"$OUT/meta.txt" <<META
+date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+host_cpus=$(nproc)
+cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
+loadavg_start=$load0
+loadavg_end=$load1
+case_ms=$CASE_MS
+sample_us=$SAMPLE_US
+openmpi=$(mpirun.openmpi --version 2>/dev/null | awk 'NR == 1 {print $NF}')
+mpich=$(mpichversion 2>/dev/null | awk '/Version:/ {print $NF; exit}')
+commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+META
+
+"$PY" "$SCRIPT_DIR/plot_ddt.py" "$OUT" || die "plot_ddt.py failed"
+echo "== total $(($(date +%s) - start)) s; results in $OUT"

@@ -1,0 +1,450 @@
+//! `sluice-ddt-bench`: the datatype suite (shared/bench/ddt-suite.md) packed and unpacked by
+//! sluice's engine (`CompiledType`), by the MPI's own engine (`PMPI_Pack` / `PMPI_Unpack`) and,
+//! as the practical limit, by one `memcpy` of the same number of bytes.
+//!
+//! Single process, singleton `MPI_Init`, no launcher. The MPI is the one this binary was built
+//! against (`SLUICE_MPI`). Every case is built with PMPI constructors, decoded and compiled;
+//! sluice's packed bytes must equal `PMPI_Pack`'s and its unpacked memory `PMPI_Unpack`'s before
+//! anything is timed. Buffers are pre-faulted, every operation is warmed up, then samples of the
+//! five operations are interleaved (the cores are shared: median and best are reported).
+//!
+//! Usage: sluice-ddt-bench [--csv FILE] [--case-ms MS] [--sample-us US] [--cases a,b,...]
+//! Prints a table; with --csv also writes one row per (case, direction, engine).
+
+use std::ffi::c_int;
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::ptr::null_mut;
+use std::time::{Duration, Instant};
+
+use sluice::datatype::compiled::CompiledType;
+use sluice::datatype::decode::decode;
+use sluice::ffi::consts as k;
+use sluice::ffi::mpi::{self, MPI_Aint, MPI_Datatype};
+use sluice::ffi::FLAVOR;
+
+/// The suite, in ddt-suite.md order.
+const CASES: [&str; 16] = [
+    "contig", "vec-1", "vec-2", "vec-8", "vec-64", "vec-256", "face-x", "face-y", "face-z", "lu-5", "milc", "wrf",
+    "fft-t", "lammps", "specfem", "struct-mix",
+];
+
+fn ok(rc: c_int, what: &str) {
+    if rc != mpi::MPI_SUCCESS as c_int {
+        eprintln!("sluice-ddt-bench: {what} failed with MPI error {rc}");
+        std::process::exit(1);
+    }
+}
+
+/// splitmix64, seeded: the irregular cases are the same in every run and for both MPIs.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + (self.next() % (hi - lo) as u64) as i64
+    }
+}
+
+fn make(what: &str, f: impl FnOnce(*mut MPI_Datatype) -> c_int) -> MPI_Datatype {
+    let mut t = k::datatype_null();
+    ok(f(&mut t), what);
+    t
+}
+
+fn free(mut t: MPI_Datatype) {
+    // SAFETY: a derived type this program created and no longer uses.
+    ok(unsafe { mpi::PMPI_Type_free(&mut t) }, "MPI_Type_free");
+}
+
+/// Builds case `name`: (committed type, count).
+fn build(name: &str) -> (MPI_Datatype, usize) {
+    let d = k::double();
+    let f = k::float();
+    // SAFETY: (every constructor below) the arrays outlive the call and have the stated lengths.
+    let vec = |n: c_int, b: c_int, s: c_int, t| make("MPI_Type_vector", |o| unsafe { mpi::PMPI_Type_vector(n, b, s, t, o) });
+    let contig = |n: c_int, t| make("MPI_Type_contiguous", |o| unsafe { mpi::PMPI_Type_contiguous(n, t, o) });
+    let sub = |sizes: [c_int; 3], subs: [c_int; 3], t| {
+        make("MPI_Type_create_subarray", |o| unsafe {
+            mpi::PMPI_Type_create_subarray(3, sizes.as_ptr(), subs.as_ptr(), [0; 3].as_ptr(), mpi::MPI_ORDER_C as c_int, t, o)
+        })
+    };
+    let mut r = Rng(0x0dd7_5eed);
+    let (t, count) = match name {
+        "contig" => (contig(1 << 19, d), 1),
+        "vec-1" => (vec(1 << 19, 1, 2, d), 1),
+        "vec-2" => (vec(1 << 18, 2, 4, d), 1),
+        "vec-8" => (vec(1 << 16, 8, 16, d), 1),
+        "vec-64" => (vec(1 << 13, 64, 128, d), 1),
+        "vec-256" => (vec(1 << 11, 256, 512, d), 1),
+        "face-x" => (sub([256, 256, 64], [256, 256, 1], d), 1),
+        "face-y" => (sub([256, 256, 64], [256, 1, 64], d), 1),
+        "face-z" => (sub([256, 256, 64], [1, 256, 64], d), 1),
+        "lu-5" => {
+            let lu = vec(4096, 5, 40, d);
+            let t = contig(16, lu);
+            free(lu);
+            (t, 1)
+        }
+        "milc" => {
+            let su3 = contig(6, f);
+            let plane = vec(16 * 16, 16, 16 * 16, su3);
+            let t = make("MPI_Type_create_hvector", |o| unsafe {
+                mpi::PMPI_Type_create_hvector(16, 1, 16 * 16 * 16 * 16 * 24, plane, o)
+            });
+            free(plane);
+            free(su3);
+            (t, 1)
+        }
+        "wrf" => {
+            let field = sub([64, 64, 40], [64, 3, 40], f);
+            let bls = [1 as c_int; 4];
+            let ds: Vec<MPI_Aint> = (0..4).map(|i| i * 64 * 64 * 40 * 4).collect();
+            let t = make("MPI_Type_create_struct", |o| unsafe {
+                mpi::PMPI_Type_create_struct(4, bls.as_ptr(), ds.as_ptr(), [field; 4].as_ptr(), o)
+            });
+            free(field);
+            (t, 4)
+        }
+        "fft-t" => {
+            let col = vec(1024, 1, 1024, k::c_double_complex());
+            let t = make("MPI_Type_create_resized", |o| unsafe { mpi::PMPI_Type_create_resized(col, 0, 16, o) });
+            free(col);
+            (t, 1024)
+        }
+        "lammps" => {
+            let mut at: MPI_Aint = 0;
+            let ds: Vec<MPI_Aint> = (0..1 << 15)
+                .map(|_| {
+                    let d = at;
+                    at += 24 + r.range(24, 97) as MPI_Aint;
+                    d
+                })
+                .collect();
+            let bls = vec![3 as c_int; 1 << 15];
+            let t = make("MPI_Type_create_hindexed", |o| unsafe {
+                mpi::PMPI_Type_create_hindexed(1 << 15, bls.as_ptr(), ds.as_ptr(), d, o)
+            });
+            (t, 1)
+        }
+        "specfem" => {
+            let mut at: c_int = 0;
+            let ds: Vec<c_int> = (0..1 << 17)
+                .map(|_| {
+                    let d = at;
+                    at += 3 + r.range(3, 13) as c_int;
+                    d
+                })
+                .collect();
+            let t = make("MPI_Type_create_indexed_block", |o| unsafe {
+                mpi::PMPI_Type_create_indexed_block(1 << 17, 3, ds.as_ptr(), f, o)
+            });
+            (t, 1)
+        }
+        "struct-mix" => {
+            let types = [k::int(), d, k::char()];
+            let s = make("MPI_Type_create_struct", |o| unsafe {
+                mpi::PMPI_Type_create_struct(3, [1, 1, 5].as_ptr(), [0, 8, 16].as_ptr(), types.as_ptr(), o)
+            });
+            let t = make("MPI_Type_create_resized", |o| unsafe { mpi::PMPI_Type_create_resized(s, 0, 24, o) });
+            free(s);
+            (t, 1 << 17)
+        }
+        other => {
+            eprintln!("sluice-ddt-bench: unknown case {other}");
+            std::process::exit(2);
+        }
+    };
+    let mut t = t;
+    // SAFETY: a datatype built above.
+    ok(unsafe { mpi::PMPI_Type_commit(&mut t) }, "MPI_Type_commit");
+    (t, count)
+}
+
+/// Timing samples of one operation, in seconds per operation.
+#[derive(Default)]
+struct Samples(Vec<f64>);
+impl Samples {
+    fn median(&self) -> f64 {
+        let mut v = self.0.clone();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    }
+    fn best(&self) -> f64 {
+        self.0.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+}
+
+/// One timed operation: a sample runs it `iters` times back-to-back, the mean time is recorded.
+struct Op<'a> {
+    run: Box<dyn FnMut() + 'a>,
+    iters: u32,
+    samples: Samples,
+}
+
+impl<'a> Op<'a> {
+    fn new(run: impl FnMut() + 'a) -> Self {
+        Op { run: Box::new(run), iters: 1, samples: Samples::default() }
+    }
+    /// Warms up and picks `iters` so one sample lasts about `sample`.
+    fn calibrate(&mut self, sample: Duration) {
+        for _ in 0..3 {
+            (self.run)();
+        }
+        let t = Instant::now();
+        (self.run)();
+        let one = t.elapsed().max(Duration::from_nanos(50));
+        self.iters = (sample.as_secs_f64() / one.as_secs_f64()).clamp(1.0, 10_000.0) as u32;
+    }
+    /// One untimed run (the previous operation may have left this one's buffers cold or warm
+    /// in the shared cache), then `iters` timed ones.
+    fn sample(&mut self) -> Duration {
+        (self.run)();
+        let t = Instant::now();
+        for _ in 0..self.iters {
+            (self.run)();
+        }
+        let e = t.elapsed();
+        self.samples.0.push(e.as_secs_f64() / self.iters as f64);
+        e
+    }
+}
+
+/// A buffer of `len` bytes starting `at` bytes after a page boundary.
+/// Offset of the packed buffers from a page boundary (the user buffers are page-aligned);
+/// `DDT_PACKED_AT` overrides it.
+fn packed_at() -> usize {
+    std::env::var("DDT_PACKED_AT").ok().and_then(|v| v.parse().ok()).unwrap_or(2048 + 64)
+}
+
+struct PageBuf {
+    v: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl PageBuf {
+    const PAGE: usize = 4096;
+    fn new(len: usize, at: usize) -> Self {
+        let v = vec![0u8; len + 2 * Self::PAGE];
+        let start = v.as_ptr().align_offset(Self::PAGE) + at % Self::PAGE;
+        PageBuf { v, start, len }
+    }
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.v[self.start..self.start + self.len]
+    }
+    fn fill_with(&mut self, mut f: impl FnMut(usize) -> u8) {
+        for (i, b) in self.as_mut().iter_mut().enumerate() {
+            *b = f(i);
+        }
+    }
+}
+
+/// Origin offset and length of a buffer covering `count` elements of a type with the given
+/// true bounds and extent.
+fn span(true_lb: i64, true_ub: i64, extent: i64, count: usize) -> (usize, usize) {
+    let last = (count.max(1) as i64 - 1) * extent;
+    let lo = (true_lb + last.min(0)).min(0);
+    let hi = true_ub + last.max(0);
+    ((-lo) as usize, (hi - lo).max(0) as usize + 1)
+}
+
+struct Row {
+    case: String,
+    kernel: &'static str,
+    /// Smallest contiguous block copied (0: unknown).
+    block: usize,
+    count: usize,
+    bytes: usize,
+    /// (dir, engine, median GB/s, best GB/s, samples)
+    results: Vec<(&'static str, &'static str, f64, f64, usize)>,
+}
+
+fn run_case(name: &str, case_time: Duration, sample: Duration) -> Row {
+    let (t, count) = build(name);
+    let dl = match decode(t) {
+        Ok(dl) => dl,
+        Err(e) => {
+            eprintln!("sluice-ddt-bench: {name}: decode failed: {e:?}");
+            std::process::exit(1);
+        }
+    };
+    let ct = CompiledType::new(&dl);
+    let total = ct.size() * count;
+    let (origin, len) = span(dl.true_lb, dl.true_ub, dl.extent, count);
+    // Pre-faulted (written) buffers with a non-trivial pattern, at fixed offsets from a page
+    // boundary: sluice's and the MPI's packed buffers get the same position relative to the
+    // source (malloc would place them differently, and copy speed depends on it), and not the
+    // same offset within a page as the source (4K aliasing would slow every engine).
+    let mut r = Rng(0x5eed ^ total as u64);
+    let mut src_buf = PageBuf::new(len, 0);
+    src_buf.fill_with(|_| r.next() as u8);
+    let mut dst_buf = PageBuf::new(len, 0);
+    dst_buf.fill_with(|_| 0);
+    let mut packed_buf = PageBuf::new(total, packed_at());
+    packed_buf.fill_with(|_| 1);
+    let mut theirs_buf = PageBuf::new(total, packed_at());
+    theirs_buf.fill_with(|_| 2);
+    let mut contig_buf = PageBuf::new(total, packed_at());
+    contig_buf.fill_with(|i| i as u8);
+    let src = src_buf.as_mut();
+    let dst = dst_buf.as_mut();
+    let packed = packed_buf.as_mut();
+    let theirs = theirs_buf.as_mut();
+    let contig_src = contig_buf.as_mut();
+    let comm = k::comm_self();
+    let srcp = src.as_ptr().wrapping_add(origin);
+    let dstp = dst.as_mut_ptr().wrapping_add(origin);
+
+    // Verify before timing: pack, then unpack into two zeroed buffers.
+    let mut pos: c_int = 0;
+    // SAFETY: `src` covers the typemap around `origin` (span of the decoded bounds, which decode
+    // checked against MPI's); the outputs hold `total` bytes.
+    unsafe {
+        ok(mpi::PMPI_Pack(srcp.cast(), count as c_int, t, theirs.as_mut_ptr().cast(), total as c_int, &mut pos, comm), "MPI_Pack");
+        ct.pack(srcp, count, packed);
+    }
+    if pos as usize != total || packed != theirs {
+        eprintln!("sluice-ddt-bench: {name}: sluice's packed bytes differ from PMPI_Pack's");
+        std::process::exit(1);
+    }
+    let mut mine = vec![0u8; len];
+    let mut pos: c_int = 0;
+    // SAFETY: as above, for writing into buffers of the same span.
+    unsafe {
+        ct.unpack(theirs, count, mine.as_mut_ptr().add(origin));
+        ok(mpi::PMPI_Unpack(theirs.as_ptr().cast(), total as c_int, &mut pos, dstp.cast(), count as c_int, t, comm), "MPI_Unpack");
+    }
+    if mine[..] != dst[..] {
+        eprintln!("sluice-ddt-bench: {name}: sluice's unpacked memory differs from PMPI_Unpack's");
+        std::process::exit(1);
+    }
+    drop(mine);
+
+    let packedp = packed.as_mut_ptr();
+    let theirsp = theirs.as_mut_ptr();
+    let cs = contig_src.as_ptr();
+    let ctr = &ct;
+    // SAFETY: (every closure) the buffers live until the end of this function and cover what
+    // each operation touches (checked by the verification above); none overlap.
+    let mut ops = [
+        Op::new(move || unsafe { ctr.pack(srcp, count, std::slice::from_raw_parts_mut(packedp, total)) }),
+        Op::new(move || unsafe {
+            let mut pos: c_int = 0;
+            mpi::PMPI_Pack(srcp.cast(), count as c_int, t, theirsp.cast(), total as c_int, &mut pos, comm);
+        }),
+        Op::new(move || unsafe { ctr.unpack(std::slice::from_raw_parts(theirsp, total), count, dstp) }),
+        Op::new(move || unsafe {
+            let mut pos: c_int = 0;
+            mpi::PMPI_Unpack(theirsp.cast(), total as c_int, &mut pos, dstp.cast(), count as c_int, t, comm);
+        }),
+        Op::new(move || unsafe { std::ptr::copy_nonoverlapping(black_box(cs), black_box(packedp), total) }),
+    ];
+    for op in &mut ops {
+        op.calibrate(sample);
+    }
+    let start = Instant::now();
+    let mut rounds = 0;
+    // Interleave the five operations so slow phases of the shared cores hit them alike, and
+    // swap sluice and MPI every round: the second of two operations on the same buffers finds
+    // them warmer in the shared cache.
+    while rounds < 6 || (start.elapsed() < case_time && rounds < 100_000) {
+        let order = if rounds % 2 == 0 { [0, 1, 2, 3, 4] } else { [1, 0, 3, 2, 4] };
+        for i in order {
+            ops[i].sample();
+        }
+        rounds += 1;
+    }
+    black_box(&packed_buf);
+    black_box(&dst_buf);
+    let gbs = |s: f64| total as f64 / s / 1e9;
+    let mut results = vec![];
+    for (i, dir, engine) in
+        [(0, "pack", "sluice"), (1, "pack", "mpi"), (4, "pack", "memcpy"), (2, "unpack", "sluice"), (3, "unpack", "mpi"), (4, "unpack", "memcpy")]
+    {
+        let s = &ops[i].samples;
+        results.push((dir, engine, gbs(s.median()), gbs(s.best()), s.0.len()));
+    }
+    drop(ops);
+    free(t);
+    let block = ct.kernel().min_block(count, dl.extent).unwrap_or(0);
+    Row { case: name.to_string(), kernel: ct.kernel().name(), block, count, bytes: total, results }
+}
+
+fn main() -> ExitCode {
+    let mut csv: Option<String> = None;
+    let mut case_ms = 2500u64;
+    let mut sample_us = 2000u64;
+    let mut cases: Vec<String> = CASES.iter().map(|s| s.to_string()).collect();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut val = || args.next().unwrap_or_else(|| panic!("{a} needs a value"));
+        match a.as_str() {
+            "--csv" => csv = Some(val()),
+            "--case-ms" => case_ms = val().parse().expect("--case-ms: integer"),
+            "--sample-us" => sample_us = val().parse().expect("--sample-us: integer"),
+            "--cases" => cases = val().split(',').map(str::to_string).collect(),
+            "-h" | "--help" => {
+                println!("Usage: sluice-ddt-bench [--csv FILE] [--case-ms MS] [--sample-us US] [--cases a,b,...]");
+                return ExitCode::SUCCESS;
+            }
+            other => {
+                eprintln!("sluice-ddt-bench: unknown argument {other}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    // SAFETY: singleton init, once, before any other MPI call.
+    ok(unsafe { mpi::PMPI_Init(null_mut(), null_mut()) }, "MPI_Init");
+    println!("# sluice-ddt-bench, MPI flavor {FLAVOR}; GB/s of packed bytes, median (best)");
+    println!(
+        "{:<11} {:<13} {:>9} | {:>6} {:>13} {:>13} {:>13} {:>6} {:>6} | {:>6} {:>13} {:>13} {:>6} {:>6}",
+        "case", "kernel", "bytes", "", "sluice", "mpi", "memcpy", "s/mpi", "s/mcp", "", "sluice", "mpi", "s/mpi", "s/mcp"
+    );
+    let mut rows = vec![];
+    for c in &cases {
+        let row = run_case(c, Duration::from_millis(case_ms), Duration::from_micros(sample_us));
+        let g = |d: &str, e: &str| row.results.iter().find(|r| r.1 == e && r.0 == d).map(|r| (r.2, r.3)).unwrap();
+        let (sp, mp, cp) = (g("pack", "sluice"), g("pack", "mpi"), g("pack", "memcpy"));
+        let (su, mu) = (g("unpack", "sluice"), g("unpack", "mpi"));
+        let f = |x: (f64, f64)| format!("{:.2} ({:.2})", x.0, x.1);
+        println!(
+            "{:<11} {:<13} {:>9} | {:>6} {:>13} {:>13} {:>13} {:>6.2} {:>6.2} | {:>6} {:>13} {:>13} {:>6.2} {:>6.2}",
+            row.case,
+            row.kernel,
+            row.bytes,
+            "pack",
+            f(sp),
+            f(mp),
+            f(cp),
+            sp.0 / mp.0,
+            sp.0 / cp.0,
+            "unpack",
+            f(su),
+            f(mu),
+            su.0 / mu.0,
+            su.0 / cp.0
+        );
+        rows.push(row);
+    }
+    if let Some(path) = csv {
+        let mut s = String::from("mpi,case,kernel,count,packed_bytes,block,dir,engine,median_gbs,best_gbs,samples\n");
+        for r in &rows {
+            for (dir, engine, med, best, n) in &r.results {
+                s += &format!("{FLAVOR},{},{},{},{},{},{dir},{engine},{med:.4},{best:.4},{n}\n", r.case, r.kernel, r.count, r.bytes, r.block);
+            }
+        }
+        if let Err(e) = std::fs::write(&path, s) {
+            eprintln!("sluice-ddt-bench: cannot write {path}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    // SAFETY: matching the PMPI_Init above; no MPI call follows.
+    ok(unsafe { mpi::PMPI_Finalize() }, "MPI_Finalize");
+    ExitCode::SUCCESS
+}
