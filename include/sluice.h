@@ -25,7 +25,8 @@ const char *sluice_mpi_flavor(void);
 int sluice_enable(void);
 
 /* Every MPI call made after this returns is a pure pass-through to the MPI. Returns 0.
- * (Point-to-point requests that sluice started itself keep completing through sluice.) */
+ * Datatypes compiled so far are forgotten (MPI_Type_free is not tracked while disabled); after
+ * sluice_enable() they are packed by the MPI's engine until committed again. */
 int sluice_disable(void);
 
 /* 1 if calls currently go through sluice, else 0. */

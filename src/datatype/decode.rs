@@ -42,6 +42,8 @@ fn mpi_bounds(t: MPI_Datatype) -> Result<(usize, i64, i64, i64, i64)> {
         check(mpi::PMPI_Type_get_extent(t, &mut lb, &mut ext))?;
         check(mpi::PMPI_Type_get_true_extent(t, &mut tlb, &mut text))?;
     }
+    // MPI_Aint is isize in Open MPI and i64 in MPICH: the casts are needed for one of them.
+    #[allow(clippy::unnecessary_cast)]
     Ok((size as usize, lb as i64, ext as i64, tlb as i64, text as i64))
 }
 

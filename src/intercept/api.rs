@@ -57,6 +57,7 @@ pub extern "C" fn sluice_enable() -> c_int {
 pub extern "C" fn sluice_disable() -> c_int {
     guarded(|| {
         runtime::disable();
+        crate::protocol::datatype::forget_all();
         0
     })
 }

@@ -42,6 +42,14 @@ fn remove(t: mpi::MPI_Datatype) {
     }
 }
 
+/// Drops every compiled type. Called when interception is switched off at run time: while
+/// sluice is disabled, MPI_Type_free passes straight through, so the table could no longer track
+/// which handles the MPI reuses. Types committed before a later `sluice_enable()` then stay with
+/// the MPI's engine.
+pub fn forget_all() {
+    *TYPES.write().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
 /// Number of compiled types currently held (for tests and statistics).
 pub fn compiled_count() -> usize {
     TYPES.read().unwrap_or_else(|e| e.into_inner()).as_ref().map_or(0, |m| m.len())

@@ -41,6 +41,27 @@ int main(int argc, char **argv) {
         MPI_CHECK(MPI_Sendrecv(&x, 1, MPI_INT, right, i, &y, 1, MPI_INT, left, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     EXPECT(y == left, "sendrecv got %d", y);
     EXPECT(dump() == 0, "stats dump failed");
+
+    /* A type freed while sluice is disabled: its handle may come back for a new type, which
+     * MPI_Pack must then pack with the new layout once sluice is enabled again. */
+    double src[64], a[64], b[64];
+    for (int i = 0; i < 64; i++) src[i] = i;
+    MPI_Datatype t, u;
+    int pa = 0, pb = 0;
+    MPI_CHECK(MPI_Type_vector(4, 1, 3, MPI_DOUBLE, &t));
+    MPI_CHECK(MPI_Type_commit(&t));
+    MPI_CHECK(MPI_Pack(src, 1, t, a, sizeof a, &pa, MPI_COMM_WORLD));
+    disable();
+    MPI_CHECK(MPI_Type_free(&t));
+    int bl[2] = {2, 3}, d[2] = {7, 20};
+    MPI_CHECK(MPI_Type_indexed(2, bl, d, MPI_DOUBLE, &u));
+    MPI_CHECK(MPI_Type_commit(&u));
+    enable();
+    pa = pb = 0;
+    MPI_CHECK(MPI_Pack(src, 1, u, a, sizeof a, &pa, MPI_COMM_WORLD));
+    MPI_CHECK(PMPI_Pack(src, 1, u, b, sizeof b, &pb, MPI_COMM_WORLD));
+    EXPECT(pa == pb && pa == 40 && memcmp(a, b, 40) == 0, "pack after disable/free/enable: %d vs %d", pa, pb);
+    MPI_CHECK(MPI_Type_free(&u));
     int rc = report_verdict("extension_api");
     MPI_CHECK(MPI_Finalize());
     return rc;
