@@ -5,6 +5,7 @@ MPI_Comm sluice_c_comm_self(void) { return MPI_COMM_SELF; }
 MPI_Comm sluice_c_comm_null(void) { return MPI_COMM_NULL; }
 MPI_Datatype sluice_c_datatype_null(void) { return MPI_DATATYPE_NULL; }
 MPI_Datatype sluice_c_byte(void) { return MPI_BYTE; }
+MPI_Datatype sluice_c_packed(void) { return MPI_PACKED; }
 MPI_Datatype sluice_c_uint64(void) { return MPI_UINT64_T; }
 MPI_Datatype sluice_c_int(void) { return MPI_INT; }
 MPI_Datatype sluice_c_double(void) { return MPI_DOUBLE; }

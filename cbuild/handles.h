@@ -12,6 +12,7 @@ MPI_Comm sluice_c_comm_self(void);
 MPI_Comm sluice_c_comm_null(void);
 MPI_Datatype sluice_c_datatype_null(void);
 MPI_Datatype sluice_c_byte(void);
+MPI_Datatype sluice_c_packed(void);
 MPI_Datatype sluice_c_uint64(void);
 MPI_Datatype sluice_c_int(void);
 MPI_Datatype sluice_c_double(void);

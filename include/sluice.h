@@ -24,7 +24,8 @@ const char *sluice_mpi_flavor(void);
  * MPI_Init. Returns 1 if calls now go through sluice, else 0. */
 int sluice_enable(void);
 
-/* Every MPI call made after this returns is a pure pass-through to the MPI. Returns 0.
+/* Every MPI call made after this returns is a pure pass-through to the MPI. Returns 0, or -1
+ * (nothing changes) while sluice still owns point-to-point requests: complete them first.
  * Datatypes compiled so far are forgotten (MPI_Type_free is not tracked while disabled); after
  * sluice_enable() they are packed by the MPI's engine until committed again. */
 int sluice_disable(void);
@@ -35,6 +36,11 @@ int sluice_is_enabled(void);
 /* Collective over MPI_COMM_WORLD: rank 0 prints the job-wide statistics gathered so far (as
  * SLUICE_STATS=1 does at MPI_Finalize). Returns 0, or -1 when MPI is not initialized. */
 int sluice_stats_dump(void);
+
+/* Point-to-point requests sluice still tracks and staging buffers in use (null pointers are
+ * skipped). Both are 0 once every request of non-contiguous data completed or was freed and
+ * every persistent request was freed: a leak check for tests. Returns 0. */
+int sluice_p2p_outstanding(long *requests, long *staging_buffers);
 
 #ifdef __cplusplus
 }

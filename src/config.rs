@@ -48,6 +48,18 @@ pub const PARAMS: &[Param] = &[
         doc: "Compile committed datatypes with sluice's engine and serve MPI_Pack/MPI_Unpack/MPI_Pack_size with it; 0 leaves them to the MPI.",
     },
     Param {
+        name: "SLUICE_P2P",
+        default: "1",
+        accepted: BOOL,
+        doc: "Point-to-point protocol: sends and receives of non-contiguous datatypes are packed/unpacked by sluice's engine and travel as contiguous bytes; 0 leaves them to the MPI (needs SLUICE_DATATYPE=1).",
+    },
+    Param {
+        name: "SLUICE_STAGING_CACHE",
+        default: "64M",
+        accepted: "a byte count with optional K, M or G suffix (powers of 1024), e.g. 0, 65536, 64M",
+        doc: "Bytes of idle staging buffers the point-to-point protocol keeps for reuse (per process); buffers beyond it are returned to the system.",
+    },
+    Param {
         name: "SLUICE_TEST_PANIC",
         default: "",
         accepted: "empty, or the name of an intercepted C function (e.g. MPI_Send)",
@@ -97,6 +109,10 @@ pub struct Config {
     pub log: LogLevel,
     /// `SLUICE_DATATYPE`.
     pub datatype_engine: bool,
+    /// `SLUICE_P2P`.
+    pub p2p: bool,
+    /// `SLUICE_STAGING_CACHE`, bytes.
+    pub staging_cache: usize,
     /// `SLUICE_TEST_PANIC`.
     pub test_panic: Option<String>,
 }
@@ -148,6 +164,19 @@ fn parse_log(p: &'static Param, v: &str) -> Result<LogLevel, ConfigError> {
     })
 }
 
+fn parse_bytes(p: &'static Param, v: &str) -> Result<usize, ConfigError> {
+    let err = || ConfigError { name: p.name, value: v.to_string(), accepted: p.accepted };
+    let t = v.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.eq_ignore_ascii_case(&'k') => (&t[..i], 10),
+        Some((i, c)) if c.eq_ignore_ascii_case(&'m') => (&t[..i], 20),
+        Some((i, c)) if c.eq_ignore_ascii_case(&'g') => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    let n: usize = digits.parse().map_err(|_| err())?;
+    n.checked_mul(1usize << shift).ok_or_else(err)
+}
+
 fn parse_fn_name(p: &'static Param, v: &str, known: &dyn Fn(&str) -> bool) -> Result<Option<String>, ConfigError> {
     let v = v.trim();
     if v.is_empty() {
@@ -174,13 +203,23 @@ impl Config {
         let disable = parse_bool(param("SLUICE_DISABLE"), &value("SLUICE_DISABLE"))?;
         if disable {
             // A disabled sluice reads nothing else, so a broken setting elsewhere can be bypassed.
-            return Ok(Config { disable, stats: false, log: LogLevel::Warn, datatype_engine: false, test_panic: None });
+            return Ok(Config {
+                disable,
+                stats: false,
+                log: LogLevel::Warn,
+                datatype_engine: false,
+                p2p: false,
+                staging_cache: 0,
+                test_panic: None,
+            });
         }
         Ok(Config {
             disable,
             stats: parse_bool(param("SLUICE_STATS"), &value("SLUICE_STATS"))?,
             log: parse_log(param("SLUICE_LOG"), &value("SLUICE_LOG"))?,
             datatype_engine: parse_bool(param("SLUICE_DATATYPE"), &value("SLUICE_DATATYPE"))?,
+            p2p: parse_bool(param("SLUICE_P2P"), &value("SLUICE_P2P"))?,
+            staging_cache: parse_bytes(param("SLUICE_STAGING_CACHE"), &value("SLUICE_STAGING_CACHE"))?,
             test_panic: parse_fn_name(param("SLUICE_TEST_PANIC"), &value("SLUICE_TEST_PANIC"), known_fn)?,
         })
     }
@@ -208,7 +247,30 @@ mod tests {
     #[test]
     fn defaults() {
         let c = parse(&[]).unwrap();
-        assert_eq!(c, Config { disable: false, stats: false, log: LogLevel::Warn, datatype_engine: true, test_panic: None });
+        let want = Config {
+            disable: false,
+            stats: false,
+            log: LogLevel::Warn,
+            datatype_engine: true,
+            p2p: true,
+            staging_cache: 64 << 20,
+            test_panic: None,
+        };
+        assert_eq!(c, want);
+    }
+
+    #[test]
+    fn byte_counts_take_suffixes_and_reject_garbage() {
+        assert_eq!(parse(&[("SLUICE_STAGING_CACHE", "0")]).unwrap().staging_cache, 0);
+        assert_eq!(parse(&[("SLUICE_STAGING_CACHE", "4096")]).unwrap().staging_cache, 4096);
+        assert_eq!(parse(&[("SLUICE_STAGING_CACHE", "8k")]).unwrap().staging_cache, 8192);
+        assert_eq!(parse(&[("SLUICE_STAGING_CACHE", " 2G ")]).unwrap().staging_cache, 2 << 30);
+        for bad in ["", "-1", "1.5M", "M", "12Q", "99999999999999999999G"] {
+            let e = parse(&[("SLUICE_STAGING_CACHE", bad)]).unwrap_err();
+            assert_eq!(e.name, "SLUICE_STAGING_CACHE", "{bad:?}");
+        }
+        assert!(!parse(&[("SLUICE_P2P", "off")]).unwrap().p2p);
+        assert_eq!(parse(&[("SLUICE_P2P", "sometimes")]).unwrap_err().name, "SLUICE_P2P");
     }
 
     #[test]

@@ -25,3 +25,4 @@ pub mod logging;
 pub mod protocol;
 pub mod runtime;
 pub mod stats;
+pub mod transfer;

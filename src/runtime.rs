@@ -87,6 +87,7 @@ pub fn start() -> Result<(), crate::config::ConfigError> {
         }
     }
     stats::set_timing(cfg.stats);
+    crate::transfer::staging::set_budget(cfg.staging_cache);
     log::info!("sluice {} active ({} build)", env!("CARGO_PKG_VERSION"), crate::ffi::FLAVOR);
     set_mode(active_mode(&cfg));
     let _ = CONFIG.set(cfg);

@@ -125,6 +125,13 @@ pub fn thread_mpi_ns() -> u64 {
     MPI_NS.with(|c| c.get())
 }
 
+/// Counts `n` bytes moved by the datatype engine (when statistics are on).
+pub fn engine_bytes(n: usize) {
+    if timing_enabled() {
+        record(Family::Engine, n as u64, 0, 0);
+    }
+}
+
 /// Records one intercepted call.
 pub fn record(family: Family, bytes: u64, total_ns: u64, mpi_ns: u64) {
     let c = &COUNTERS[family as usize];

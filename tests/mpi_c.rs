@@ -190,3 +190,18 @@ fn pack_and_unpack_run_on_sluices_engine_and_match_the_mpi() {
     job.assert_pass("pack");
     assert_eq!(job.stat_calls("ddt-engine"), Some(0), "{}", job.all());
 }
+
+#[test]
+fn p2p_of_noncontiguous_types_runs_on_sluices_engine() {
+    let exe = compile_c("p2p_engine");
+    launch(2, &exe, &[], None).assert_pass("p2p_engine"); // the checks hold for the bare MPI
+    for np in [2u32, 4] {
+        let job = launch_shim(np, &exe, &[("SLUICE_STATS", "1")]);
+        job.assert_pass("p2p_engine");
+        assert!(job.stat_calls("ddt-engine").unwrap_or(0) > 0, "engine not used:\n{}", job.all());
+    }
+    // Protocol off: everything left to the MPI, same results.
+    let job = launch_shim(2, &exe, &[("SLUICE_STATS", "1"), ("SLUICE_P2P", "0")]);
+    job.assert_pass("p2p_engine");
+    assert_eq!(job.stat_calls("ddt-engine"), Some(0), "{}", job.all());
+}

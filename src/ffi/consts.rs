@@ -28,6 +28,8 @@ accessor! {
     datatype_null -> mpi::MPI_Datatype = sluice_c_datatype_null;
     /// `MPI_BYTE`.
     byte -> mpi::MPI_Datatype = sluice_c_byte;
+    /// `MPI_PACKED`.
+    packed -> mpi::MPI_Datatype = sluice_c_packed;
     /// `MPI_UINT64_T`.
     uint64 -> mpi::MPI_Datatype = sluice_c_uint64;
     /// `MPI_INT`.

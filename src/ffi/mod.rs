@@ -35,7 +35,15 @@ pub mod errclass {
     pub const ERR_ARG: c_int = super::mpi::MPI_ERR_ARG as c_int;
     pub const ERR_INTERN: c_int = super::mpi::MPI_ERR_INTERN as c_int;
     pub const ERR_OTHER: c_int = super::mpi::MPI_ERR_OTHER as c_int;
+    pub const ERR_TRUNCATE: c_int = super::mpi::MPI_ERR_TRUNCATE as c_int;
+    pub const ERR_IN_STATUS: c_int = super::mpi::MPI_ERR_IN_STATUS as c_int;
+    pub const ERR_PENDING: c_int = super::mpi::MPI_ERR_PENDING as c_int;
 }
+
+/// `MPI_PROC_NULL` and `MPI_UNDEFINED` as `c_int`.
+pub const PROC_NULL: std::ffi::c_int = mpi::MPI_PROC_NULL as std::ffi::c_int;
+#[allow(missing_docs)]
+pub const UNDEFINED: std::ffi::c_int = mpi::MPI_UNDEFINED as std::ffi::c_int;
 
 /// Fortran `INTEGER` as MPI's C side sees it (`MPI_Fint`). Both supported MPIs, built with
 /// gfortran's default integer kind, use C `int`; `cbuild/handles.c` asserts this at compile time.
@@ -52,5 +60,31 @@ pub fn datatype_key(t: mpi::MPI_Datatype) -> usize {
     #[cfg(sluice_mpi = "mpich")]
     {
         t as u32 as usize
+    }
+}
+
+/// A request handle as a plain integer key, and back (the key round-trips exactly).
+#[inline]
+pub fn request_key(r: mpi::MPI_Request) -> usize {
+    #[cfg(sluice_mpi = "openmpi")]
+    {
+        r as usize
+    }
+    #[cfg(sluice_mpi = "mpich")]
+    {
+        r as u32 as usize
+    }
+}
+
+/// The request handle of a key made by [`request_key`].
+#[inline]
+pub fn request_from_key(k: usize) -> mpi::MPI_Request {
+    #[cfg(sluice_mpi = "openmpi")]
+    {
+        k as mpi::MPI_Request
+    }
+    #[cfg(sluice_mpi = "mpich")]
+    {
+        k as u32 as mpi::MPI_Request
     }
 }

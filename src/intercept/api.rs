@@ -52,10 +52,15 @@ pub extern "C" fn sluice_enable() -> c_int {
     guarded(|| runtime::enable() as c_int)
 }
 
-/// `sluice_disable`: every later call is a pure pass-through; returns 0.
+/// `sluice_disable`: every later call is a pure pass-through; returns 0. Returns -1 and changes
+/// nothing while sluice still owns point-to-point requests (their data would never be unpacked
+/// by a pass-through completion call).
 #[no_mangle]
 pub extern "C" fn sluice_disable() -> c_int {
     guarded(|| {
+        if crate::protocol::p2p::ops::any() {
+            return -1;
+        }
         runtime::disable();
         crate::protocol::datatype::forget_all();
         0
@@ -77,6 +82,26 @@ pub extern "C" fn sluice_stats_dump() -> c_int {
             return -1;
         }
         crate::protocol::init::gather_and_print_stats();
+        0
+    })
+}
+
+/// `sluice_p2p_outstanding`: requests sluice's point-to-point protocol still tracks and staging
+/// buffers in use (both 0 once every request completed or was freed). Null pointers are
+/// skipped. Returns 0.
+#[no_mangle]
+pub extern "C" fn sluice_p2p_outstanding(requests: *mut std::ffi::c_long, staging_buffers: *mut std::ffi::c_long) -> c_int {
+    guarded(|| {
+        let (r, b) = crate::protocol::p2p::outstanding();
+        // SAFETY: non-null pointers are the caller's `long` out-parameters.
+        unsafe {
+            if !requests.is_null() {
+                *requests = r as std::ffi::c_long;
+            }
+            if !staging_buffers.is_null() {
+                *staging_buffers = b as std::ffi::c_long;
+            }
+        }
         0
     })
 }

@@ -11,34 +11,57 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::datatype::compiled::CompiledType;
 use crate::datatype::decode::decode;
 use crate::ffi::{consts, datatype_key, errclass, mpi, next};
-use crate::stats::{self, Family};
+use crate::stats;
 
 /// Compiled types by handle. Entries are removed *before* MPI_Type_free returns the handle to
 /// the MPI (which may reuse it at once), so a stale entry is never found under a new type.
 static TYPES: RwLock<Option<HashMap<usize, Arc<CompiledType>>>> = RwLock::new(None);
 
-fn lookup(t: mpi::MPI_Datatype) -> Option<Arc<CompiledType>> {
+/// A counting filter over the keys in [`TYPES`]: a zero slot proves a handle is not compiled.
+/// Every send and receive asks whether its datatype is compiled, and most use predefined types
+/// that never are: the filter answers them with one relaxed load instead of a lock and a hash
+/// (the point-to-point fast path must cost nothing measurable).
+static MAYBE: [AtomicU32; FILTER_SLOTS] = [const { AtomicU32::new(0) }; FILTER_SLOTS];
+const FILTER_SLOTS: usize = 1024;
+
+fn slot(key: usize) -> &'static AtomicU32 {
+    // Fibonacci hashing: handles are pointers (Open MPI) or small tagged integers (MPICH).
+    let h = (key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54;
+    &MAYBE[h as usize % FILTER_SLOTS]
+}
+
+/// The compiled form of `t`, if the engine is on and `t` is compiled.
+pub(crate) fn lookup(t: mpi::MPI_Datatype) -> Option<Arc<CompiledType>> {
+    let key = datatype_key(t);
+    if slot(key).load(Ordering::Relaxed) == 0 {
+        return None;
+    }
     if !crate::runtime::config().is_some_and(|c| c.datatype_engine) {
         return None;
     }
     let g = TYPES.read().unwrap_or_else(|e| e.into_inner());
-    g.as_ref()?.get(&datatype_key(t)).cloned()
+    g.as_ref()?.get(&key).cloned()
 }
 
 fn insert(t: mpi::MPI_Datatype, c: Arc<CompiledType>) {
+    let key = datatype_key(t);
     let mut g = TYPES.write().unwrap_or_else(|e| e.into_inner());
-    g.get_or_insert_with(HashMap::new).insert(datatype_key(t), c);
+    if g.get_or_insert_with(HashMap::new).insert(key, c).is_none() {
+        slot(key).fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 fn remove(t: mpi::MPI_Datatype) {
+    let key = datatype_key(t);
     let mut g = TYPES.write().unwrap_or_else(|e| e.into_inner());
-    if let Some(m) = g.as_mut() {
-        m.remove(&datatype_key(t));
+    if g.as_mut().and_then(|m| m.remove(&key)).is_some() {
+        slot(key).fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -47,7 +70,9 @@ fn remove(t: mpi::MPI_Datatype) {
 /// which handles the MPI reuses. Types committed before a later `sluice_enable()` then stay with
 /// the MPI's engine.
 pub fn forget_all() {
-    *TYPES.write().unwrap_or_else(|e| e.into_inner()) = None;
+    let mut g = TYPES.write().unwrap_or_else(|e| e.into_inner());
+    *g = None;
+    MAYBE.iter().for_each(|s| s.store(0, Ordering::Relaxed));
 }
 
 /// Number of compiled types currently held (for tests and statistics).
@@ -146,11 +171,6 @@ fn plan(
     Some(PackPlan { compiled, count: count as usize, start: position as usize, bytes: bytes as usize })
 }
 
-fn record(bytes: usize) {
-    if stats::timing_enabled() {
-        stats::record(Family::Engine, bytes as u64, 0, 0);
-    }
-}
 
 /// Packs through sluice's engine if `plan` allows; returns the new position.
 ///
@@ -163,7 +183,7 @@ unsafe fn engine_pack(p: &PackPlan, inbuf: *const c_void, outbuf: *mut c_void) -
         let out = std::slice::from_raw_parts_mut((outbuf as *mut u8).add(p.start), p.bytes);
         p.compiled.pack(inbuf as *const u8, p.count, out);
     }
-    record(p.bytes);
+    stats::engine_bytes(p.bytes);
     (p.start + p.bytes) as i64
 }
 
@@ -178,7 +198,7 @@ unsafe fn engine_unpack(p: &PackPlan, inbuf: *const c_void, outbuf: *mut c_void)
         let input = std::slice::from_raw_parts((inbuf as *const u8).add(p.start), p.bytes);
         p.compiled.unpack(input, p.count, outbuf as *mut u8);
     }
-    record(p.bytes);
+    stats::engine_bytes(p.bytes);
     (p.start + p.bytes) as i64
 }
 

@@ -64,9 +64,24 @@ pub unsafe fn finalize() -> c_int {
     if runtime::config().is_some_and(|c| c.stats) && errors::mpi_is_active() {
         gather_and_print_stats();
     }
+    finish_p2p();
     runtime::stop();
     // SAFETY: forwarded unchanged.
     unsafe { next::MPI_Finalize() }
+}
+
+/// Completes what the point-to-point protocol still owns before the MPI goes away: requests
+/// the application freed while active are waited for (their data is delivered), then leaks
+/// are reported and idle staging memory is released.
+fn finish_p2p() {
+    use crate::protocol::p2p::ops;
+    use crate::transfer::staging;
+    ops::progress_detached(true);
+    let live = ops::clear();
+    if live > 0 {
+        log::warn!("{live} point-to-point request(s) of non-contiguous data were never completed or freed by the application");
+    }
+    staging::trim();
 }
 
 /// Gathers every rank's counters to rank 0 over `PMPI_Gather` (sluice's own traffic goes

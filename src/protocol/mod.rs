@@ -1,7 +1,9 @@
 //! The protocol layer: owns MPI semantics. Each intercepted call whose registry entry names a
 //! handler here (instead of `forward`) lands in this module with the C function's exact
 //! signature. Today: the environment (`init`: init/finalize) and datatypes (`datatype`: commit,
-//! free, dup, pack, unpack, pack size); the point-to-point and collective protocols add theirs.
+//! free, dup, pack, unpack, pack size) and point-to-point (`p2p`: sends, receives and the
+//! completion family for non-contiguous datatypes); the collective protocol adds its own.
 
 pub mod datatype;
 pub mod init;
+pub mod p2p;

@@ -1,0 +1,477 @@
+//! The completion family. Each call first checks whether sluice tracks any request at all
+//! (one atomic load: the fast path forwards unchanged). Otherwise the tracked requests among
+//! the arguments are taken out of the table before the MPI call, finished (unpacked, staging
+//! released) for those the call completed, and put back for the others and for persistent
+//! requests. Statuses the application ignores are collected into local arrays when sluice
+//! needs them (the byte count of a receive).
+
+use std::ffi::c_int;
+
+use super::ops::{self, Op};
+use super::{blank_status, status_or};
+use crate::ffi::{consts, errclass, mpi, next};
+
+type Req = mpi::MPI_Request;
+type Status = mpi::MPI_Status;
+
+/// Tracked requests taken out of the table for one call: `(index, op)`.
+struct Taken(Vec<(usize, Op)>);
+
+impl Taken {
+    /// Takes the tracked requests among `reqs`.
+    fn from(reqs: &[Req]) -> Taken {
+        Taken(reqs.iter().enumerate().filter_map(|(i, r)| ops::take(*r).map(|op| (i, op))).collect())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// After the MPI call: finishes the requests for which `done(i)` holds, using status
+    /// `status(i)` and per-request code `code(i)`; puts back the live ones.
+    ///
+    /// `before[i]` is the handle the request had when it was taken (a completed non-persistent
+    /// request is `MPI_REQUEST_NULL` in `reqs` now).
+    fn settle(
+        self,
+        before: &[Req],
+        done: impl Fn(usize) -> bool,
+        status: impl Fn(usize) -> *const Status,
+        code: impl Fn(usize) -> c_int,
+    ) {
+        for (i, mut op) in self.0 {
+            if done(i) {
+                // SAFETY: the MPI completed request `i` and filled its status.
+                unsafe { op.finish(code(i), status(i)) };
+                if op.persistent {
+                    ops::restore(before[i], op);
+                }
+            } else {
+                ops::restore(before[i], op);
+            }
+        }
+    }
+}
+
+/// A status array the MPI may write `n` statuses into: the application's, or local storage
+/// when it passed `MPI_STATUSES_IGNORE`.
+struct Statuses {
+    local: Vec<Status>,
+    user: *mut Status,
+}
+
+impl Statuses {
+    fn new(user: *mut Status, n: usize) -> Statuses {
+        if user.is_null() || user == consts::statuses_ignore() {
+            Statuses { local: vec![blank_status(); n.max(1)], user: std::ptr::null_mut() }
+        } else {
+            Statuses { local: Vec::new(), user }
+        }
+    }
+
+    fn ptr(&mut self) -> *mut Status {
+        if self.user.is_null() {
+            self.local.as_mut_ptr()
+        } else {
+            self.user
+        }
+    }
+
+    fn at(&mut self, i: usize) -> *const Status {
+        // SAFETY: `i` is below the array length the call was made with.
+        unsafe { self.ptr().add(i) }
+    }
+}
+
+/// The code of entry `i` of a multi-request call: its status's MPI_ERROR when the call
+/// returned MPI_ERR_IN_STATUS, else the call's code.
+///
+/// # Safety
+/// `st` points to the call's filled status of entry `i`.
+unsafe fn entry_code(rc: c_int, st: *const Status) -> c_int {
+    if rc == errclass::ERR_IN_STATUS {
+        // SAFETY: see above.
+        unsafe { (*st).MPI_ERROR }
+    } else {
+        rc
+    }
+}
+
+/// Slice view of the application's request array.
+///
+/// # Safety
+/// `reqs` points to `n` requests (or `n == 0`).
+unsafe fn requests<'a>(reqs: *mut Req, n: c_int) -> &'a mut [Req] {
+    if reqs.is_null() || n <= 0 {
+        &mut []
+    } else {
+        // SAFETY: see above.
+        unsafe { std::slice::from_raw_parts_mut(reqs, n as usize) }
+    }
+}
+
+/// `MPI_Wait`.
+///
+/// # Safety
+/// As `MPI_Wait`.
+pub unsafe fn wait(request: *mut Req, status: *mut Status) -> c_int {
+    ops::progress_detached(false);
+    // SAFETY: a non-null request pointer is the application's handle.
+    let Some(mut op) = (!request.is_null()).then(|| ops::take(unsafe { *request })).flatten() else {
+        // SAFETY: forwarded unchanged.
+        return unsafe { next::MPI_Wait(request, status) };
+    };
+    // SAFETY: as above.
+    let before = unsafe { *request };
+    let mut local = blank_status();
+    let stp = status_or(status, &mut local);
+    // SAFETY: forwarded with a real status.
+    let rc = unsafe { next::MPI_Wait(request, stp) };
+    // SAFETY: as above.
+    let now = unsafe { *request };
+    if op.persistent || now == consts::request_null() {
+        // SAFETY: completed; `stp` is its status.
+        unsafe { op.finish(rc, stp) };
+    }
+    if op.persistent || now != consts::request_null() {
+        ops::restore(before, op);
+    }
+    rc
+}
+
+/// `MPI_Test`.
+///
+/// # Safety
+/// As `MPI_Test`.
+pub unsafe fn test(request: *mut Req, flag: *mut c_int, status: *mut Status) -> c_int {
+    ops::progress_detached(false);
+    // SAFETY: a non-null request pointer is the application's handle.
+    let Some(mut op) = (!request.is_null()).then(|| ops::take(unsafe { *request })).flatten() else {
+        // SAFETY: forwarded unchanged.
+        return unsafe { next::MPI_Test(request, flag, status) };
+    };
+    // SAFETY: as above.
+    let before = unsafe { *request };
+    let mut local = blank_status();
+    let stp = status_or(status, &mut local);
+    // SAFETY: forwarded with a real status.
+    let rc = unsafe { next::MPI_Test(request, flag, stp) };
+    // SAFETY: the MPI wrote the flag (the pointer is the application's).
+    let done = !flag.is_null() && unsafe { *flag } != 0;
+    if done {
+        // SAFETY: completed; `stp` is its status.
+        unsafe { op.finish(rc, stp) };
+    }
+    // SAFETY: as above.
+    if op.persistent || unsafe { *request } != consts::request_null() {
+        ops::restore(before, op);
+    }
+    rc
+}
+
+/// `MPI_Waitall`.
+///
+/// # Safety
+/// As `MPI_Waitall`.
+pub unsafe fn waitall(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_int {
+    ops::progress_detached(false);
+    // SAFETY: the application's array of `count` requests.
+    let rs = unsafe { requests(reqs, count) };
+    let taken = Taken::from(rs);
+    if taken.is_empty() {
+        // SAFETY: forwarded unchanged.
+        return unsafe { next::MPI_Waitall(count, reqs, statuses) };
+    }
+    let before = rs.to_vec();
+    let mut sts = Statuses::new(statuses, rs.len());
+    // SAFETY: forwarded with a real status array of `count` entries.
+    let rc = unsafe { next::MPI_Waitall(count, reqs, sts.ptr()) };
+    let pending = |i: usize, sts: &mut Statuses| {
+        // SAFETY: entry `i` of the filled status array.
+        rc == errclass::ERR_IN_STATUS && unsafe { (*sts.at(i)).MPI_ERROR } == errclass::ERR_PENDING
+    };
+    let done: Vec<bool> = (0..rs.len()).map(|i| !pending(i, &mut sts)).collect();
+    // SAFETY: entry `i` of the filled status array.
+    let codes: Vec<c_int> = (0..rs.len()).map(|i| unsafe { entry_code(rc, sts.at(i)) }).collect();
+    let base = sts.ptr();
+    // SAFETY: `i < count`.
+    taken.settle(&before, |i| done[i], |i| unsafe { base.add(i) }, |i| codes[i]);
+    rc
+}
+
+/// `MPI_Testall`: all or nothing.
+///
+/// # Safety
+/// As `MPI_Testall`.
+pub unsafe fn testall(count: c_int, reqs: *mut Req, flag: *mut c_int, statuses: *mut Status) -> c_int {
+    ops::progress_detached(false);
+    // SAFETY: the application's array of `count` requests.
+    let rs = unsafe { requests(reqs, count) };
+    let taken = Taken::from(rs);
+    if taken.is_empty() {
+        // SAFETY: forwarded unchanged.
+        return unsafe { next::MPI_Testall(count, reqs, flag, statuses) };
+    }
+    let before = rs.to_vec();
+    let mut sts = Statuses::new(statuses, rs.len());
+    // SAFETY: forwarded with a real status array.
+    let rc = unsafe { next::MPI_Testall(count, reqs, flag, sts.ptr()) };
+    // SAFETY: the MPI wrote the flag.
+    let all = !flag.is_null() && unsafe { *flag } != 0;
+    let base = sts.ptr();
+    // SAFETY: entries below `count`.
+    let codes: Vec<c_int> = (0..rs.len()).map(|i| unsafe { entry_code(rc, base.add(i)) }).collect();
+    // SAFETY: as above.
+    taken.settle(&before, |_| all, |i| unsafe { base.add(i) }, |i| codes[i]);
+    rc
+}
+
+/// `MPI_Waitany` / `MPI_Testany` share this: one index completes (or none).
+///
+/// # Safety
+/// As `MPI_Waitany` / `MPI_Testany`.
+unsafe fn any_of(
+    count: c_int,
+    reqs: *mut Req,
+    index: *mut c_int,
+    status: *mut Status,
+    call: impl FnOnce(*mut Status) -> c_int,
+    forward: impl FnOnce() -> c_int,
+) -> c_int {
+    ops::progress_detached(false);
+    // SAFETY: the application's array of `count` requests.
+    let rs = unsafe { requests(reqs, count) };
+    let taken = Taken::from(rs);
+    if taken.is_empty() {
+        return forward();
+    }
+    let before = rs.to_vec();
+    let mut local = blank_status();
+    let stp = status_or(status, &mut local);
+    let rc = call(stp);
+    // SAFETY: the MPI wrote the index (the application's pointer).
+    let idx = if index.is_null() { crate::ffi::UNDEFINED } else { unsafe { *index } };
+    taken.settle(&before, |i| idx >= 0 && i == idx as usize, |_| stp, |_| rc);
+    rc
+}
+
+/// `MPI_Waitany`.
+///
+/// # Safety
+/// As `MPI_Waitany`.
+pub unsafe fn waitany(count: c_int, reqs: *mut Req, index: *mut c_int, status: *mut Status) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        any_of(count, reqs, index, status, |s| next::MPI_Waitany(count, reqs, index, s), || {
+            next::MPI_Waitany(count, reqs, index, status)
+        })
+    }
+}
+
+/// `MPI_Testany`.
+///
+/// # Safety
+/// As `MPI_Testany`.
+pub unsafe fn testany(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mut c_int, status: *mut Status) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        any_of(count, reqs, index, status, |s| next::MPI_Testany(count, reqs, index, flag, s), || {
+            next::MPI_Testany(count, reqs, index, flag, status)
+        })
+    }
+}
+
+/// `MPI_Waitsome` / `MPI_Testsome`: `outcount` indices complete.
+///
+/// # Safety
+/// As `MPI_Waitsome` / `MPI_Testsome`.
+unsafe fn some_of(
+    incount: c_int,
+    reqs: *mut Req,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut Status,
+    call: impl FnOnce(*mut Status) -> c_int,
+    forward: impl FnOnce() -> c_int,
+) -> c_int {
+    ops::progress_detached(false);
+    // SAFETY: the application's array of `incount` requests.
+    let rs = unsafe { requests(reqs, incount) };
+    let taken = Taken::from(rs);
+    if taken.is_empty() {
+        return forward();
+    }
+    let before = rs.to_vec();
+    let mut sts = Statuses::new(statuses, rs.len());
+    let rc = call(sts.ptr());
+    // SAFETY: the MPI wrote outcount and the first `outcount` indices.
+    let out = if outcount.is_null() { 0 } else { unsafe { *outcount } };
+    let done_idx: Vec<usize> = if out > 0 && !indices.is_null() {
+        // SAFETY: see above.
+        unsafe { std::slice::from_raw_parts(indices, out as usize) }.iter().map(|&i| i as usize).collect()
+    } else {
+        Vec::new()
+    };
+    let base = sts.ptr();
+    // Status `k` belongs to request `indices[k]`.
+    let slot = |i: usize| done_idx.iter().position(|&j| j == i);
+    taken.settle(
+        &before,
+        |i| slot(i).is_some(),
+        // SAFETY: `k < outcount <= incount`.
+        |i| unsafe { base.add(slot(i).unwrap_or(0)) },
+        // SAFETY: as above.
+        |i| unsafe { entry_code(rc, base.add(slot(i).unwrap_or(0))) },
+    );
+    rc
+}
+
+/// `MPI_Waitsome`.
+///
+/// # Safety
+/// As `MPI_Waitsome`.
+pub unsafe fn waitsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        some_of(incount, reqs, outcount, indices, statuses, |s| next::MPI_Waitsome(incount, reqs, outcount, indices, s), || {
+            next::MPI_Waitsome(incount, reqs, outcount, indices, statuses)
+        })
+    }
+}
+
+/// `MPI_Testsome`.
+///
+/// # Safety
+/// As `MPI_Testsome`.
+pub unsafe fn testsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        some_of(incount, reqs, outcount, indices, statuses, |s| next::MPI_Testsome(incount, reqs, outcount, indices, s), || {
+            next::MPI_Testsome(incount, reqs, outcount, indices, statuses)
+        })
+    }
+}
+
+/// `MPI_Request_get_status`: a completed receive is unpacked now (the application may read its
+/// buffer as soon as the flag is set); the request stays tracked until it is freed.
+///
+/// # Safety
+/// As `MPI_Request_get_status`.
+pub unsafe fn request_get_status(request: Req, flag: *mut c_int, status: *mut Status) -> c_int {
+    ops::progress_detached(false);
+    let Some(mut op) = ops::take(request) else {
+        // SAFETY: forwarded unchanged.
+        return unsafe { next::MPI_Request_get_status(request, flag, status) };
+    };
+    let mut local = blank_status();
+    let stp = status_or(status, &mut local);
+    // SAFETY: forwarded with a real status.
+    let rc = unsafe { next::MPI_Request_get_status(request, flag, stp) };
+    // SAFETY: the MPI wrote the flag.
+    if !flag.is_null() && unsafe { *flag } != 0 {
+        // SAFETY: complete; `stp` is its status.
+        unsafe { op.finish(rc, stp) };
+    }
+    ops::restore(request, op);
+    rc
+}
+
+/// `MPI_Request_free`: an inactive persistent request is freed at once; anything sluice still
+/// has to finish is detached (the application's handle becomes MPI_REQUEST_NULL, sluice keeps
+/// the real request and finishes it later).
+///
+/// # Safety
+/// As `MPI_Request_free`.
+pub unsafe fn request_free(request: *mut Req) -> c_int {
+    ops::progress_detached(false);
+    // SAFETY: a non-null pointer to the application's handle.
+    let Some(op) = (!request.is_null()).then(|| ops::take(unsafe { *request })).flatten() else {
+        // SAFETY: forwarded unchanged.
+        return unsafe { next::MPI_Request_free(request) };
+    };
+    if op.persistent && !op.active {
+        drop(op); // staging back to the pool
+        // SAFETY: forwarded unchanged.
+        return unsafe { next::MPI_Request_free(request) };
+    }
+    // SAFETY: as above.
+    unsafe {
+        ops::detach(*request, op);
+        *request = consts::request_null();
+    }
+    errclass::SUCCESS
+}
+
+/// `MPI_Start`: a tracked persistent send packs the application's buffer first.
+///
+/// # Safety
+/// As `MPI_Start`.
+pub unsafe fn start(request: *mut Req) -> c_int {
+    // SAFETY: a non-null pointer to the application's handle.
+    let Some(mut op) = (!request.is_null()).then(|| ops::take(unsafe { *request })).flatten() else {
+        // SAFETY: forwarded unchanged.
+        return unsafe { next::MPI_Start(request) };
+    };
+    activate(&mut op);
+    // SAFETY: as above.
+    let before = unsafe { *request };
+    // SAFETY: forwarded unchanged.
+    let rc = unsafe { next::MPI_Start(request) };
+    op.active = rc == errclass::SUCCESS;
+    ops::restore(before, op);
+    rc
+}
+
+/// `MPI_Startall`.
+///
+/// # Safety
+/// As `MPI_Startall`.
+pub unsafe fn startall(count: c_int, reqs: *mut Req) -> c_int {
+    // SAFETY: the application's array of `count` requests.
+    let rs = unsafe { requests(reqs, count) };
+    let mut taken = Taken::from(rs);
+    if taken.is_empty() {
+        // SAFETY: forwarded unchanged.
+        return unsafe { next::MPI_Startall(count, reqs) };
+    }
+    taken.0.iter_mut().for_each(|(_, op)| activate(op));
+    let before = rs.to_vec();
+    // SAFETY: forwarded unchanged.
+    let rc = unsafe { next::MPI_Startall(count, reqs) };
+    for (i, mut op) in taken.0 {
+        op.active = rc == errclass::SUCCESS;
+        ops::restore(before[i], op);
+    }
+    rc
+}
+
+/// Prepares a persistent operation for one more activation.
+fn activate(op: &mut Op) {
+    if op.dir == ops::Dir::Send {
+        let layout = op.layout.clone();
+        // SAFETY: the buffer given to MPI_Send_init stays valid for the request's lifetime.
+        unsafe { layout.pack(op.user as *const std::ffi::c_void, &mut op.staging) };
+    }
+    op.active = true;
+}
+
+/// `MPI_Probe`: finishes detached requests first (an application that freed an active receive
+/// may poll with probes until its data is there, as progress makes it land with the bare MPI).
+///
+/// # Safety
+/// As `MPI_Probe`.
+pub unsafe fn probe(source: c_int, tag: c_int, comm: mpi::MPI_Comm, status: *mut Status) -> c_int {
+    ops::progress_detached(false);
+    // SAFETY: forwarded unchanged.
+    unsafe { next::MPI_Probe(source, tag, comm, status) }
+}
+
+/// `MPI_Iprobe`: as [`probe`].
+///
+/// # Safety
+/// As `MPI_Iprobe`.
+pub unsafe fn iprobe(source: c_int, tag: c_int, comm: mpi::MPI_Comm, flag: *mut c_int, status: *mut Status) -> c_int {
+    ops::progress_detached(false);
+    // SAFETY: forwarded unchanged.
+    unsafe { next::MPI_Iprobe(source, tag, comm, flag, status) }
+}

@@ -1,0 +1,161 @@
+//! The requests sluice must finish itself: for each real MPI request whose data moves through a
+//! staging buffer, what to do when it completes (unpack into the user's buffer, release the
+//! staging buffer).
+//!
+//! The application holds the real MPI handle, so calls sluice does not intercept and Fortran
+//! handle conversion keep working. Entries are keyed by handle value, and completion calls
+//! *take* an entry out before the MPI can complete (and free) its request: the MPI may hand the
+//! same value to a new request of another thread at once, and that one must not find a stale
+//! entry. Two threads may not complete the same request concurrently (MPI forbids it), so taking
+//! an entry out never hides it from a legal concurrent call.
+//!
+//! Requests the application frees with MPI_Request_free while sluice still has work to do are
+//! *detached*: sluice keeps the real request, tests it inside later completion calls and waits
+//! for it at MPI_Finalize.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use super::{received_bytes, Layout};
+use crate::ffi::{errclass, mpi, next, request_from_key, request_key};
+use crate::transfer::staging::Staging;
+
+/// Direction of a tracked operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dir {
+    /// The staging buffer holds packed data the MPI is sending.
+    Send,
+    /// The MPI receives into the staging buffer; unpack on completion.
+    Recv,
+}
+
+/// One tracked operation.
+#[derive(Debug)]
+pub struct Op {
+    pub dir: Dir,
+    pub layout: Layout,
+    /// The application's buffer (address), packed from at Start or unpacked into at completion.
+    pub user: usize,
+    pub staging: Staging,
+    pub persistent: bool,
+    /// Started and not yet delivered (receives unpack once per activation).
+    pub active: bool,
+}
+
+impl Op {
+    /// Finishes one completion of this operation: unpacks a receive that delivered data.
+    ///
+    /// # Safety
+    /// `status` is the MPI's status for this completion; the user buffer is still valid (MPI
+    /// requires it until completion).
+    pub unsafe fn finish(&mut self, rc: c_int, status: *const mpi::MPI_Status) {
+        if self.dir == Dir::Recv && self.active && super::delivered(rc) {
+            // SAFETY: forwarded contract.
+            unsafe {
+                let n = received_bytes(status);
+                self.staging.note_received(n);
+                self.layout.unpack(&self.staging, n, self.user as *mut c_void);
+            }
+        }
+        self.active = false;
+    }
+}
+
+static OPS: Mutex<Option<HashMap<usize, Op>>> = Mutex::new(None);
+static DETACHED: Mutex<Vec<(usize, Op)>> = Mutex::new(Vec::new());
+/// Entries in OPS plus DETACHED: zero means every completion call is a plain forward.
+static TRACKED: AtomicUsize = AtomicUsize::new(0);
+/// Entries in DETACHED (checked without the lock on every progressing call).
+static DETACHED_N: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether sluice tracks any request at all (the completion calls' fast-path test).
+#[inline]
+pub fn any() -> bool {
+    TRACKED.load(Ordering::Acquire) != 0
+}
+
+/// Number of tracked requests (including detached ones).
+pub fn tracked() -> usize {
+    TRACKED.load(Ordering::Acquire)
+}
+
+/// Starts tracking `op` under the request the MPI just returned.
+pub fn track(request: mpi::MPI_Request, op: Op) {
+    let mut g = OPS.lock().unwrap_or_else(|e| e.into_inner());
+    if g.get_or_insert_with(HashMap::new).insert(request_key(request), op).is_none() {
+        TRACKED.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// Takes the entry of `request` out of the table, if sluice tracks it.
+pub fn take(request: mpi::MPI_Request) -> Option<Op> {
+    if !any() {
+        return None;
+    }
+    let mut g = OPS.lock().unwrap_or_else(|e| e.into_inner());
+    let op = g.as_mut()?.remove(&request_key(request))?;
+    TRACKED.fetch_sub(1, Ordering::AcqRel);
+    Some(op)
+}
+
+/// Puts an entry back (the request is still alive: not completed, or persistent).
+pub fn restore(request: mpi::MPI_Request, op: Op) {
+    track(request, op);
+}
+
+/// Keeps finishing `op` after the application freed its request.
+pub fn detach(request: mpi::MPI_Request, op: Op) {
+    DETACHED.lock().unwrap_or_else(|e| e.into_inner()).push((request_key(request), op));
+    DETACHED_N.fetch_add(1, Ordering::AcqRel);
+    TRACKED.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Tests every detached request once (`wait`: waits for each instead, at MPI_Finalize) and
+/// finishes those that completed.
+pub fn progress_detached(wait: bool) {
+    if DETACHED_N.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let mut g = DETACHED.lock().unwrap_or_else(|e| e.into_inner());
+    if g.is_empty() {
+        return;
+    }
+    let mut i = 0;
+    while i < g.len() {
+        let mut req = request_from_key(g[i].0);
+        let mut st = super::blank_status();
+        let mut flag = 0;
+        // SAFETY: a live request sluice owns; writes the status and flag.
+        let rc = unsafe {
+            if wait {
+                flag = 1;
+                next::MPI_Wait(&mut req, &mut st)
+            } else {
+                next::MPI_Test(&mut req, &mut flag, &mut st)
+            }
+        };
+        if flag == 0 && rc == errclass::SUCCESS {
+            i += 1;
+            continue;
+        }
+        let (_, mut op) = g.swap_remove(i);
+        DETACHED_N.fetch_sub(1, Ordering::AcqRel);
+        TRACKED.fetch_sub(1, Ordering::AcqRel);
+        // SAFETY: the request completed; the application promised to keep the buffer alive.
+        unsafe { op.finish(rc, &st) };
+        if op.persistent && req != crate::ffi::consts::request_null() {
+            // SAFETY: a persistent request the application freed while active: free it now.
+            unsafe { mpi::PMPI_Request_free(&mut req) };
+        }
+    }
+}
+
+/// Drops every entry (MPI_Finalize, after detached requests were waited for); returns how many
+/// live requests were still tracked (application leaks, reported by the caller).
+pub fn clear() -> usize {
+    let n = OPS.lock().unwrap_or_else(|e| e.into_inner()).take().map_or(0, |m| m.len());
+    TRACKED.fetch_sub(n, Ordering::AcqRel);
+    n
+}

@@ -1,0 +1,302 @@
+//! Receives: a non-contiguous receive lands in a staging buffer of the user's capacity
+//! (`count * size` bytes of `MPI_PACKED`: any message fits exactly where it would fit the user's
+//! buffer, and a longer one is truncated by the MPI with its own MPI_ERR_TRUNCATE) and is
+//! unpacked when it completes. The status is the MPI's own: its byte count makes
+//! MPI_Get_count / MPI_Get_elements in the user's datatype come out as with the bare MPI.
+
+use std::ffi::{c_int, c_void};
+
+use super::ops::{self, Dir, Op};
+use super::{is_proc_null, status_or, Layout};
+use crate::ffi::{consts, errclass, mpi, next};
+use crate::transfer::staging;
+
+type Comm = mpi::MPI_Comm;
+type Dt = mpi::MPI_Datatype;
+type Req = mpi::MPI_Request;
+type Status = mpi::MPI_Status;
+
+/// A blocking receive into staging, then unpack.
+///
+/// # Safety
+/// As `MPI_Recv`; `receive(staging, bytes, status)` performs the MPI receive.
+unsafe fn blocking(
+    layout: Layout,
+    buf: *mut c_void,
+    status: *mut Status,
+    receive: impl FnOnce(*mut c_void, c_int, *mut Status) -> c_int,
+) -> c_int {
+    let mut st = staging::take_for_receive(layout.bytes());
+    let mut local = super::blank_status();
+    let stp = status_or(status, &mut local);
+    let rc = receive(st.as_mut_ptr().cast(), layout.count_arg(), stp);
+    if super::delivered(rc) {
+        // SAFETY: the MPI filled `stp` for this receive.
+        let n = unsafe { super::received_bytes(stp) };
+        st.note_received(n);
+        // SAFETY: the application's buffer is valid for the typemap (MPI contract).
+        unsafe { layout.unpack(&st, n, buf) };
+    }
+    rc
+}
+
+/// A nonblocking or persistent receive into staging, tracked until completion.
+fn with_request(
+    layout: Layout,
+    buf: *mut c_void,
+    request: *mut Req,
+    persistent: bool,
+    receive: impl FnOnce(*mut c_void, c_int) -> c_int,
+) -> c_int {
+    let mut op = Op {
+        dir: Dir::Recv,
+        staging: staging::take_for_receive(layout.bytes()),
+        layout,
+        user: buf as usize,
+        persistent,
+        active: !persistent,
+    };
+    let rc = receive(op.staging.as_mut_ptr().cast(), op.layout.count_arg());
+    if rc == errclass::SUCCESS {
+        // SAFETY: the MPI wrote the new request through the application's non-null pointer.
+        ops::track(unsafe { *request }, op);
+    }
+    rc
+}
+
+/// The engine layout of a receive, if sluice serves it.
+fn recv_layout(buf: *mut c_void, count: i64, datatype: Dt, source: c_int) -> Option<Layout> {
+    Layout::of(buf, count, datatype).filter(|_| !is_proc_null(source))
+}
+
+/// `MPI_Recv`.
+///
+/// # Safety
+/// As `MPI_Recv`.
+pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, status: *mut Status) -> c_int {
+    match recv_layout(buf, count.into(), datatype, source) {
+        // SAFETY: forwarded contract; the staging buffer has `n` bytes.
+        Some(l) => unsafe {
+            blocking(l, buf, status, |p, n, s| next::MPI_Recv(p, n, consts::packed(), source, tag, comm, s))
+        },
+        // SAFETY: forwarded unchanged.
+        None => unsafe { next::MPI_Recv(buf, count, datatype, source, tag, comm, status) },
+    }
+}
+
+/// `MPI_Irecv`.
+///
+/// # Safety
+/// As `MPI_Irecv`.
+pub unsafe fn irecv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
+    match recv_layout(buf, count.into(), datatype, source).filter(|_| !request.is_null()) {
+        // SAFETY: forwarded contract; the staging buffer has `n` bytes and lives in the table
+        // until the request completes.
+        Some(l) => with_request(l, buf, request, false, |p, n| unsafe {
+            next::MPI_Irecv(p, n, consts::packed(), source, tag, comm, request)
+        }),
+        // SAFETY: forwarded unchanged.
+        None => unsafe { next::MPI_Irecv(buf, count, datatype, source, tag, comm, request) },
+    }
+}
+
+/// `MPI_Recv_init`: the staging buffer lives as long as the request.
+///
+/// # Safety
+/// As `MPI_Recv_init`.
+pub unsafe fn recv_init(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
+    match recv_layout(buf, count.into(), datatype, source).filter(|_| !request.is_null()) {
+        // SAFETY: as in `irecv`.
+        Some(l) => with_request(l, buf, request, true, |p, n| unsafe {
+            next::MPI_Recv_init(p, n, consts::packed(), source, tag, comm, request)
+        }),
+        // SAFETY: forwarded unchanged.
+        None => unsafe { next::MPI_Recv_init(buf, count, datatype, source, tag, comm, request) },
+    }
+}
+
+/// Whether a matched-receive call is served by sluice (`MPI_MESSAGE_NO_PROC` and invalid
+/// messages go to the MPI).
+fn message_ok(message: *mut mpi::MPI_Message) -> bool {
+    // SAFETY: non-null pointer to the application's message handle.
+    !message.is_null() && unsafe { *message } != consts::message_no_proc() && unsafe { *message } != consts::message_null()
+}
+
+/// `MPI_Mrecv`.
+///
+/// # Safety
+/// As `MPI_Mrecv`.
+pub unsafe fn mrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut mpi::MPI_Message, status: *mut Status) -> c_int {
+    match Layout::of(buf, count.into(), datatype).filter(|_| message_ok(message)) {
+        // SAFETY: forwarded contract.
+        Some(l) => unsafe { blocking(l, buf, status, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
+        // SAFETY: forwarded unchanged.
+        None => unsafe { next::MPI_Mrecv(buf, count, datatype, message, status) },
+    }
+}
+
+/// `MPI_Imrecv`.
+///
+/// # Safety
+/// As `MPI_Imrecv`.
+pub unsafe fn imrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut mpi::MPI_Message, request: *mut Req) -> c_int {
+    match Layout::of(buf, count.into(), datatype).filter(|_| message_ok(message) && !request.is_null()) {
+        // SAFETY: as in `irecv`.
+        Some(l) => with_request(l, buf, request, false, |p, n| unsafe {
+            next::MPI_Imrecv(p, n, consts::packed(), message, request)
+        }),
+        // SAFETY: forwarded unchanged.
+        None => unsafe { next::MPI_Imrecv(buf, count, datatype, message, request) },
+    }
+}
+
+/// `MPI_Sendrecv`: either side (or both) may go through staging.
+///
+/// # Safety
+/// As `MPI_Sendrecv`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn sendrecv(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: Dt, dest: c_int, sendtag: c_int,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: Dt, source: c_int, recvtag: c_int,
+    comm: Comm, status: *mut Status,
+) -> c_int {
+    let sl = Layout::of(sendbuf, sendcount.into(), sendtype).filter(|_| !is_proc_null(dest));
+    let rl = recv_layout(recvbuf, recvcount.into(), recvtype, source);
+    if sl.is_none() && rl.is_none() {
+        // SAFETY: forwarded unchanged.
+        return unsafe {
+            next::MPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+        };
+    }
+    // SAFETY: the application's send buffer is valid for its typemap.
+    let mut sst = sl.as_ref().map(|l| unsafe { l.packed(sendbuf) });
+    let (sp, sc, stype) = match (&sl, sst.as_mut()) {
+        (Some(l), Some(st)) => (st.as_mut_ptr() as *const c_void, l.count_arg(), consts::packed()),
+        _ => (sendbuf, sendcount, sendtype),
+    };
+    match rl {
+        // SAFETY: forwarded contract.
+        Some(l) => unsafe {
+            blocking(l, recvbuf, status, |rp, rn, s| {
+                next::MPI_Sendrecv(sp, sc, stype, dest, sendtag, rp, rn, consts::packed(), source, recvtag, comm, s)
+            })
+        },
+        // SAFETY: forwarded, with the packed send side.
+        None => unsafe {
+            next::MPI_Sendrecv(sp, sc, stype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+        },
+    }
+}
+
+/// `MPI_Sendrecv_replace`: pack the outgoing elements, receive into staging, unpack in place.
+///
+/// # Safety
+/// As `MPI_Sendrecv_replace`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn sendrecv_replace(
+    buf: *mut c_void, count: c_int, datatype: Dt, dest: c_int, sendtag: c_int, source: c_int,
+    recvtag: c_int, comm: Comm, status: *mut Status,
+) -> c_int {
+    let layout = Layout::of(buf, count.into(), datatype).filter(|_| !(is_proc_null(dest) && is_proc_null(source)));
+    let Some(l) = layout else {
+        // SAFETY: forwarded unchanged.
+        return unsafe { next::MPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status) };
+    };
+    // SAFETY: the application's buffer is valid for its typemap.
+    let mut sst = unsafe { l.packed(buf) };
+    let sp = sst.as_mut_ptr() as *const c_void;
+    let sc = if is_proc_null(dest) { 0 } else { l.count_arg() };
+    if is_proc_null(source) {
+        // Nothing arrives: the buffer keeps its contents, as with the MPI.
+        // SAFETY: forwarded with the packed send side.
+        return unsafe {
+            next::MPI_Sendrecv(sp, sc, consts::packed(), dest, sendtag, buf, count, datatype, source, recvtag, comm, status)
+        };
+    }
+    // SAFETY: forwarded contract; send and receive staging are distinct buffers.
+    unsafe {
+        blocking(l.clone(), buf, status, |rp, rn, s| {
+            next::MPI_Sendrecv(sp, sc, consts::packed(), dest, sendtag, rp, rn, consts::packed(), source, recvtag, comm, s)
+        })
+    }
+}
+
+/// Large-count variants (MPICH): the same paths; counts beyond `INT_MAX` packed bytes are
+/// forwarded by [`Layout::of`].
+#[cfg(sluice_large_count)]
+pub mod large_count {
+    use super::*;
+
+    /// `MPI_Recv_c`.
+    ///
+    /// # Safety
+    /// As `MPI_Recv_c`.
+    pub unsafe fn recv_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, source: c_int, tag: c_int, comm: Comm, status: *mut Status) -> c_int {
+        match recv_layout(buf, count, datatype, source) {
+            // SAFETY: as in `recv`.
+            Some(l) => unsafe {
+                blocking(l, buf, status, |p, n, s| next::MPI_Recv(p, n, consts::packed(), source, tag, comm, s))
+            },
+            // SAFETY: forwarded unchanged.
+            None => unsafe { next::MPI_Recv_c(buf, count, datatype, source, tag, comm, status) },
+        }
+    }
+
+    /// `MPI_Irecv_c`.
+    ///
+    /// # Safety
+    /// As `MPI_Irecv_c`.
+    pub unsafe fn irecv_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
+        match recv_layout(buf, count, datatype, source).filter(|_| !request.is_null()) {
+            // SAFETY: as in `irecv`.
+            Some(l) => with_request(l, buf, request, false, |p, n| unsafe {
+                next::MPI_Irecv(p, n, consts::packed(), source, tag, comm, request)
+            }),
+            // SAFETY: forwarded unchanged.
+            None => unsafe { next::MPI_Irecv_c(buf, count, datatype, source, tag, comm, request) },
+        }
+    }
+
+    /// `MPI_Recv_init_c`.
+    ///
+    /// # Safety
+    /// As `MPI_Recv_init_c`.
+    pub unsafe fn recv_init_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
+        match recv_layout(buf, count, datatype, source).filter(|_| !request.is_null()) {
+            // SAFETY: as in `irecv`.
+            Some(l) => with_request(l, buf, request, true, |p, n| unsafe {
+                next::MPI_Recv_init(p, n, consts::packed(), source, tag, comm, request)
+            }),
+            // SAFETY: forwarded unchanged.
+            None => unsafe { next::MPI_Recv_init_c(buf, count, datatype, source, tag, comm, request) },
+        }
+    }
+
+    /// `MPI_Mrecv_c`.
+    ///
+    /// # Safety
+    /// As `MPI_Mrecv_c`.
+    pub unsafe fn mrecv_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, message: *mut mpi::MPI_Message, status: *mut Status) -> c_int {
+        match Layout::of(buf, count, datatype).filter(|_| message_ok(message)) {
+            // SAFETY: as in `mrecv`.
+            Some(l) => unsafe { blocking(l, buf, status, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
+            // SAFETY: forwarded unchanged.
+            None => unsafe { next::MPI_Mrecv_c(buf, count, datatype, message, status) },
+        }
+    }
+
+    /// `MPI_Imrecv_c`.
+    ///
+    /// # Safety
+    /// As `MPI_Imrecv_c`.
+    pub unsafe fn imrecv_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, message: *mut mpi::MPI_Message, request: *mut Req) -> c_int {
+        match Layout::of(buf, count, datatype).filter(|_| message_ok(message) && !request.is_null()) {
+            // SAFETY: as in `irecv`.
+            Some(l) => with_request(l, buf, request, false, |p, n| unsafe {
+                next::MPI_Imrecv(p, n, consts::packed(), message, request)
+            }),
+            // SAFETY: forwarded unchanged.
+            None => unsafe { next::MPI_Imrecv_c(buf, count, datatype, message, request) },
+        }
+    }
+}

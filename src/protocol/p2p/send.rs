@@ -1,0 +1,209 @@
+//! Sends: a non-contiguous buffer is packed into a staging buffer and sent as `MPI_PACKED`
+//! bytes with the same mode, destination, tag and communicator (the wire format of
+//! `protocol::p2p`). Blocking sends release the staging buffer on return; nonblocking and
+//! persistent ones are tracked until the MPI completes them.
+
+use std::ffi::{c_int, c_void};
+
+use super::ops::{self, Dir, Op};
+use super::{is_proc_null, Layout};
+use crate::ffi::{consts, errclass, mpi, next};
+use crate::transfer::staging;
+
+type Comm = mpi::MPI_Comm;
+type Dt = mpi::MPI_Datatype;
+type Req = mpi::MPI_Request;
+/// A blocking send of the MPI (`MPI_Send`, `MPI_Ssend`, ...).
+type BlockingFn = unsafe fn(*const c_void, c_int, Dt, c_int, c_int, Comm) -> c_int;
+/// A send that returns a request (`MPI_Isend`, ..., `MPI_Send_init`, ...).
+type RequestFn = unsafe fn(*const c_void, c_int, Dt, c_int, c_int, Comm, *mut Req) -> c_int;
+
+/// A blocking send in any mode.
+///
+/// # Safety
+/// As the MPI send call; `forward` is that call with the application's arguments.
+#[allow(clippy::too_many_arguments)]
+unsafe fn blocking(
+    buf: *const c_void,
+    count: i64,
+    datatype: Dt,
+    dest: c_int,
+    tag: c_int,
+    comm: Comm,
+    mpi_send: BlockingFn,
+    forward: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some(layout) = Layout::of(buf, count, datatype).filter(|_| !is_proc_null(dest)) else {
+        return forward();
+    };
+    // SAFETY: the application's send buffer is valid for its typemap (MPI contract).
+    let mut st = unsafe { layout.packed(buf) };
+    // SAFETY: sluice's staging buffer holds `bytes` packed bytes; the other arguments are the
+    // application's, so the MPI validates and reports them as it would for the original call.
+    unsafe { mpi_send(st.as_mut_ptr().cast(), layout.count_arg(), consts::packed(), dest, tag, comm) }
+}
+
+/// A nonblocking (`persistent == false`) or persistent send in any mode.
+///
+/// # Safety
+/// As the MPI call; `forward` is that call with the application's arguments.
+#[allow(clippy::too_many_arguments)]
+unsafe fn with_request(
+    buf: *const c_void,
+    count: i64,
+    datatype: Dt,
+    dest: c_int,
+    tag: c_int,
+    comm: Comm,
+    request: *mut Req,
+    persistent: bool,
+    mpi_send: RequestFn,
+    forward: impl FnOnce() -> c_int,
+) -> c_int {
+    let layout = Layout::of(buf, count, datatype).filter(|_| !is_proc_null(dest) && !request.is_null());
+    let Some(layout) = layout else {
+        return forward();
+    };
+    let st = if persistent {
+        staging::take(layout.bytes()) // packed at every MPI_Start
+    } else {
+        // SAFETY: the application's send buffer is valid for its typemap.
+        unsafe { layout.packed(buf) }
+    };
+    let mut op = Op { dir: Dir::Send, layout, user: buf as usize, staging: st, persistent, active: !persistent };
+    // SAFETY: as in `blocking`; `request` is the application's non-null output pointer.
+    let rc = unsafe {
+        mpi_send(op.staging.as_mut_ptr().cast(), op.layout.count_arg(), consts::packed(), dest, tag, comm, request)
+    };
+    if rc == errclass::SUCCESS {
+        // SAFETY: the MPI wrote the new request.
+        ops::track(unsafe { *request }, op);
+    }
+    rc
+}
+
+/// Defines the exported handlers of one send mode (int and, on MPICH, large-count variants).
+macro_rules! send_mode {
+    ($(#[$doc:meta])* $blocking:ident / $blocking_c:ident => $mpi_blocking:ident / $mpi_blocking_c:ident,
+     $nonblocking:ident / $nonblocking_c:ident => $mpi_nonblocking:ident / $mpi_nonblocking_c:ident,
+     $init:ident / $init_c:ident => $mpi_init:ident / $mpi_init_c:ident) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As the MPI call of the same name.
+        pub unsafe fn $blocking(buf: *const c_void, count: c_int, datatype: Dt, dest: c_int, tag: c_int, comm: Comm) -> c_int {
+            // SAFETY: forwarded contract.
+            unsafe {
+                blocking(buf, count.into(), datatype, dest, tag, comm, next::$mpi_blocking, || {
+                    next::$mpi_blocking(buf, count, datatype, dest, tag, comm)
+                })
+            }
+        }
+
+        #[doc = concat!("`", stringify!($mpi_nonblocking), "`.")]
+        ///
+        /// # Safety
+        /// As the MPI call of the same name.
+        pub unsafe fn $nonblocking(
+            buf: *const c_void, count: c_int, datatype: Dt, dest: c_int, tag: c_int, comm: Comm, request: *mut Req,
+        ) -> c_int {
+            // SAFETY: forwarded contract.
+            unsafe {
+                with_request(buf, count.into(), datatype, dest, tag, comm, request, false, next::$mpi_nonblocking, || {
+                    next::$mpi_nonblocking(buf, count, datatype, dest, tag, comm, request)
+                })
+            }
+        }
+
+        #[doc = concat!("`", stringify!($mpi_init), "`: the staging buffer lives as long as the request.")]
+        ///
+        /// # Safety
+        /// As the MPI call of the same name.
+        pub unsafe fn $init(
+            buf: *const c_void, count: c_int, datatype: Dt, dest: c_int, tag: c_int, comm: Comm, request: *mut Req,
+        ) -> c_int {
+            // SAFETY: forwarded contract.
+            unsafe {
+                with_request(buf, count.into(), datatype, dest, tag, comm, request, true, next::$mpi_init, || {
+                    next::$mpi_init(buf, count, datatype, dest, tag, comm, request)
+                })
+            }
+        }
+
+        #[cfg(sluice_large_count)]
+        #[doc = concat!("`", stringify!($mpi_blocking_c), "` (packed size up to `INT_MAX`, else forwarded).")]
+        ///
+        /// # Safety
+        /// As the MPI call of the same name.
+        pub unsafe fn $blocking_c(
+            buf: *const c_void, count: mpi::MPI_Count, datatype: Dt, dest: c_int, tag: c_int, comm: Comm,
+        ) -> c_int {
+            // SAFETY: forwarded contract.
+            unsafe {
+                blocking(buf, count, datatype, dest, tag, comm, next::$mpi_blocking, || {
+                    next::$mpi_blocking_c(buf, count, datatype, dest, tag, comm)
+                })
+            }
+        }
+
+        #[cfg(sluice_large_count)]
+        #[doc = concat!("`", stringify!($mpi_nonblocking_c), "`.")]
+        ///
+        /// # Safety
+        /// As the MPI call of the same name.
+        pub unsafe fn $nonblocking_c(
+            buf: *const c_void, count: mpi::MPI_Count, datatype: Dt, dest: c_int, tag: c_int, comm: Comm,
+            request: *mut Req,
+        ) -> c_int {
+            // SAFETY: forwarded contract.
+            unsafe {
+                with_request(buf, count, datatype, dest, tag, comm, request, false, next::$mpi_nonblocking, || {
+                    next::$mpi_nonblocking_c(buf, count, datatype, dest, tag, comm, request)
+                })
+            }
+        }
+
+        #[cfg(sluice_large_count)]
+        #[doc = concat!("`", stringify!($mpi_init_c), "`.")]
+        ///
+        /// # Safety
+        /// As the MPI call of the same name.
+        pub unsafe fn $init_c(
+            buf: *const c_void, count: mpi::MPI_Count, datatype: Dt, dest: c_int, tag: c_int, comm: Comm,
+            request: *mut Req,
+        ) -> c_int {
+            // SAFETY: forwarded contract.
+            unsafe {
+                with_request(buf, count, datatype, dest, tag, comm, request, true, next::$mpi_init, || {
+                    next::$mpi_init_c(buf, count, datatype, dest, tag, comm, request)
+                })
+            }
+        }
+    };
+}
+
+send_mode! {
+    /// `MPI_Send`.
+    send / send_c => MPI_Send / MPI_Send_c,
+    isend / isend_c => MPI_Isend / MPI_Isend_c,
+    send_init / send_init_c => MPI_Send_init / MPI_Send_init_c
+}
+send_mode! {
+    /// `MPI_Bsend`: the MPI copies the packed bytes into the attached buffer (they are never
+    /// larger than the MPI's own packed size, so the application's buffer sizing holds).
+    bsend / bsend_c => MPI_Bsend / MPI_Bsend_c,
+    ibsend / ibsend_c => MPI_Ibsend / MPI_Ibsend_c,
+    bsend_init / bsend_init_c => MPI_Bsend_init / MPI_Bsend_init_c
+}
+send_mode! {
+    /// `MPI_Ssend`.
+    ssend / ssend_c => MPI_Ssend / MPI_Ssend_c,
+    issend / issend_c => MPI_Issend / MPI_Issend_c,
+    ssend_init / ssend_init_c => MPI_Ssend_init / MPI_Ssend_init_c
+}
+send_mode! {
+    /// `MPI_Rsend`.
+    rsend / rsend_c => MPI_Rsend / MPI_Rsend_c,
+    irsend / irsend_c => MPI_Irsend / MPI_Irsend_c,
+    rsend_init / rsend_init_c => MPI_Rsend_init / MPI_Rsend_init_c
+}

@@ -1,0 +1,289 @@
+//! A pool of staging buffers: contiguous byte buffers that hold a packed stream between the
+//! datatype engine and the MPI.
+//!
+//! Buffers come in power-of-two size classes (4 KiB up), so a buffer returned by one transfer
+//! serves the next one of a similar size without touching the allocator or faulting pages in
+//! again (first touch costs 2-4 us per page on this VM: `shared/notes/platform-facts.md`). Idle
+//! buffers are kept up to a byte budget (`SLUICE_STAGING_CACHE`); the rest go back to the system.
+//!
+//! Receive staging on Open MPI is *guarded*: Open MPI 4.1's shared-memory single-copy path writes
+//! the whole message into a contiguous receive buffer even when it is longer than the buffer
+//! (it reports MPI_ERR_TRUNCATE afterwards; measured: a 8000-byte message into a 4000-byte
+//! `MPI_PACKED` or `MPI_BYTE` receive overwrites 4000 bytes past the end, while a non-contiguous
+//! receive type is bounded). A bare application receiving a non-contiguous type is safe from
+//! that, so sluice's staging must be too: guarded buffers sit at the start of a large
+//! `MAP_NORESERVE` reservation, so an overrun lands in sluice's own untouched address space
+//! (faulted in only if written, released again with `MADV_DONTNEED`).
+//! Hand-written because it is sluice's own policy (size classes + budget + leak counters) and
+//! will be backed by the registration manager (pinned buckets) later; it is a few lines over
+//! `Vec`.
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+const MIN_SHIFT: u32 = 12;
+const CLASSES: usize = 40;
+/// Address space reserved behind a guarded buffer (virtual only; nothing is committed unless an
+/// overrunning message writes it).
+const GUARD_RESERVE: usize = 1 << 36;
+
+/// Memory of one staging buffer.
+#[derive(Debug)]
+enum Buf {
+    Heap(Box<[u8]>),
+    /// `cap` usable bytes at the start of a `cap + GUARD_RESERVE` private anonymous mapping.
+    Guarded { ptr: NonNull<u8>, cap: usize },
+}
+
+// SAFETY: a guarded buffer is an exclusively owned private mapping, like a Box; it is only
+// accessed through the Staging that owns it.
+unsafe impl Send for Buf {}
+
+impl Buf {
+    fn len(&self) -> usize {
+        match self {
+            Buf::Heap(b) => b.len(),
+            Buf::Guarded { cap, .. } => *cap,
+        }
+    }
+
+    fn ptr(&mut self) -> *mut u8 {
+        match self {
+            Buf::Heap(b) => b.as_mut_ptr(),
+            Buf::Guarded { ptr, .. } => ptr.as_ptr(),
+        }
+    }
+
+    fn guarded(cap: usize) -> Buf {
+        // SAFETY: a fresh private anonymous mapping; MAP_NORESERVE commits nothing up front.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                cap + GUARD_RESERVE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        match NonNull::new(p.cast::<u8>()).filter(|_| p != libc::MAP_FAILED) {
+            Some(ptr) => Buf::Guarded { ptr, cap },
+            None => Buf::Heap(vec![0u8; cap].into_boxed_slice()), // no address space: unguarded
+        }
+    }
+
+    /// Gives back the pages an overrunning message wrote past the usable bytes.
+    fn release_overrun(&mut self, overrun: usize) {
+        if let Buf::Guarded { ptr, cap } = self {
+            let len = overrun.min(GUARD_RESERVE).next_multiple_of(4096);
+            // SAFETY: `[cap, cap + len)` lies inside this buffer's own mapping (cap is a multiple
+            // of the page size).
+            unsafe { libc::madvise(ptr.as_ptr().add(*cap).cast(), len, libc::MADV_DONTNEED) };
+        }
+    }
+}
+
+impl Drop for Buf {
+    fn drop(&mut self) {
+        if let Buf::Guarded { ptr, cap } = self {
+            // SAFETY: unmaps exactly the mapping made in `guarded`.
+            unsafe { libc::munmap(ptr.as_ptr().cast(), *cap + GUARD_RESERVE) };
+        }
+    }
+}
+
+/// Idle buffers per size class, plain and guarded.
+static IDLE: [Mutex<Vec<Buf>>; CLASSES] = [const { Mutex::new(Vec::new()) }; CLASSES];
+static IDLE_GUARDED: [Mutex<Vec<Buf>>; CLASSES] = [const { Mutex::new(Vec::new()) }; CLASSES];
+/// Bytes held by idle buffers.
+static IDLE_BYTES: AtomicUsize = AtomicUsize::new(0);
+/// Buffers handed out and not yet returned.
+static IN_USE: AtomicI64 = AtomicI64::new(0);
+/// Budget for idle bytes (`SLUICE_STAGING_CACHE`), set at start-up.
+static BUDGET: AtomicUsize = AtomicUsize::new(64 << 20);
+
+/// One staging buffer, at least as long as requested. Dropping it returns it to the pool.
+#[derive(Debug)]
+pub struct Staging {
+    buf: Option<Buf>,
+    len: usize,
+    overrun: usize,
+}
+
+impl Staging {
+    /// The requested length.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the requested length is zero.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The requested bytes.
+    pub fn bytes(&self) -> &[u8] {
+        let p = match self.buf.as_ref().expect("live staging buffer") {
+            Buf::Heap(b) => b.as_ptr(),
+            Buf::Guarded { ptr, .. } => ptr.as_ptr().cast_const(),
+        };
+        // SAFETY: the buffer holds at least `len` initialized bytes (zeroed or mapped anonymous
+        // memory, then written by sluice or the MPI) and is borrowed with `self`.
+        unsafe { std::slice::from_raw_parts(p, self.len) }
+    }
+
+    /// The requested bytes, writable.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        let len = self.len;
+        let p = self.as_mut_ptr();
+        // SAFETY: as in `bytes`, borrowed mutably with `self`.
+        unsafe { std::slice::from_raw_parts_mut(p, len) }
+    }
+
+    /// Start of the buffer, for handing to the MPI. Stable while `self` lives: the memory never
+    /// moves or reallocates.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.buf.as_mut().expect("live staging buffer").ptr()
+    }
+
+    /// Records that a receive reported `total` bytes into this buffer of `len` bytes: the part
+    /// beyond is released when the buffer goes back to the pool.
+    pub fn note_received(&mut self, total: usize) {
+        self.overrun = self.overrun.max(total.saturating_sub(self.buf.as_ref().map_or(0, Buf::len)));
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if let Some(mut b) = self.buf.take() {
+            if self.overrun > 0 {
+                b.release_overrun(self.overrun);
+            }
+            give_back(b);
+        }
+    }
+}
+
+fn class_of(len: usize) -> usize {
+    let bits = usize::BITS - len.max(1 << MIN_SHIFT).saturating_sub(1).leading_zeros();
+    (bits - MIN_SHIFT) as usize
+}
+
+/// Sets the idle-byte budget (`SLUICE_STAGING_CACHE`) and trims the pool to it.
+pub fn set_budget(bytes: usize) {
+    BUDGET.store(bytes, Ordering::Relaxed);
+    if IDLE_BYTES.load(Ordering::Relaxed) > bytes {
+        trim();
+    }
+}
+
+fn take_from(pools: &'static [Mutex<Vec<Buf>>; CLASSES], len: usize, make: fn(usize) -> Buf) -> Staging {
+    let class = class_of(len);
+    let cap = 1usize << (class as u32 + MIN_SHIFT);
+    let reused = pools[class].lock().unwrap_or_else(|e| e.into_inner()).pop();
+    let buf = match reused {
+        Some(b) => {
+            IDLE_BYTES.fetch_sub(b.len(), Ordering::Relaxed);
+            b
+        }
+        None => make(cap),
+    };
+    IN_USE.fetch_add(1, Ordering::Relaxed);
+    Staging { buf: Some(buf), len, overrun: 0 }
+}
+
+/// A buffer of at least `len` bytes (contents unspecified).
+pub fn take(len: usize) -> Staging {
+    take_from(&IDLE, len, |cap| Buf::Heap(vec![0u8; cap].into_boxed_slice()))
+}
+
+/// A buffer of at least `len` bytes that the MPI may receive into: guarded against Open MPI's
+/// truncation overrun (see the module docs); a plain buffer on MPICH.
+pub fn take_for_receive(len: usize) -> Staging {
+    if cfg!(sluice_mpi = "openmpi") {
+        take_from(&IDLE_GUARDED, len, Buf::guarded)
+    } else {
+        take(len)
+    }
+}
+
+fn give_back(b: Buf) {
+    IN_USE.fetch_sub(1, Ordering::Relaxed);
+    let n = b.len();
+    if IDLE_BYTES.load(Ordering::Relaxed) + n > BUDGET.load(Ordering::Relaxed) {
+        return; // over budget: freed here
+    }
+    IDLE_BYTES.fetch_add(n, Ordering::Relaxed);
+    let pools = if matches!(b, Buf::Guarded { .. }) { &IDLE_GUARDED } else { &IDLE };
+    pools[class_of(n)].lock().unwrap_or_else(|e| e.into_inner()).push(b);
+}
+
+/// Frees every idle buffer (MPI_Finalize, budget changes).
+pub fn trim() {
+    for c in IDLE.iter().chain(IDLE_GUARDED.iter()) {
+        let drained: Vec<_> = std::mem::take(&mut *c.lock().unwrap_or_else(|e| e.into_inner()));
+        IDLE_BYTES.fetch_sub(drained.iter().map(|b| b.len()).sum(), Ordering::Relaxed);
+    }
+}
+
+/// Buffers currently handed out (leak check at finalize and in tests).
+pub fn in_use() -> i64 {
+    IN_USE.load(Ordering::Relaxed)
+}
+
+/// Bytes held by idle buffers.
+pub fn idle_bytes() -> usize {
+    IDLE_BYTES.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_are_powers_of_two_from_4k() {
+        assert_eq!(class_of(0), 0);
+        assert_eq!(class_of(4096), 0);
+        assert_eq!(class_of(4097), 1);
+        assert_eq!(class_of(8192), 1);
+        assert_eq!(class_of(1 << 20), 8);
+    }
+
+    #[test]
+    fn buffers_are_reused_counted_and_bounded() {
+        // One test owns the process-wide pool (parallel tests would race on the counters).
+        let before = in_use();
+        let mut a = take(10_000);
+        assert_eq!(a.len(), 10_000);
+        a.bytes_mut().fill(7);
+        let p = a.as_mut_ptr();
+        assert_eq!(in_use(), before + 1);
+        drop(a);
+        assert_eq!(in_use(), before);
+        let mut b = take(9_000); // same class: the same memory comes back
+        assert_eq!(b.as_mut_ptr(), p);
+        drop(b);
+        set_budget(0);
+        assert_eq!(idle_bytes(), 0);
+        let c = take(10_000);
+        drop(c); // over budget: freed, not kept
+        assert_eq!(idle_bytes(), 0);
+        set_budget(64 << 20);
+    }
+
+    #[test]
+    fn guarded_buffers_absorb_an_overrun() {
+        let mut g = Buf::guarded(4096);
+        let p = g.ptr();
+        // SAFETY: the test writes past the usable bytes into the buffer's own reservation,
+        // which is exactly what the guard is for.
+        unsafe { std::ptr::write_bytes(p, 0xAB, 3 * 4096) };
+        g.release_overrun(2 * 4096);
+        // SAFETY: released pages read back as zero; the usable part is kept.
+        unsafe {
+            assert_eq!(*p.add(4095), 0xAB);
+            assert_eq!(*p.add(4096), 0);
+        }
+    }
+}
