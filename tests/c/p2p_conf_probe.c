@@ -1,0 +1,216 @@
+/* Point-to-point conformance, probes: MPI_Probe / MPI_Iprobe report source, tag and the size in
+ * the receiver's type (MPI_Get_count, MPI_Get_elements, MPI_UNDEFINED for partial elements) for
+ * contiguous and non-contiguous senders, small and 4 MiB messages, with and without wildcards;
+ * probing does not consume (probe twice, then the receive gets the probed message; two queued
+ * messages are probed and received in order); MPI_Iprobe on nothing; MPI_Mprobe + MPI_Mrecv and
+ * MPI_Improbe + MPI_Imrecv with non-contiguous receive types; a matched message leaves the queue
+ * (a plain receive after MPI_Mprobe gets the next message); MPI_PROC_NULL for all probes
+ * (MPI_MESSAGE_NO_PROC). Every byte checked. Runs on MPI_COMM_WORLD, a duplicate and a split
+ * (renumbered) communicator, any ranks >= 2. */
+#define SLUICE_P2P_CONF
+#include "check.h"
+
+#define MiB (1 << 20)
+
+typedef struct {
+    int st, rt;
+    size_t bytes;
+    int partial; /* the sender sends one basic element less: MPI_UNDEFINED counts */
+} pspec;
+
+static const pspec SPECS[] = {
+    {T_INT, T_INT, 64, 0},          {T_VEC_D, T_DOUBLE, 1024, 0},      {T_DOUBLE, T_VEC_D2, 4 * MiB, 0},
+    {T_VECT84, T_VECT84X3, 4 * MiB, 0}, {T_STRUCT, T_STRUCT_PACKED, 1024, 0}, {T_INT, T_VEC_I4, 64, 1},
+    {T_DOUBLE, T_VEC_D, 300 << 10, 1}, {T_SUBARRAY, T_INDEXED, 4096, 0},
+};
+#define NSPECS (int)(sizeof SPECS / sizeof SPECS[0])
+
+/* One message per spec. how: 0 Probe + Recv, 1 Iprobe loop + Irecv/Wait, 2 Probe with wildcards
+ * + Recv from the probed source/tag, 3 Mprobe + Mrecv, 4 Improbe loop + Imrecv + Test loop,
+ * 5 Mprobe with wildcards + Imrecv + Wait. */
+static void probe_case(conf_comm *c, int k, int how) {
+    static const char *HOW[6] = {"Probe+Recv", "Iprobe+Irecv", "Probe(ANY)+Recv", "Mprobe+Mrecv", "Improbe+Imrecv",
+                                 "Mprobe(ANY)+Imrecv"};
+    const pspec *p = &SPECS[k];
+    size_t bytes = !c->full && p->bytes > 4096 ? 4096 : p->bytes;
+    int tag = 7000 + 10 * how + k, fam = CT[p->st].family;
+    int units = conf_units_for(fam, bytes);
+    /* partial: a contiguous sender of units-1 basic elements */
+    MPI_Datatype stype = CT[p->st].t;
+    int scount = units / CT[p->st].units, sunits = units;
+    if (p->partial) {
+        stype = CT[p->st].contig ? CT[p->st].t : MPI_DATATYPE_NULL;
+        scount = sunits = units - 1;
+    }
+    int rcap = units / CT[p->rt].units;
+    int want_count = p->partial ? MPI_UNDEFINED : sunits / CT[p->rt].units;
+    int want_elems = sunits * conf_family_elements(fam);
+    conf_set_ctx("%s: %s, %d x %s -> %s", c->label, HOW[how], scount, CT[p->st].name, CT[p->rt].name);
+    uint64_t sseed = conf_seed(c->id, tag, c->rank, c->right), rseed = conf_seed(c->id, tag, c->left, c->rank);
+    conf_buf s = conf_alloc(stype, scount, sseed), r = conf_alloc(CT[p->rt].t, rcap, 20 + k);
+    MPI_Request sq, rq;
+    MPI_Status st, st2;
+    MPI_Message msg = MPI_MESSAGE_NULL;
+    int flag = 0;
+    MPI_OK(MPI_Isend(s.p, scount, stype, c->right, tag, c->comm, &sq));
+    int any = how == 2 || how == 5;
+    int src = any ? MPI_ANY_SOURCE : c->left, tg = any ? MPI_ANY_TAG : tag;
+    switch (how) {
+    case 0:
+    case 2:
+        MPI_OK(MPI_Probe(src, tg, c->comm, &st));
+        CHECK_STATUS(&st, c->left, tag, CT[p->rt].t, want_count, want_elems);
+        MPI_OK(MPI_Probe(src, tg, c->comm, &st2)); /* still there */
+        CHECK_STATUS(&st2, c->left, tag, CT[p->rt].t, want_count, want_elems);
+        MPI_OK(MPI_Recv(r.p, rcap, CT[p->rt].t, st.MPI_SOURCE, st.MPI_TAG, c->comm, &st));
+        break;
+    case 1:
+        CONF_POLL("MPI_Iprobe", MPI_OK(MPI_Iprobe(src, tg, c->comm, &flag, &st)), flag);
+        CHECK_STATUS(&st, c->left, tag, CT[p->rt].t, want_count, want_elems);
+        MPI_OK(MPI_Irecv(r.p, rcap, CT[p->rt].t, src, tg, c->comm, &rq));
+        MPI_OK(MPI_Wait(&rq, &st));
+        break;
+    case 3:
+    case 5:
+        MPI_OK(MPI_Mprobe(src, tg, c->comm, &msg, &st));
+        CHECK(msg != MPI_MESSAGE_NULL && msg != MPI_MESSAGE_NO_PROC, "no message handle");
+        CHECK_STATUS(&st, c->left, tag, CT[p->rt].t, want_count, want_elems);
+        if (how == 3) {
+            MPI_OK(MPI_Mrecv(r.p, rcap, CT[p->rt].t, &msg, &st));
+        } else {
+            MPI_OK(MPI_Imrecv(r.p, rcap, CT[p->rt].t, &msg, &rq));
+            CHECK(msg == MPI_MESSAGE_NULL, "MPI_Imrecv did not null the message handle");
+            MPI_OK(MPI_Wait(&rq, &st));
+        }
+        CHECK(msg == MPI_MESSAGE_NULL, "the message handle is not MPI_MESSAGE_NULL after the receive");
+        break;
+    case 4:
+        CONF_POLL("MPI_Improbe", MPI_OK(MPI_Improbe(src, tg, c->comm, &flag, &msg, &st)), flag);
+        CHECK_STATUS(&st, c->left, tag, CT[p->rt].t, want_count, want_elems);
+        MPI_OK(MPI_Imrecv(r.p, rcap, CT[p->rt].t, &msg, &rq));
+        CHECK(msg == MPI_MESSAGE_NULL, "MPI_Imrecv did not null the message handle");
+        flag = 0;
+        CONF_POLL("MPI_Test after MPI_Imrecv", MPI_OK(MPI_Test(&rq, &flag, &st)), flag);
+        break;
+    }
+    CHECK_STATUS(&st, c->left, tag, CT[p->rt].t, want_count, want_elems);
+    CHECK_DATA(&r, stype, scount, rseed);
+    MPI_OK(MPI_Wait(&sq, MPI_STATUS_IGNORE));
+    conf_free(&s);
+    conf_free(&r);
+    MPI_OK(MPI_Barrier(c->comm)); /* no message left for the next wildcard probe */
+}
+
+/* Two queued messages on one tag (4 MiB non-contiguous, then 8 bytes): probed and received in
+ * order; a MPI_Mprobe'd message leaves the queue for plain receives. */
+static void queued(conf_comm *c) {
+    int tag = 7100;
+    size_t big = c->full ? 4 * MiB : 4096;
+    int u1 = conf_units_for(F_DOUBLE, big), u2 = 1;
+    conf_set_ctx("%s: two queued messages probed in order", c->label);
+    conf_buf s1 = conf_alloc(CT[T_VEC_D].t, u1 / 8, conf_seed(c->id, tag, c->rank, 1));
+    conf_buf s2 = conf_alloc(MPI_DOUBLE, u2, conf_seed(c->id, tag, c->rank, 2));
+    MPI_Request sq[2];
+    MPI_Status st;
+    MPI_OK(MPI_Isend(s1.p, u1 / 8, CT[T_VEC_D].t, c->right, tag, c->comm, &sq[0]));
+    MPI_OK(MPI_Isend(s2.p, u2, MPI_DOUBLE, c->right, tag, c->comm, &sq[1]));
+    for (int m = 0; m < 2; m++) {
+        int n = m ? u2 : u1, flag = 0;
+        conf_buf r = conf_alloc(CT[T_VEC_D2].t, u1 / 8, 30 + m);
+        if (m == 0) MPI_OK(MPI_Probe(c->left, tag, c->comm, &st));
+        else CONF_POLL("MPI_Iprobe", MPI_OK(MPI_Iprobe(c->left, tag, c->comm, &flag, &st)), flag);
+        CHECK_STATUS(&st, c->left, tag, MPI_DOUBLE, n, n);
+        MPI_OK(MPI_Recv(r.p, u1 / 8, CT[T_VEC_D2].t, c->left, tag, c->comm, &st));
+        CHECK_STATUS(&st, c->left, tag, CT[T_VEC_D2].t, m ? MPI_UNDEFINED : n / 8, n);
+        CHECK_DATA(&r, m ? MPI_DOUBLE : CT[T_VEC_D].t, m ? u2 : u1 / 8, conf_seed(c->id, tag, c->left, m + 1));
+        conf_free(&r);
+    }
+    MPI_OK(MPI_Waitall(2, sq, MPI_STATUSES_IGNORE));
+
+    tag = 7101;
+    conf_set_ctx("%s: MPI_Mprobe removes the message from matching", c->label);
+    conf_refill(&s1, conf_seed(c->id, tag, c->rank, 1));
+    conf_refill(&s2, conf_seed(c->id, tag, c->rank, 2));
+    MPI_OK(MPI_Isend(s1.p, u1 / 8, CT[T_VEC_D].t, c->right, tag, c->comm, &sq[0]));
+    MPI_OK(MPI_Isend(s2.p, u2, MPI_DOUBLE, c->right, tag, c->comm, &sq[1]));
+    MPI_Message msg;
+    MPI_OK(MPI_Mprobe(c->left, tag, c->comm, &msg, &st));
+    CHECK_STATUS(&st, c->left, tag, MPI_DOUBLE, u1, u1);
+    conf_buf r2 = conf_alloc(CT[T_VEC_D].t, 1, 32), r1 = conf_alloc(MPI_DOUBLE, u1, 33);
+    MPI_OK(MPI_Recv(r2.p, 1, CT[T_VEC_D].t, c->left, tag, c->comm, &st)); /* the second message */
+    CHECK_STATUS(&st, c->left, tag, CT[T_VEC_D].t, MPI_UNDEFINED, u2);
+    CHECK_DATA(&r2, MPI_DOUBLE, u2, conf_seed(c->id, tag, c->left, 2));
+    MPI_OK(MPI_Mrecv(r1.p, u1, MPI_DOUBLE, &msg, &st));
+    CHECK_STATUS(&st, c->left, tag, MPI_DOUBLE, u1, u1);
+    CHECK_DATA(&r1, CT[T_VEC_D].t, u1 / 8, conf_seed(c->id, tag, c->left, 1));
+    MPI_OK(MPI_Waitall(2, sq, MPI_STATUSES_IGNORE));
+    conf_free(&r1);
+    conf_free(&r2);
+    conf_free(&s1);
+    conf_free(&s2);
+    MPI_OK(MPI_Barrier(c->comm));
+}
+
+static void nothing_and_proc_null(conf_comm *c) {
+    MPI_Status st;
+    MPI_Message msg;
+    int flag = -1;
+    conf_set_ctx("%s: probes that find nothing", c->label);
+    MPI_OK(MPI_Iprobe(c->left, 7200, c->comm, &flag, &st));
+    CHECK(flag == 0, "MPI_Iprobe found a message that was never sent");
+    flag = -1;
+    msg = MPI_MESSAGE_NULL;
+    MPI_OK(MPI_Improbe(MPI_ANY_SOURCE, 7200, c->comm, &flag, &msg, &st));
+    CHECK(flag == 0 && msg == MPI_MESSAGE_NULL, "MPI_Improbe found a message that was never sent");
+
+    conf_set_ctx("%s: probes of MPI_PROC_NULL", c->label);
+    MPI_OK(MPI_Probe(MPI_PROC_NULL, 7201, c->comm, &st));
+    CHECK_EMPTY_STATUS(&st, MPI_PROC_NULL);
+    flag = 0;
+    MPI_OK(MPI_Iprobe(MPI_PROC_NULL, MPI_ANY_TAG, c->comm, &flag, &st));
+    CHECK(flag, "MPI_Iprobe(MPI_PROC_NULL) flag %d", flag);
+    CHECK_EMPTY_STATUS(&st, MPI_PROC_NULL);
+    MPI_OK(MPI_Mprobe(MPI_PROC_NULL, 7201, c->comm, &msg, &st));
+    CHECK(msg == MPI_MESSAGE_NO_PROC, "MPI_Mprobe(MPI_PROC_NULL) did not return MPI_MESSAGE_NO_PROC");
+    CHECK_EMPTY_STATUS(&st, MPI_PROC_NULL);
+    conf_buf r = conf_alloc(CT[T_VEC_D].t, 2, 34);
+    MPI_OK(MPI_Mrecv(r.p, 2, CT[T_VEC_D].t, &msg, &st));
+    CHECK(msg == MPI_MESSAGE_NULL, "MPI_Mrecv(MPI_MESSAGE_NO_PROC) left the handle");
+    CHECK_EMPTY_STATUS(&st, MPI_PROC_NULL);
+    CHECK_UNTOUCHED(&r);
+    flag = 0;
+    MPI_OK(MPI_Improbe(MPI_PROC_NULL, 7201, c->comm, &flag, &msg, &st));
+    CHECK(flag && msg == MPI_MESSAGE_NO_PROC, "MPI_Improbe(MPI_PROC_NULL): flag %d", flag);
+    MPI_Request rq;
+    MPI_OK(MPI_Imrecv(r.p, 2, CT[T_VEC_D].t, &msg, &rq));
+    MPI_OK(MPI_Wait(&rq, &st));
+    CHECK_EMPTY_STATUS(&st, MPI_PROC_NULL);
+    CHECK_UNTOUCHED(&r);
+    conf_free(&r);
+}
+
+int main(int argc, char **argv) {
+    MPI_OK(MPI_Init(&argc, &argv));
+    MPI_Comm_rank(MPI_COMM_WORLD, &conf_rank);
+    conf_name = "p2p_conf_probe";
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size < 2) conf_die(__FILE__, __LINE__, "needs at least 2 ranks");
+    conf_comm cs[3];
+    MPI_Comm dup, split;
+    int nc = conf_comms(cs, &dup, &split);
+    conf_types_init();
+    for (int i = 0; i < nc; i++) {
+        for (int how = 0; how < 6; how++)
+            for (int k = 0; k < NSPECS; k++)
+                if (cs[i].full || (k + how) % 3 == 0) probe_case(&cs[i], k, how);
+        queued(&cs[i]);
+        nothing_and_proc_null(&cs[i]);
+    }
+    conf_types_free();
+    MPI_OK(MPI_Comm_free(&dup));
+    MPI_OK(MPI_Comm_free(&split));
+    int rc = conf_finish(conf_name);
+    MPI_Finalize();
+    return rc;
+}
