@@ -114,9 +114,23 @@ impl Layout {
     }
 }
 
-/// Whether an error code from the MPI still delivered data (success or truncation).
-pub(crate) fn delivered(rc: c_int) -> bool {
-    rc == errclass::SUCCESS || error_class(rc) == errclass::ERR_TRUNCATE
+/// Bytes of the staging buffer to unpack after a receive that returned `rc` with `status`, for
+/// a receive of `capacity` bytes: what the MPI itself leaves in a truncated receive buffer.
+/// Open MPI writes the prefix that fits; MPICH leaves the buffer untouched (measured by
+/// `tests/c/p2p_conf_basic.c`, which compares sluice with the bare MPI).
+///
+/// # Safety
+/// `status` is the MPI's status of this completed receive.
+pub(crate) unsafe fn delivered_bytes(rc: c_int, status: *const mpi::MPI_Status, capacity: usize) -> usize {
+    if rc == errclass::SUCCESS {
+        // SAFETY: forwarded contract.
+        return unsafe { received_bytes(status) };
+    }
+    if error_class(rc) == errclass::ERR_TRUNCATE && cfg!(sluice_mpi = "openmpi") {
+        // SAFETY: forwarded contract.
+        return unsafe { received_bytes(status) }.min(capacity);
+    }
+    0
 }
 
 /// `MPI_Error_class` of a code returned by the MPI.

@@ -51,12 +51,14 @@ impl Op {
     /// `status` is the MPI's status for this completion; the user buffer is still valid (MPI
     /// requires it until completion).
     pub unsafe fn finish(&mut self, rc: c_int, status: *const mpi::MPI_Status) {
-        if self.dir == Dir::Recv && self.active && super::delivered(rc) {
+        if self.dir == Dir::Recv && self.active {
             // SAFETY: forwarded contract.
             unsafe {
-                let n = received_bytes(status);
-                self.staging.note_received(n);
-                self.layout.unpack(&self.staging, n, self.user as *mut c_void);
+                self.staging.note_received(received_bytes(status));
+                let n = super::delivered_bytes(rc, status, self.layout.bytes());
+                if n > 0 {
+                    self.layout.unpack(&self.staging, n, self.user as *mut c_void);
+                }
             }
         }
         self.active = false;

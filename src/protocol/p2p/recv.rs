@@ -30,10 +30,11 @@ unsafe fn blocking(
     let mut local = super::blank_status();
     let stp = status_or(status, &mut local);
     let rc = receive(st.as_mut_ptr().cast(), layout.count_arg(), stp);
-    if super::delivered(rc) {
-        // SAFETY: the MPI filled `stp` for this receive.
-        let n = unsafe { super::received_bytes(stp) };
-        st.note_received(n);
+    // SAFETY: the MPI filled `stp` for this receive.
+    let n = unsafe { super::delivered_bytes(rc, stp, layout.bytes()) };
+    // SAFETY: as above.
+    st.note_received(unsafe { super::received_bytes(stp) });
+    if n > 0 {
         // SAFETY: the application's buffer is valid for the typemap (MPI contract).
         unsafe { layout.unpack(&st, n, buf) };
     }
