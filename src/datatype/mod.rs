@@ -27,5 +27,7 @@ pub mod interp;
 pub mod ir;
 pub mod kernel;
 pub mod normalize;
+#[cfg(test)]
+pub(crate) mod testgen;
 
 pub use ir::{DataLoop, Kind};
