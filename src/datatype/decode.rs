@@ -14,7 +14,8 @@ use crate::ffi::mpi::{self, MPI_Aint, MPI_Datatype};
 /// Why a datatype could not be decoded.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DecodeError {
-    /// A combiner sluice does not decode (the deprecated *_INTEGER variants, unknown ones).
+    /// A combiner sluice does not decode (the deprecated *_INTEGER variants, unknown ones), or
+    /// a type built with MPI-4 large counts.
     Unsupported(c_int),
     /// An MPI call returned this error code.
     Mpi(c_int),
@@ -72,6 +73,19 @@ struct Contents {
 }
 
 fn envelope(t: MPI_Datatype) -> Result<(c_int, c_int, c_int, c_int)> {
+    // A type built by an MPI-4 large-count constructor (`MPI_Type_contiguous_c`, ...) may keep
+    // its counts where only MPI_Type_get_envelope_c reports them; the plain call then fails,
+    // which would invoke the error handler (fatal by default). Such types stay with the MPI.
+    #[cfg(sluice_large_count)]
+    {
+        let (mut ni, mut na, mut nc, mut nd, mut combiner): (mpi::MPI_Count, mpi::MPI_Count, mpi::MPI_Count, mpi::MPI_Count, c_int) =
+            (0, 0, 0, 0, 0);
+        // SAFETY: valid handle, outputs are locals.
+        check(unsafe { mpi::PMPI_Type_get_envelope_c(t, &mut ni, &mut na, &mut nc, &mut nd, &mut combiner) })?;
+        if nc > 0 {
+            return Err(DecodeError::Unsupported(combiner));
+        }
+    }
     let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
     // SAFETY: valid handle, outputs are locals.
     check(unsafe { mpi::PMPI_Type_get_envelope(t, &mut ni, &mut na, &mut nd, &mut combiner) })?;
@@ -101,9 +115,12 @@ fn contents(t: MPI_Datatype, ni: c_int, na: c_int, nd: c_int) -> Result<Contents
             check(unsafe { mpi::PMPI_Type_free(h) })?;
         }
     }
+    // MPI_Aint is isize in Open MPI and i64 in MPICH: the cast is needed for one of them.
+    #[allow(clippy::unnecessary_cast)]
+    let addrs = addrs.into_iter().map(|a| a as i64).collect();
     match err {
         Some(e) => Err(e),
-        None => Ok(Contents { ints, addrs: addrs.into_iter().map(|a| a as i64).collect(), types }),
+        None => Ok(Contents { ints, addrs, types }),
     }
 }
 
