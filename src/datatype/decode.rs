@@ -14,7 +14,8 @@ use crate::ffi::mpi::{self, MPI_Aint, MPI_Datatype};
 /// Why a datatype could not be decoded.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DecodeError {
-    /// A combiner sluice does not decode (DARRAY, deprecated *_INTEGER variants, unknown).
+    /// A combiner sluice does not decode (the deprecated *_INTEGER variants, unknown ones), or
+    /// a type built with MPI-4 large counts.
     Unsupported(c_int),
     /// An MPI call returned this error code.
     Mpi(c_int),
@@ -58,7 +59,7 @@ mod comb {
        HVECTOR = SLUICE_COMBINER_HVECTOR, INDEXED = SLUICE_COMBINER_INDEXED,
        HINDEXED = SLUICE_COMBINER_HINDEXED, INDEXED_BLOCK = SLUICE_COMBINER_INDEXED_BLOCK,
        HINDEXED_BLOCK = SLUICE_COMBINER_HINDEXED_BLOCK, STRUCT = SLUICE_COMBINER_STRUCT,
-       SUBARRAY = SLUICE_COMBINER_SUBARRAY, F90_REAL = SLUICE_COMBINER_F90_REAL,
+       SUBARRAY = SLUICE_COMBINER_SUBARRAY, DARRAY = SLUICE_COMBINER_DARRAY, F90_REAL = SLUICE_COMBINER_F90_REAL,
        F90_COMPLEX = SLUICE_COMBINER_F90_COMPLEX, F90_INTEGER = SLUICE_COMBINER_F90_INTEGER,
        RESIZED = SLUICE_COMBINER_RESIZED);
 }
@@ -72,6 +73,19 @@ struct Contents {
 }
 
 fn envelope(t: MPI_Datatype) -> Result<(c_int, c_int, c_int, c_int)> {
+    // A type built by an MPI-4 large-count constructor (`MPI_Type_contiguous_c`, ...) may keep
+    // its counts where only MPI_Type_get_envelope_c reports them; the plain call then fails,
+    // which would invoke the error handler (fatal by default). Such types stay with the MPI.
+    #[cfg(sluice_large_count)]
+    {
+        let (mut ni, mut na, mut nc, mut nd, mut combiner): (mpi::MPI_Count, mpi::MPI_Count, mpi::MPI_Count, mpi::MPI_Count, c_int) =
+            (0, 0, 0, 0, 0);
+        // SAFETY: valid handle, outputs are locals.
+        check(unsafe { mpi::PMPI_Type_get_envelope_c(t, &mut ni, &mut na, &mut nc, &mut nd, &mut combiner) })?;
+        if nc > 0 {
+            return Err(DecodeError::Unsupported(combiner));
+        }
+    }
     let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
     // SAFETY: valid handle, outputs are locals.
     check(unsafe { mpi::PMPI_Type_get_envelope(t, &mut ni, &mut na, &mut nd, &mut combiner) })?;
@@ -95,14 +109,18 @@ fn contents(t: MPI_Datatype, ni: c_int, na: c_int, nd: c_int) -> Result<Contents
             Ok(d) => types.push(d),
             Err(e) => err = err.or(Some(e)),
         }
-        if envelope(*h)?.3 != comb::NAMED {
+        // Predefined types (named, and the F90 parameterized ones) must not be freed.
+        if !matches!(envelope(*h)?.3, comb::NAMED | comb::F90_REAL | comb::F90_COMPLEX | comb::F90_INTEGER) {
             // SAFETY: `h` is a derived datatype returned by get_contents, ours to free.
             check(unsafe { mpi::PMPI_Type_free(h) })?;
         }
     }
+    // MPI_Aint is isize in Open MPI and i64 in MPICH: the cast is needed for one of them.
+    #[allow(clippy::unnecessary_cast)]
+    let addrs = addrs.into_iter().map(|a| a as i64).collect();
     match err {
         Some(e) => Err(e),
-        None => Ok(Contents { ints, addrs: addrs.into_iter().map(|a| a as i64).collect(), types }),
+        None => Ok(Contents { ints, addrs, types }),
     }
 }
 
@@ -138,7 +156,8 @@ pub fn decode(t: MPI_Datatype) -> Result<DataLoop> {
     let dl = match combiner {
         comb::NAMED | comb::F90_REAL | comb::F90_COMPLEX | comb::F90_INTEGER => named(size, tlb, text)?,
         comb::DUP | comb::CONTIGUOUS | comb::VECTOR | comb::HVECTOR | comb::INDEXED | comb::HINDEXED
-        | comb::INDEXED_BLOCK | comb::HINDEXED_BLOCK | comb::STRUCT | comb::SUBARRAY | comb::RESIZED => {
+        | comb::INDEXED_BLOCK | comb::HINDEXED_BLOCK | comb::STRUCT | comb::SUBARRAY | comb::DARRAY
+        | comb::RESIZED => {
             let c = contents(t, ni, na, nd)?;
             derived(combiner, c)?
         }
@@ -159,6 +178,12 @@ pub fn decode(t: MPI_Datatype) -> Result<DataLoop> {
 /// Builds the node for a derived combiner from its decoded contents.
 fn derived(combiner: c_int, c: Contents) -> Result<DataLoop> {
     let Contents { ints, addrs, mut types } = c;
+    if combiner == comb::STRUCT {
+        // The only combiner with possibly no child type (a struct of 0 members).
+        let n = ints[0] as usize;
+        types.truncate(n);
+        return Ok(DataLoop::structure(usizes(&ints[1..1 + n]), addrs, types));
+    }
     let child = types.first().cloned().ok_or(DecodeError::Mismatch("no child type"))?;
     let ext = child.extent;
     let n = ints.first().copied().unwrap_or(0) as usize;
@@ -177,11 +202,8 @@ fn derived(combiner: c_int, c: Contents) -> Result<DataLoop> {
             DataLoop::block_indexed(ints[1] as usize, displs, child)
         }
         comb::HINDEXED_BLOCK => DataLoop::block_indexed(ints[1] as usize, addrs, child),
-        comb::STRUCT => {
-            types.truncate(n);
-            DataLoop::structure(usizes(&ints[1..1 + n]), addrs, types)
-        }
         comb::SUBARRAY => subarray(&ints, child)?,
+        comb::DARRAY => darray(&ints, child)?,
         other => return Err(DecodeError::Unsupported(other)),
     })
 }
@@ -214,4 +236,91 @@ fn subarray(ints: &[c_int], child: DataLoop) -> Result<DataLoop> {
     }
     let offset = (0..n).map(|d| starts[d] as i64 * stride[d]).sum();
     Ok(DataLoop::block_indexed(1, vec![offset], node))
+}
+
+/// The `MPI_DISTRIBUTE_*` constants as `c_int`.
+mod distribute {
+    use std::ffi::c_int;
+    pub const BLOCK: c_int = crate::ffi::mpi::MPI_DISTRIBUTE_BLOCK as c_int;
+    pub const CYCLIC: c_int = crate::ffi::mpi::MPI_DISTRIBUTE_CYCLIC as c_int;
+    pub const NONE: c_int = crate::ffi::mpi::MPI_DISTRIBUTE_NONE as c_int;
+    // Bindgen already types this one `i32` (its value is negative in both MPIs).
+    pub const DFLT_DARG: c_int = crate::ffi::mpi::MPI_DISTRIBUTE_DFLT_DARG;
+}
+
+/// DARRAY as the standard constructs it (MPI-3.1 sec. 4.1.4): per dimension, the blocks of
+/// `darg` indices this process owns, cyclically (`cyclic(darg)`; BLOCK is one cycle of
+/// `ceil(gsize / psize)` by default, NONE one block of `gsize`), each dimension's node resized
+/// to the full extent of one index of it; decode() applies MPI's bounds (lb 0, the whole global
+/// array) to the result. The process grid is row-major whatever the array order.
+/// ints = [size, rank, ndims, gsizes[n], distribs[n], dargs[n], psizes[n], order].
+fn darray(ints: &[c_int], child: DataLoop) -> Result<DataLoop> {
+    let n = ints[2] as usize;
+    if n == 0 {
+        return Err(DecodeError::Mismatch("0-d darray"));
+    }
+    let field = |k: usize| ints[3 + k * n..3 + (k + 1) * n].iter().map(|&x| x as i64).collect::<Vec<i64>>();
+    let (mut gsizes, mut distribs, mut dargs, mut psizes) = (field(0), field(1), field(2), field(3));
+    let mut coords = vec![0i64; n];
+    let (mut procs, mut r) = (ints[0] as i64, ints[1] as i64);
+    for d in 0..n {
+        if psizes[d] <= 0 {
+            return Err(DecodeError::Mismatch("darray process grid"));
+        }
+        procs /= psizes[d];
+        coords[d] = r / procs.max(1);
+        r %= procs.max(1);
+    }
+    if ints[3 + 4 * n] == mpi::MPI_ORDER_FORTRAN as c_int {
+        // Fortran order is C order with the dimensions (array and grid) reversed.
+        for v in [&mut gsizes, &mut distribs, &mut dargs, &mut psizes, &mut coords] {
+            v.reverse();
+        }
+    }
+    // stride[d]: bytes between consecutive indices of dimension d (C order: last is fastest).
+    let mut stride = vec![child.extent; n];
+    for d in (0..n - 1).rev() {
+        stride[d] = stride[d + 1] * gsizes[d + 1];
+    }
+    let mut node = child;
+    for d in (0..n).rev() {
+        let (g, p) = (gsizes[d], psizes[d]);
+        let darg = match (distribs[d] as c_int, dargs[d] as c_int) {
+            (distribute::BLOCK, distribute::DFLT_DARG) => (g + p - 1) / p,
+            (distribute::CYCLIC, distribute::DFLT_DARG) => 1,
+            (distribute::NONE, _) => g,
+            (distribute::BLOCK | distribute::CYCLIC, k) => k as i64,
+            _ => return Err(DecodeError::Mismatch("darray distribution")),
+        };
+        if darg <= 0 {
+            return Err(DecodeError::Mismatch("darray distribution argument"));
+        }
+        node = cyclic(g, darg, p, coords[d], stride[d], node);
+        if d > 0 {
+            node = node.resized(0, stride[d - 1]);
+        }
+    }
+    Ok(node)
+}
+
+/// The indices of one dimension of `g` that process coordinate `c` of `p` owns in blocks of
+/// `darg` dealt round-robin, as blocks of `child` (one index, extent `stride`): a vector of
+/// the full blocks, then the last block when it is short.
+fn cyclic(g: i64, darg: i64, p: i64, c: i64, stride: i64, child: DataLoop) -> DataLoop {
+    let nblocks = (g + darg - 1) / darg;
+    let owned = if c < nblocks { (nblocks - 1 - c) / p + 1 } else { 0 };
+    let short = g % darg != 0 && owned > 0 && (nblocks - 1 - c) % p == 0;
+    let full = (owned - short as i64) as usize;
+    let first = c * darg * stride;
+    let last = (c + full as i64 * p) * darg * stride;
+    let tail = (g % darg) as usize;
+    match (full, short) {
+        (0, false) => DataLoop::contig(0, child),
+        (0, true) => DataLoop::block_indexed(tail, vec![last], child),
+        (_, false) => DataLoop::block_indexed(1, vec![first], DataLoop::vector(full, darg as usize, p * darg * stride, child)),
+        (_, true) => {
+            let v = DataLoop::vector(full, darg as usize, p * darg * stride, child.clone());
+            DataLoop::structure(vec![1, tail], vec![first, last], vec![v, child])
+        }
+    }
 }

@@ -3,8 +3,9 @@
 //!
 //! A [`Segment`] remembers where in the stream it stands. Positioning it elsewhere ("catch-up")
 //! costs no copying: the walk descends from the root and skips whole blocks and copies by size
-//! arithmetic (O(depth) for contig/vector levels, a linear scan over the blocks of
-//! indexed/struct levels). The loop-state stack is the recursion of [`walk`].
+//! arithmetic: division for contig/vector/block-indexed levels, a binary search over the cached
+//! prefix sums of block sizes for indexed/struct levels ([`DataLoop::block_at`]), so a seek is
+//! O(depth · log n). The loop-state stack is the recursion of [`walk`].
 
 use super::ir::DataLoop;
 
@@ -21,7 +22,7 @@ fn walk(dl: &DataLoop, base: i64, skip: usize, budget: &mut usize, emit: &mut im
         *budget -= len;
         return;
     }
-    let (mut i, mut skip) = first_block(dl, skip);
+    let (mut i, mut skip) = dl.block_at(skip);
     while i < dl.nblocks() && *budget > 0 {
         let (d, bl, c) = dl.block(i);
         if DataLoop::block_contiguous(bl, c) {
@@ -39,30 +40,6 @@ fn walk(dl: &DataLoop, base: i64, skip: usize, budget: &mut usize, emit: &mut im
         }
         skip = 0;
         i += 1;
-    }
-}
-
-/// The block holding stream byte `skip` of one element, and the offset into that block.
-fn first_block(dl: &DataLoop, skip: usize) -> (usize, usize) {
-    use super::ir::Kind;
-    match &dl.kind {
-        // Equal-sized blocks: division instead of a scan.
-        Kind::Contig { .. } => (0, skip),
-        Kind::Vector { blocklen, child, .. } | Kind::BlockIndexed { blocklen, child, .. } => {
-            let b = blocklen * child.size;
-            (skip / b, skip % b)
-        }
-        _ => {
-            let mut skip = skip;
-            for i in 0..dl.nblocks() {
-                let (_, bl, c) = dl.block(i);
-                if skip < bl * c.size {
-                    return (i, skip);
-                }
-                skip -= bl * c.size;
-            }
-            (dl.nblocks(), 0)
-        }
     }
 }
 
@@ -197,44 +174,10 @@ impl<'a> Segment<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::datatype::ir::Kind;
     use crate::datatype::normalize::normalize;
+    use crate::datatype::testgen::{arb_dl, span};
     use proptest::prelude::*;
-
-    /// Random dataloops with non-negative and negative displacements, depth <= 3.
-    fn arb_dl() -> impl Strategy<Value = DataLoop> {
-        let leaf = (1usize..9).prop_map(DataLoop::bytes);
-        leaf.prop_recursive(3, 24, 4, |inner| {
-            prop_oneof![
-                (0usize..4, inner.clone()).prop_map(|(n, c)| DataLoop::contig(n, c)),
-                (0usize..4, 1usize..3, -64i64..64, inner.clone())
-                    .prop_map(|(n, b, s, c)| DataLoop::vector(n, b, s, c)),
-                (1usize..3, prop::collection::vec(-64i64..64, 0..4), inner.clone())
-                    .prop_map(|(b, d, c)| DataLoop::block_indexed(b, d, c)),
-                (prop::collection::vec((0usize..3, -64i64..64), 0..4), inner.clone()).prop_map(|(v, c)| {
-                    let (b, d) = v.into_iter().unzip();
-                    DataLoop::indexed(b, d, c)
-                }),
-                prop::collection::vec((0usize..3, -64i64..64, inner.clone()), 1..4).prop_map(|v| {
-                    let (mut b, mut d, mut c) = (vec![], vec![], vec![]);
-                    for (x, y, z) in v {
-                        b.push(x);
-                        d.push(y);
-                        c.push(z);
-                    }
-                    DataLoop::structure(b, d, c)
-                }),
-                (inner, -16i64..16, 0i64..48).prop_map(|(c, lb, e)| c.resized(lb, e)),
-            ]
-        })
-    }
-
-    /// A buffer covering every byte `count` elements touch, and the origin offset inside it.
-    fn span(dl: &DataLoop, count: usize) -> (usize, usize) {
-        let last = (count.max(1) as i64 - 1) * dl.extent;
-        let lo = dl.true_lb + last.min(0);
-        let hi = dl.true_ub + last.max(0);
-        ((-lo).max(0) as usize, (hi - lo.min(0)).max(0) as usize + 1)
-    }
 
     fn whole(dl: &DataLoop, count: usize, src: &[u8], origin: usize) -> Vec<u8> {
         let mut out = vec![0; dl.size * count];
@@ -280,6 +223,94 @@ mod tests {
                 prop_assert_eq!(whole(&dl, count, &dst, origin), full);
             }
         }
+    }
+
+    /// The catch-up scan that [`DataLoop::block_at`] replaces: block by block from the start.
+    fn block_at_linear(dl: &DataLoop, skip: usize) -> (usize, usize) {
+        let mut skip = skip;
+        for i in 0..dl.nblocks() {
+            let (_, bl, c) = dl.block(i);
+            if skip < bl * c.size {
+                return (i, skip);
+            }
+            skip -= bl * c.size;
+        }
+        (dl.nblocks(), 0)
+    }
+
+    /// Checks `block_at` against the linear scan for every stream offset of every non-leaf node.
+    fn check_seek(dl: &DataLoop) -> Result<(), TestCaseError> {
+        if matches!(dl.kind, Kind::Bytes(_)) {
+            return Ok(());
+        }
+        for skip in 0..=dl.size {
+            prop_assert_eq!(dl.block_at(skip), block_at_linear(dl, skip), "skip {} in {:?}", skip, dl);
+        }
+        for i in 0..dl.nblocks() {
+            check_seek(dl.block(i).2)?;
+        }
+        Ok(())
+    }
+
+    /// The memory offset of every stream byte `[first, last)`, one per byte.
+    fn byte_offsets(dl: &DataLoop, count: usize, first: usize, last: usize) -> Vec<i64> {
+        let mut v = vec![];
+        for_each_run(dl, count, first, last, |o, l| v.extend(o..o + l as i64));
+        v
+    }
+
+    /// Large indexed and struct levels (hundreds of blocks, empty ones included).
+    fn arb_wide() -> impl Strategy<Value = DataLoop> {
+        let child = prop_oneof![(1usize..9).prop_map(DataLoop::bytes), Just(DataLoop::vector(2, 1, 16, DataLoop::bytes(4)))];
+        prop_oneof![
+            (prop::collection::vec((0usize..4, -4096i64..4096), 0..400), child.clone()).prop_map(|(v, c)| {
+                let (b, d) = v.into_iter().unzip();
+                DataLoop::indexed(b, d, c)
+            }),
+            prop::collection::vec((0usize..3, -4096i64..4096, child), 0..300).prop_map(|v| {
+                let (mut b, mut d, mut c) = (vec![], vec![], vec![]);
+                for (x, y, z) in v {
+                    b.push(x);
+                    d.push(y);
+                    c.push(z);
+                }
+                DataLoop::structure(b, d, c)
+            }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn seek_matches_linear_scan(dl in prop_oneof![arb_dl(), arb_wide()]) {
+            check_seek(&dl)?;
+        }
+
+        #[test]
+        fn ranges_match_whole_walk(
+            dl in prop_oneof![arb_dl(), arb_wide()],
+            count in 0usize..4,
+            a in any::<prop::sample::Index>(),
+            b in any::<prop::sample::Index>(),
+        ) {
+            let total = dl.size * count;
+            let all = byte_offsets(&dl, count, 0, total);
+            let (a, b) = (a.index(total + 1), b.index(total + 1));
+            let (a, b) = (a.min(b), a.max(b));
+            prop_assert_eq!(byte_offsets(&dl, count, a, b), &all[a..b]);
+        }
+    }
+
+    #[test]
+    fn seek_in_wide_indexed() {
+        let n = 100_000;
+        let dl = DataLoop::indexed((0..n).map(|i| i % 3).collect(), (0..n as i64).map(|i| 8 * i).collect(), DataLoop::bytes(2));
+        // Blocks of 0, 2 and 4 bytes repeat: 6 stream bytes per 3 blocks.
+        assert_eq!(dl.block_at(0), (1, 0));
+        assert_eq!(dl.block_at(5), (2, 3));
+        assert_eq!(dl.block_at(6 * 1000 + 2), (3002, 0));
+        assert_eq!(dl.block_at(dl.size), (n, 0));
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub enum Kind {
 }
 
 /// A node with its cached properties.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct DataLoop {
     pub kind: Kind,
     /// Packed bytes of one element.
@@ -39,6 +39,26 @@ pub struct DataLoop {
     pub contiguous: bool,
     /// Levels of loops above the leaves (a leaf has depth 0).
     pub depth: u32,
+    /// Prefix sums of packed bytes for the kinds whose blocks differ in size (indexed, struct):
+    /// `block_ends[i]` is the stream offset where block `i` ends; empty for the other kinds,
+    /// whose blocks are found by division. Lets a seek find its block by binary search.
+    block_ends: Box<[usize]>,
+}
+
+impl std::fmt::Debug for DataLoop {
+    // The prefix sums are derived from `kind`; leaving them out keeps failure output readable.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataLoop")
+            .field("kind", &self.kind)
+            .field("size", &self.size)
+            .field("lb", &self.lb)
+            .field("extent", &self.extent)
+            .field("true_lb", &self.true_lb)
+            .field("true_ub", &self.true_ub)
+            .field("contiguous", &self.contiguous)
+            .field("depth", &self.depth)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One block: `(displacement, blocklen, child)`.
@@ -104,6 +124,27 @@ impl DataLoop {
         }
     }
 
+    /// The block holding stream byte `skip` of one element and the offset into that block;
+    /// `(nblocks(), 0)` when `skip >= size`. O(1) for equal-sized blocks, O(log n) otherwise.
+    pub fn block_at(&self, skip: usize) -> (usize, usize) {
+        if skip >= self.size {
+            return (self.nblocks(), 0);
+        }
+        match &self.kind {
+            // A leaf is one run; a contig is one block.
+            Kind::Bytes(_) | Kind::Contig { .. } => (0, skip),
+            Kind::Vector { blocklen, child, .. } | Kind::BlockIndexed { blocklen, child, .. } => {
+                let b = blocklen * child.size;
+                (skip / b, skip % b)
+            }
+            Kind::Indexed { .. } | Kind::Struct { .. } => {
+                // The first block ending after `skip` (empty blocks end where they start).
+                let i = self.block_ends.partition_point(|&e| e <= skip);
+                (i, skip - i.checked_sub(1).map_or(0, |p| self.block_ends[p]))
+            }
+        }
+    }
+
     /// Whether block `(_, bl, child)` is one contiguous run in memory.
     pub fn block_contiguous(bl: usize, child: &DataLoop) -> bool {
         child.contiguous && (bl <= 1 || child.extent == child.size as i64)
@@ -111,7 +152,17 @@ impl DataLoop {
 
     /// Computes the cached properties from the blocks (natural MPI bounds, no padding).
     fn build(kind: Kind) -> Self {
-        let mut n = DataLoop { kind, size: 0, lb: 0, extent: 0, true_lb: 0, true_ub: 0, contiguous: true, depth: 0 };
+        let mut n = DataLoop {
+            kind,
+            size: 0,
+            lb: 0,
+            extent: 0,
+            true_lb: 0,
+            true_ub: 0,
+            contiguous: true,
+            depth: 0,
+            block_ends: Box::default(),
+        };
         if let Kind::Bytes(b) = n.kind {
             n.size = b;
             n.extent = b as i64;
@@ -124,9 +175,14 @@ impl DataLoop {
         // End of the previous non-empty run, to decide contiguity.
         let mut run_end: Option<i64> = None;
         let mut contiguous = true;
+        let varying = matches!(n.kind, Kind::Indexed { .. } | Kind::Struct { .. });
+        let mut ends = Vec::with_capacity(if varying { n.nblocks() } else { 0 });
         for i in 0..n.nblocks() {
             let (d, bl, c) = n.block(i);
             depth = depth.max(c.depth + 1);
+            if varying {
+                ends.push(size + bl * c.size);
+            }
             if bl == 0 {
                 continue;
             }
@@ -158,6 +214,7 @@ impl DataLoop {
         n.true_ub = tub;
         n.contiguous = contiguous;
         n.depth = depth;
+        n.block_ends = ends.into_boxed_slice();
         n
     }
 }

@@ -1,4 +1,5 @@
-//! The datatype engine (core only; not yet wired into MPI_Pack / MPI_Type_commit).
+//! The datatype engine (wired into MPI_Type_commit/free/dup and MPI_Pack/Unpack by
+//! `src/protocol/datatype.rs`).
 //!
 //! - [`ir`]: the dataloop IR, a tree of loops over contiguous byte runs (pure Rust).
 //! - [`normalize`]: rewrite rules that shrink a tree without changing its typemap or bounds.
@@ -10,16 +11,15 @@
 //!   indexed (`(offset, len)` table); blocks of 1-64 bytes copy with fixed-size moves. Anything
 //!   else (more than 64 Ki runs per element and no regular shape) uses the interpreter.
 //! - [`compiled`]: [`compiled::CompiledType`], normalized dataloop + kernel, the per-type unit.
-//! - [`decode`]: committed MPI datatype → IR via MPI_Type_get_envelope/get_contents.
+//! - [`decode`]: committed MPI datatype → IR via MPI_Type_get_envelope/get_contents (every
+//!   combiner but the deprecated *_INTEGER ones, DARRAY included).
 //!
 //! Performance against Open MPI's and MPICH's own engines on the ddt suite:
 //! `scripts/bench-ddt.sh` (`src/bin/sluice-ddt-bench.rs`), results in docs/benchmarks.md.
 //!
-//! Missing (later steps): interception of MPI_Type_commit/Pack/Unpack, kernels for partial
-//! ranges (a `[first, last)` byte range still goes through the interpreter), prefix sums for
-//! O(log n) catch-up in large indexed/struct levels, parallel checkpoints, DARRAY and the
-//! deprecated *_INTEGER combiners (decode reports them unsupported so callers fall back to the
-//! MPI).
+//! Missing (later steps): kernels for partial ranges (a `[first, last)` byte range still goes
+//! through the interpreter), parallel checkpoints, the deprecated *_INTEGER combiners (decode
+//! reports them unsupported so callers fall back to the MPI).
 
 pub mod compiled;
 pub mod decode;
@@ -27,5 +27,7 @@ pub mod interp;
 pub mod ir;
 pub mod kernel;
 pub mod normalize;
+#[cfg(test)]
+pub(crate) mod testgen;
 
 pub use ir::{DataLoop, Kind};

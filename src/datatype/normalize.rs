@@ -1,8 +1,19 @@
 //! Rewrite rules that shrink a dataloop without changing its typemap (the packed stream and the
 //! memory it maps to) or its MPI bounds. Applied bottom-up; each rewritten node keeps the
 //! original's lb/extent, which is what makes every rule safe for resized types.
+//!
+//! The rules: a contiguous node becomes one run; count-1 and one-block nodes become their
+//! child; nested contigs multiply; a vector of plain runs folds the blocklen into the leaf;
+//! nested vectors whose strides tile become one vector (the inner stride is hoisted); indexed
+//! and struct levels drop empty blocks and merge blocks that touch in memory, equal blocks
+//! become block-indexed, equally spaced ones a vector; a struct of one repeated type becomes
+//! indexed, and a small struct (at most [`FLAT_RUNS`] runs) is flattened into its runs.
 
+use super::interp;
 use super::ir::{DataLoop, Kind};
+
+/// Most memory runs a struct may have to be flattened into an indexed list of runs.
+pub const FLAT_RUNS: usize = 16;
 
 /// Normalizes `dl` bottom-up.
 pub fn normalize(dl: &DataLoop) -> DataLoop {
@@ -69,10 +80,14 @@ fn simplify(dl: DataLoop) -> DataLoop {
         // Rule: count 1 is the child itself (its own bounds are irrelevant once placed).
         Kind::Contig { count: 1, child } => *child,
         // Rule: contig of a plain run is a bigger run (caught by contiguity above); contig of a
-        // natural-extent contig multiplies the counts.
+        // natural-extent contig multiplies the counts; contig of a vector whose extent is a
+        // whole number of its strides is one longer vector.
         Kind::Contig { count, child } => match child.kind {
             Kind::Contig { count: c2, child: g } if child.extent == c2 as i64 * g.extent && child.lb == 0 && g.lb == 0 => {
                 DataLoop::contig(count * c2, *g)
+            }
+            Kind::Vector { count: m, blocklen, stride_bytes, child: g } if child.extent == m as i64 * stride_bytes => {
+                simplify(DataLoop::vector(count * m, blocklen, stride_bytes, *g))
             }
             _ => DataLoop::contig(count, *child),
         },
@@ -81,6 +96,14 @@ fn simplify(dl: DataLoop) -> DataLoop {
         // Rule: a vector of plain-run blocks moves the blocklen into the leaf.
         Kind::Vector { count, blocklen, stride_bytes, child } if blocklen > 1 && plain(&child) => {
             DataLoop::vector(count, 1, stride_bytes, DataLoop::bytes(blocklen * child.size))
+        }
+        // Rule: a vector of one-copy blocks of a vector whose stride tiles the outer stride
+        // (S = m * T) is one vector of stride T.
+        Kind::Vector { count, blocklen: 1, stride_bytes, child }
+            if matches!(child.kind, Kind::Vector { count: m, stride_bytes: t, .. } if stride_bytes == m as i64 * t) =>
+        {
+            let Kind::Vector { count: m, blocklen, stride_bytes: t, child: g } = child.kind else { unreachable!() };
+            simplify(DataLoop::vector(count * m, blocklen, t, *g))
         }
         Kind::Vector { count, blocklen, stride_bytes, child } => DataLoop::vector(count, blocklen, stride_bytes, *child),
         Kind::BlockIndexed { blocklen, displs_bytes, child } => {
@@ -127,7 +150,7 @@ fn indexed_runs(blocklens: Vec<usize>, displs: Vec<i64>, child: DataLoop) -> Dat
     }
     let stride = ds[1] - ds[0];
     if ds.windows(2).all(|w| w[1] - w[0] == stride) {
-        let v = DataLoop::vector(ds.len(), b, stride, child);
+        let v = simplify(DataLoop::vector(ds.len(), b, stride, child));
         return if ds[0] == 0 { v } else { DataLoop::block_indexed(1, vec![ds[0]], v) };
     }
     DataLoop::block_indexed(b, ds, child)
@@ -163,7 +186,28 @@ fn structure(blocklens: Vec<usize>, displs: Vec<i64>, children: Vec<DataLoop>) -
         let c = cs.swap_remove(0);
         return indexed_runs(bl, ds, c);
     }
-    DataLoop::structure(bl, ds, cs)
+    let s = DataLoop::structure(bl, ds, cs);
+    flatten(&s).unwrap_or(s)
+}
+
+/// Rule: a small struct (at most [`FLAT_RUNS`] memory runs per element) is the list of its
+/// runs, in stream order, as indexed bytes; the indexed rules then merge and regularize them.
+fn flatten(s: &DataLoop) -> Option<DataLoop> {
+    let mut runs: Vec<(i64, usize)> = Vec::new();
+    let mut more = false;
+    interp::for_each_run(s, 1, 0, s.size, |o, l| {
+        let full = runs.len() == FLAT_RUNS;
+        match runs.last_mut() {
+            Some((lo, ll)) if *lo + *ll as i64 == o => *ll += l,
+            _ if full => more = true,
+            _ => runs.push((o, l)),
+        }
+    });
+    if more {
+        return None;
+    }
+    let (offs, lens): (Vec<i64>, Vec<usize>) = runs.into_iter().unzip();
+    Some(indexed_runs(lens, offs, DataLoop::bytes(1)))
 }
 
 #[cfg(test)]
@@ -209,10 +253,59 @@ mod tests {
 
     #[test]
     fn struct_merges_adjacent_runs() {
+        // More than FLAT_RUNS runs: stays a struct, with the touching plain members merged.
+        let many = DataLoop::vector(20, 1, 16, b(4));
+        let s = DataLoop::structure(vec![1, 2, 1, 1], vec![0, 4, 40, 64], vec![b(4), b(8), b(2), many.clone()]);
+        let n = normalize(&s);
+        assert_eq!(
+            n.kind,
+            Kind::Struct { blocklens: vec![1, 1, 1], displs: vec![0, 40, 64], children: vec![b(20), b(2), normalize(&many)] }
+        );
+        assert_eq!((n.lb, n.extent), (s.lb, s.extent));
+    }
+
+    #[test]
+    fn small_struct_flattens_into_runs() {
+        // Touching members merge, unequal runs become indexed bytes.
         let s = DataLoop::structure(vec![1, 2, 1], vec![0, 4, 40], vec![b(4), b(8), b(2)]);
         let n = normalize(&s);
-        assert_eq!(n.kind, Kind::Struct { blocklens: vec![1, 1], displs: vec![0, 40], children: vec![b(20), b(2)] });
-        assert_eq!((n.lb, n.extent), (s.lb, s.extent));
+        assert_eq!(n.kind, Kind::Indexed { blocklens: vec![20, 2], displs_bytes: vec![0, 40], child: Box::new(b(1)) });
+        assert_eq!((n.lb, n.extent, n.size), (s.lb, s.extent, s.size));
+        // Equal, equally spaced runs of different types (and a nested struct) become a vector.
+        let inner = DataLoop::structure(vec![1, 1], vec![0, 16], vec![b(8), b(8)]);
+        let s = DataLoop::structure(vec![1, 1], vec![0, 32], vec![inner, DataLoop::vector(2, 2, 16, b(4))]);
+        let n = normalize(&s);
+        assert_eq!(n.kind, Kind::Vector { count: 4, blocklen: 1, stride_bytes: 16, child: Box::new(b(8)) });
+        assert_eq!((n.lb, n.extent, n.size), (s.lb, s.extent, s.size));
+        // Stream order is kept: runs listed backwards stay backwards.
+        let s = DataLoop::structure(vec![1, 1], vec![40, 0], vec![b(4), b(2)]);
+        let n = normalize(&s);
+        assert_eq!(n.kind, Kind::Indexed { blocklens: vec![4, 2], displs_bytes: vec![40, 0], child: Box::new(b(1)) });
+    }
+
+    #[test]
+    fn nested_vectors_with_tiling_strides_merge() {
+        // The outer stride is 4 inner strides: one vector of 12 blocks of stride 32.
+        let v = DataLoop::vector(3, 1, 128, DataLoop::vector(4, 2, 32, b(4)).resized(0, 999));
+        let n = normalize(&v);
+        assert_eq!(n.kind, Kind::Vector { count: 12, blocklen: 1, stride_bytes: 32, child: Box::new(b(8)) });
+        assert_eq!((n.lb, n.extent, n.size), (v.lb, v.extent, v.size));
+        // Negative strides too.
+        let v = DataLoop::vector(3, 1, -96, DataLoop::vector(4, 1, -24, b(8)));
+        assert_eq!(normalize(&v).kind, Kind::Vector { count: 12, blocklen: 1, stride_bytes: -24, child: Box::new(b(8)) });
+        // A contig of a vector resized to a whole number of strides.
+        let c = DataLoop::contig(5, DataLoop::vector(2, 1, 16, b(4)).resized(0, 32));
+        assert_eq!(normalize(&c).kind, Kind::Vector { count: 10, blocklen: 1, stride_bytes: 16, child: Box::new(b(4)) });
+        // Strides that do not tile stay nested.
+        let v = DataLoop::vector(3, 1, 100, DataLoop::vector(4, 1, 16, b(8)));
+        assert!(matches!(normalize(&v).kind, Kind::Vector { count: 3, .. }));
+    }
+
+    #[test]
+    fn nested_contigs_multiply() {
+        let c = DataLoop::contig(3, DataLoop::contig(4, b(8).resized(0, 16)));
+        let n = normalize(&c);
+        assert!(matches!(&n.kind, Kind::Contig { count: 12, child } if child.extent == 16));
     }
 
     #[test]
