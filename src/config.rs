@@ -60,6 +60,24 @@ pub const PARAMS: &[Param] = &[
         doc: "Bytes of idle staging buffers the point-to-point protocol keeps for reuse (per process); buffers beyond it are returned to the system.",
     },
     Param {
+        name: "SLUICE_THREADS",
+        default: "auto",
+        accepted: "auto, or a worker count from 1 to 1024",
+        doc: "Worker threads for parallel (checkpointed) datatype processing; auto = one per physical core (hwloc); 1 disables it.",
+    },
+    Param {
+        name: "SLUICE_CKPT_EPSILON",
+        default: "0.2",
+        accepted: "a decimal number greater than 0 and at most 10, e.g. 0.2",
+        doc: "RW-CP: tolerated scheduling overhead as a fraction of the processing time (the paper's epsilon); picks the checkpoint interval.",
+    },
+    Param {
+        name: "SLUICE_CKPT_MEMORY",
+        default: "16M",
+        accepted: "a byte count with optional K, M or G suffix (powers of 1024), e.g. 0, 65536, 16M",
+        doc: "Bytes all datatypes' checkpoint tables may take together (per process); least recently used tables are evicted first.",
+    },
+    Param {
         name: "SLUICE_TEST_PANIC",
         default: "",
         accepted: "empty, or the name of an intercepted C function (e.g. MPI_Send)",
@@ -99,7 +117,7 @@ impl LogLevel {
 }
 
 /// The parsed configuration of one process.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     /// `SLUICE_DISABLE`.
     pub disable: bool,
@@ -113,6 +131,12 @@ pub struct Config {
     pub p2p: bool,
     /// `SLUICE_STAGING_CACHE`, bytes.
     pub staging_cache: usize,
+    /// `SLUICE_THREADS`: `None` is `auto` (the cores hwloc reports).
+    pub threads: Option<usize>,
+    /// `SLUICE_CKPT_EPSILON`.
+    pub ckpt_epsilon: f64,
+    /// `SLUICE_CKPT_MEMORY`, bytes.
+    pub ckpt_memory: usize,
     /// `SLUICE_TEST_PANIC`.
     pub test_panic: Option<String>,
 }
@@ -177,6 +201,24 @@ fn parse_bytes(p: &'static Param, v: &str) -> Result<usize, ConfigError> {
     n.checked_mul(1usize << shift).ok_or_else(err)
 }
 
+fn parse_threads(p: &'static Param, v: &str) -> Result<Option<usize>, ConfigError> {
+    let t = v.trim();
+    if t.eq_ignore_ascii_case("auto") {
+        return Ok(None);
+    }
+    match t.parse::<usize>() {
+        Ok(n) if (1..=1024).contains(&n) => Ok(Some(n)),
+        _ => Err(ConfigError { name: p.name, value: v.to_string(), accepted: p.accepted }),
+    }
+}
+
+fn parse_epsilon(p: &'static Param, v: &str) -> Result<f64, ConfigError> {
+    match v.trim().parse::<f64>() {
+        Ok(e) if e > 0.0 && e <= 10.0 => Ok(e),
+        _ => Err(ConfigError { name: p.name, value: v.to_string(), accepted: p.accepted }),
+    }
+}
+
 fn parse_fn_name(p: &'static Param, v: &str, known: &dyn Fn(&str) -> bool) -> Result<Option<String>, ConfigError> {
     let v = v.trim();
     if v.is_empty() {
@@ -210,6 +252,9 @@ impl Config {
                 datatype_engine: false,
                 p2p: false,
                 staging_cache: 0,
+                threads: Some(1),
+                ckpt_epsilon: 0.2,
+                ckpt_memory: 0,
                 test_panic: None,
             });
         }
@@ -220,6 +265,9 @@ impl Config {
             datatype_engine: parse_bool(param("SLUICE_DATATYPE"), &value("SLUICE_DATATYPE"))?,
             p2p: parse_bool(param("SLUICE_P2P"), &value("SLUICE_P2P"))?,
             staging_cache: parse_bytes(param("SLUICE_STAGING_CACHE"), &value("SLUICE_STAGING_CACHE"))?,
+            threads: parse_threads(param("SLUICE_THREADS"), &value("SLUICE_THREADS"))?,
+            ckpt_epsilon: parse_epsilon(param("SLUICE_CKPT_EPSILON"), &value("SLUICE_CKPT_EPSILON"))?,
+            ckpt_memory: parse_bytes(param("SLUICE_CKPT_MEMORY"), &value("SLUICE_CKPT_MEMORY"))?,
             test_panic: parse_fn_name(param("SLUICE_TEST_PANIC"), &value("SLUICE_TEST_PANIC"), known_fn)?,
         })
     }
@@ -254,6 +302,9 @@ mod tests {
             datatype_engine: true,
             p2p: true,
             staging_cache: 64 << 20,
+            threads: None,
+            ckpt_epsilon: 0.2,
+            ckpt_memory: 16 << 20,
             test_panic: None,
         };
         assert_eq!(c, want);
@@ -291,6 +342,20 @@ mod tests {
         assert_eq!(parse(&[("SLUICE_LOG", "loud")]).unwrap_err().name, "SLUICE_LOG");
         assert_eq!(parse(&[("SLUICE_TEST_PANIC", "MPI_Nope")]).unwrap_err().name, "SLUICE_TEST_PANIC");
         assert_eq!(parse(&[("SLUICE_DISABLE", "2")]).unwrap_err().name, "SLUICE_DISABLE");
+    }
+
+    #[test]
+    fn parallel_processing_settings() {
+        let c = parse(&[("SLUICE_THREADS", "2"), ("SLUICE_CKPT_EPSILON", "0.05"), ("SLUICE_CKPT_MEMORY", "1M")]).unwrap();
+        assert_eq!((c.threads, c.ckpt_epsilon, c.ckpt_memory), (Some(2), 0.05, 1 << 20));
+        assert_eq!(parse(&[("SLUICE_THREADS", " AUTO ")]).unwrap().threads, None);
+        for bad in ["0", "-1", "1025", "two", ""] {
+            assert_eq!(parse(&[("SLUICE_THREADS", bad)]).unwrap_err().name, "SLUICE_THREADS", "{bad:?}");
+        }
+        for bad in ["0", "-0.1", "11", "NaN", "inf", "x"] {
+            assert_eq!(parse(&[("SLUICE_CKPT_EPSILON", bad)]).unwrap_err().name, "SLUICE_CKPT_EPSILON", "{bad:?}");
+        }
+        assert_eq!(parse(&[("SLUICE_CKPT_MEMORY", "lots")]).unwrap_err().name, "SLUICE_CKPT_MEMORY");
     }
 
     #[test]

@@ -66,7 +66,8 @@ fn guarded<T>(what: &str, probe: impl FnOnce() -> Probe<T> + UnwindSafe) -> Prob
     })
 }
 
-fn detect_cpu() -> Probe<CpuTopology> {
+/// Cores, PUs and NUMA nodes as hwloc reports them.
+pub fn detect_cpu() -> Probe<CpuTopology> {
     use hwlocality::object::types::ObjectType;
     use hwlocality::Topology;
 

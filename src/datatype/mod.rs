@@ -11,6 +11,9 @@
 //!   indexed (`(offset, len)` table); blocks of 1-64 bytes copy with fixed-size moves. Anything
 //!   else (more than 64 Ki runs per element and no regular shape) uses the interpreter.
 //! - [`compiled`]: [`compiled::CompiledType`], normalized dataloop + kernel, the per-type unit.
+//! - [`segment`]: the explicit resumable segment state (stack of loop positions) that
+//!   checkpoints snapshot; [`checkpoint`]: checkpoint tables, the Δr model, the memory budget;
+//!   [`parallel`]: the streaming interface and parallel pack/unpack (RW-CP, RO-CP, HPU-local).
 //! - [`decode`]: committed MPI datatype → IR via MPI_Type_get_envelope/get_contents (every
 //!   combiner but the deprecated *_INTEGER ones, DARRAY included).
 //!
@@ -18,15 +21,18 @@
 //! `scripts/bench-ddt.sh` (`src/bin/sluice-ddt-bench.rs`), results in docs/benchmarks.md.
 //!
 //! Missing (later steps): kernels for partial ranges (a `[first, last)` byte range still goes
-//! through the interpreter), parallel checkpoints, the deprecated *_INTEGER combiners (decode
+//! through the interpreter), wiring the parallel path into MPI_Pack and the p2p protocol, the deprecated *_INTEGER combiners (decode
 //! reports them unsupported so callers fall back to the MPI).
 
+pub mod checkpoint;
 pub mod compiled;
 pub mod decode;
 pub mod interp;
 pub mod ir;
 pub mod kernel;
 pub mod normalize;
+pub mod parallel;
+pub mod segment;
 #[cfg(test)]
 pub(crate) mod testgen;
 

@@ -1,0 +1,449 @@
+//! Checkpointed parallel datatype processing (paper §3.2.4): the streaming interface
+//! [`Stream`] ("process bytes `[first, last)` of this packed stream into/out of this buffer",
+//! callable concurrently and in any order) under three strategies, and whole-buffer parallel
+//! pack/unpack on `P` scoped worker threads.
+//!
+//! Strategies ([`Strategy`]), chunks of `k` bytes:
+//! - **RW-CP**: one working copy per checkpoint, progressed in place. Chunks are assigned in
+//!   sequences of `Δp = Δr / k` consecutive chunks, sequence `s` to worker `s mod P` (blocked
+//!   round-robin), so each worker owns the working copies of its sequences; in order, a chunk
+//!   starts exactly where the copy stands (no catch-up). A chunk behind the copy resets it from
+//!   the master (the shared [`Checkpoints`] table), then catches up.
+//! - **RO-CP**: every chunk copies the nearest checkpoint at or before it and catches up from
+//!   there; nothing is written back. Chunk `c` goes to worker `c mod P`.
+//! - **HPU-local**: one segment state per worker (chunk `c` to worker `c mod P`), reset to the
+//!   start of the stream when a chunk lies behind it, otherwise caught up.
+//!
+//! Catch-up is [`Cursor::catch_up`] (no copying, linear in the runs skipped, as MPITypes');
+//! [`Counters`] count its bytes, the resets and the checkpoint copies.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+use super::checkpoint::Checkpoints;
+use super::ir::DataLoop;
+use super::segment::{Cursor, SegState};
+
+/// How a [`Stream`] finds the segment state for a chunk (module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// Progressing checkpoints with master copies.
+    RwCp,
+    /// Read-only checkpoints, copied per chunk.
+    RoCp,
+    /// One state per worker, from the start of the stream.
+    HpuLocal,
+}
+
+impl Strategy {
+    /// All strategies, for tests and benchmarks.
+    pub const ALL: [Strategy; 3] = [Strategy::RwCp, Strategy::RoCp, Strategy::HpuLocal];
+
+    /// Short name (`rwcp`, `rocp`, `local`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::RwCp => "rwcp",
+            Strategy::RoCp => "rocp",
+            Strategy::HpuLocal => "local",
+        }
+    }
+}
+
+/// Work a stream did besides moving bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Stream bytes skipped by catch-up phases.
+    pub catch_up_bytes: u64,
+    /// Working states reset (RW-CP: from the master; HPU-local: to the start).
+    pub resets: u64,
+    /// Checkpoints copied (RO-CP: one per chunk; RW-CP: first use of each working copy).
+    pub copies: u64,
+}
+
+/// One processing of a packed stream: `count` elements of `dl`, with a strategy, a chunk size,
+/// a worker count and a checkpoint table (Δr from it). Thread-safe: the working states sit
+/// behind one mutex each (uncontended under the assignment in the module doc), the counters are
+/// atomic. Create one per operation (per buffer); the checkpoint table is shared.
+pub struct Stream<'a> {
+    dl: &'a DataLoop,
+    count: usize,
+    strategy: Strategy,
+    chunk: usize,
+    workers: usize,
+    ckpts: Arc<Checkpoints>,
+    /// RW-CP: one per checkpoint; HPU-local: one per worker; RO-CP: none.
+    slots: Vec<Mutex<Option<SegState>>>,
+    catch_up: AtomicU64,
+    resets: AtomicU64,
+    copies: AtomicU64,
+}
+
+impl<'a> Stream<'a> {
+    /// A stream over `count` elements of `dl`. `ckpts` must have been built for the same
+    /// `(dl, count)`; HPU-local only uses its first checkpoint (the start).
+    pub fn new(dl: &'a DataLoop, count: usize, strategy: Strategy, chunk: usize, workers: usize, ckpts: Arc<Checkpoints>) -> Self {
+        assert!(chunk > 0 && workers > 0, "chunk size and workers must be positive");
+        let n = match strategy {
+            Strategy::RwCp => ckpts.len(),
+            Strategy::RoCp => 0,
+            Strategy::HpuLocal => workers,
+        };
+        Stream {
+            dl,
+            count,
+            strategy,
+            chunk,
+            workers,
+            ckpts,
+            slots: (0..n).map(|_| Mutex::new(None)).collect(),
+            catch_up: AtomicU64::new(0),
+            resets: AtomicU64::new(0),
+            copies: AtomicU64::new(0),
+        }
+    }
+
+    /// Packed bytes of the stream.
+    pub fn len(&self) -> usize {
+        self.dl.size * self.count
+    }
+
+    /// Whether the stream is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Chunk size `k`.
+    pub fn chunk(&self) -> usize {
+        self.chunk
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> Counters {
+        Counters {
+            catch_up_bytes: self.catch_up.load(Relaxed),
+            resets: self.resets.load(Relaxed),
+            copies: self.copies.load(Relaxed),
+        }
+    }
+
+    /// Worker that owns the chunk starting at stream byte `first` (module doc).
+    pub fn owner(&self, first: usize) -> usize {
+        match self.strategy {
+            Strategy::RwCp => (first / self.ckpts.interval()) % self.workers,
+            Strategy::RoCp | Strategy::HpuLocal => (first / self.chunk) % self.workers,
+        }
+    }
+
+    /// Moves `st` to `first` (catch-up counted) and emits the runs of `[first, last)`, each with
+    /// the stream offset it starts at.
+    fn run_from(&self, st: &mut SegState, first: usize, last: usize, emit: &mut impl FnMut(i64, usize, usize)) {
+        let mut cur = Cursor::new(self.dl, self.count, st);
+        let skipped = cur.catch_up(first);
+        self.catch_up.fetch_add(skipped as u64, Relaxed);
+        let mut at = first;
+        cur.process(last - first, |off, len| {
+            emit(off, len, at);
+            at += len;
+        });
+    }
+
+    /// Emits the memory runs of stream bytes `[first, last)` as `(offset, len, stream offset)`.
+    fn for_each_run(&self, first: usize, last: usize, mut emit: impl FnMut(i64, usize, usize)) {
+        assert!(first <= last && last <= self.len(), "range [{first}, {last}) outside the stream of {} bytes", self.len());
+        let mut first = first;
+        while first < last {
+            let (c, master) = self.ckpts.before(first);
+            match self.strategy {
+                Strategy::RoCp => {
+                    let mut st = master.clone();
+                    self.copies.fetch_add(1, Relaxed);
+                    return self.run_from(&mut st, first, last, &mut emit);
+                }
+                Strategy::RwCp => {
+                    // A sequence ends at the next checkpoint; the rest goes to the next one.
+                    let end = last.min((c + 1).saturating_mul(self.ckpts.interval()));
+                    let end = if c + 1 == self.ckpts.len() { last } else { end };
+                    self.with_slot(c, master, first, &mut |st| self.run_from(st, first, end, &mut emit));
+                    first = end;
+                }
+                Strategy::HpuLocal => {
+                    let w = (first / self.chunk) % self.workers;
+                    let start = self.ckpts.get(0);
+                    return self.with_slot(w, start, first, &mut |st| self.run_from(st, first, last, &mut emit));
+                }
+            }
+        }
+    }
+
+    /// Runs `f` on working state `slot`, first made from `base` (or reset to it when it stands
+    /// past `first`).
+    fn with_slot(&self, slot: usize, base: &SegState, first: usize, f: &mut dyn FnMut(&mut SegState)) {
+        let mut g = self.slots[slot].lock().unwrap_or_else(|e| e.into_inner());
+        match g.as_mut() {
+            None => {
+                self.copies.fetch_add(1, Relaxed);
+                *g = Some(base.clone());
+            }
+            Some(st) if st.pos() > first => {
+                self.resets.fetch_add(1, Relaxed);
+                st.clone_from(base);
+            }
+            Some(_) => {}
+        }
+        f(g.as_mut().expect("slot initialized above"));
+    }
+
+    /// Packs stream bytes `[first, last)` from the buffer at `src` into `out[..last - first]`.
+    ///
+    /// # Safety
+    /// Every byte the typemap of the `count` elements addresses relative to `src` must be
+    /// readable, not overlap `out`, and not be written concurrently.
+    pub unsafe fn pack(&self, src: *const u8, first: usize, last: usize, out: &mut [u8]) {
+        assert!(out.len() >= last - first, "output too short");
+        self.for_each_run(first, last, |off, len, at| {
+            let o = &mut out[at - first..at - first + len];
+            // SAFETY: the run is part of the typemap (caller's contract) and does not overlap
+            // `out`; `off` is a signed displacement from `src` inside the user's allocation.
+            unsafe { std::ptr::copy_nonoverlapping(src.offset(off as isize), o.as_mut_ptr(), len) };
+        });
+    }
+
+    /// Unpacks `input[..last - first]`, stream bytes `[first, last)`, into the buffer at `dst`.
+    ///
+    /// # Safety
+    /// Every byte the typemap addresses relative to `dst` must be writable and not overlap
+    /// `input`; calls running at the same time must cover disjoint ranges of a typemap that
+    /// addresses no byte twice (as MPI requires of receive types), so their writes are disjoint.
+    pub unsafe fn unpack(&self, dst: *mut u8, first: usize, last: usize, input: &[u8]) {
+        assert!(input.len() >= last - first, "input too short");
+        self.for_each_run(first, last, |off, len, at| {
+            let i = &input[at - first..at - first + len];
+            // SAFETY: as in `pack`, for writing (disjointness is the caller's contract).
+            unsafe { std::ptr::copy_nonoverlapping(i.as_ptr(), dst.offset(off as isize), len) };
+        });
+    }
+
+    /// The chunks worker `w` processes, in order: `[first, last)` stream ranges.
+    pub fn chunks_of(&self, w: usize) -> Vec<(usize, usize)> {
+        let (total, k) = (self.len(), self.chunk);
+        let mut v = vec![];
+        let mut first = 0;
+        while first < total {
+            let last = (first + k).min(total);
+            // RW-CP: a chunk never straddles a checkpoint, so it has one owner.
+            let last = match self.strategy {
+                Strategy::RwCp => last.min((first / self.ckpts.interval() + 1) * self.ckpts.interval()),
+                _ => last,
+            };
+            if self.owner(first) == w {
+                v.push((first, last));
+            }
+            first = last;
+        }
+        v
+    }
+}
+
+/// A buffer pointer shared by the workers of one call.
+#[derive(Clone, Copy)]
+struct Shared(*mut u8);
+// SAFETY: the pointer is only dereferenced inside `Stream::pack`/`unpack`, whose contracts the
+// callers of `pack`/`unpack` below uphold for every worker (reads of the source, disjoint writes
+// of the destination); the scope joins every worker before the call returns.
+unsafe impl Send for Shared {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    /// The pointer (a method, so closures capture the whole `Shared`, not its raw field).
+    fn get(self) -> *mut u8 {
+        self.0
+    }
+}
+
+/// Packs the whole stream from `src` into `out` on `stream`'s workers (the caller is worker 0);
+/// each worker processes its chunks in order ([`Stream::chunks_of`]).
+///
+/// # Safety
+/// As [`Stream::pack`] for the whole stream.
+pub unsafe fn pack(stream: &Stream<'_>, src: *const u8, out: &mut [u8]) {
+    let total = stream.len();
+    assert!(out.len() >= total, "output too short");
+    let src = Shared(src.cast_mut());
+    let out = Shared(out.as_mut_ptr());
+    run_workers(stream.workers, |w| {
+        for (first, last) in stream.chunks_of(w) {
+            // SAFETY: chunks are disjoint, so each worker writes its own part of `out`, which
+            // is `total` bytes long (checked above); reading `src` is the caller's contract.
+            unsafe {
+                let o = std::slice::from_raw_parts_mut(out.get().add(first), last - first);
+                stream.pack(src.get(), first, last, o)
+            }
+        }
+    });
+}
+
+/// Unpacks the whole stream `input` into `dst` on `stream`'s workers.
+///
+/// # Safety
+/// As [`Stream::unpack`] for the whole stream (the typemap addresses no byte twice).
+pub unsafe fn unpack(stream: &Stream<'_>, input: &[u8], dst: *mut u8) {
+    assert!(input.len() >= stream.len(), "input too short");
+    let dst = Shared(dst);
+    run_workers(stream.workers, |w| {
+        for (first, last) in stream.chunks_of(w) {
+            // SAFETY: the workers' chunks are disjoint ranges (caller's contract covers the rest).
+            unsafe { stream.unpack(dst.get(), first, last, &input[first..last]) }
+        }
+    });
+}
+
+/// Runs `f(0..workers)` on the calling thread and `workers - 1` scoped threads.
+pub fn run_workers(workers: usize, f: impl Fn(usize) + Sync) {
+    std::thread::scope(|s| {
+        for w in 1..workers {
+            let f = &f;
+            s.spawn(move || f(w));
+        }
+        f(0);
+    });
+}
+
+/// Default worker count: the physical cores hwloc reports (1 if it cannot tell).
+pub fn default_workers() -> usize {
+    crate::hw::detect_cpu().map(|c| c.cores.max(1)).unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype::interp;
+    use crate::datatype::testgen::{arb_dl, span};
+    use proptest::prelude::*;
+    use super::Strategy;
+
+    /// Whether the typemap of `count` elements addresses no byte twice.
+    fn disjoint(dl: &DataLoop, count: usize) -> bool {
+        let mut runs = vec![];
+        interp::for_each_run(dl, count, 0, dl.size * count, |o, l| runs.push((o, o + l as i64)));
+        runs.sort();
+        runs.windows(2).all(|w| w[0].1 <= w[1].0)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+        /// Every strategy, 1..4 workers, chunks in random order with duplicates (each worker
+        /// takes its own chunks, so duplicates of a chunk never run concurrently): the packed
+        /// bytes and the unpacked memory equal serial processing.
+        #[test]
+        fn strategies_match_serial(
+            dl in arb_dl(),
+            count in 1usize..5,
+            chunk in 1usize..48,
+            interval_chunks in 1usize..5,
+            workers in 1usize..5,
+            seed in any::<u64>(),
+        ) {
+            let (origin, len) = span(&dl, count);
+            let total = dl.size * count;
+            let src: Vec<u8> = (0..len).map(|i| (i * 13 + 5) as u8).collect();
+            let mut want = vec![0u8; total];
+            // SAFETY: `span` covers the typemap around `origin`.
+            unsafe { interp::pack(&dl, count, src.as_ptr().add(origin), 0, total, &mut want) };
+            let ckpts = Arc::new(Checkpoints::build(&dl, count, chunk * interval_chunks));
+            for strategy in Strategy::ALL {
+                let stream = Stream::new(&dl, count, strategy, chunk, workers, ckpts.clone());
+                let mut got = vec![0u8; total];
+                // SAFETY: as above.
+                unsafe { pack(&stream, src.as_ptr().add(origin), &mut got) };
+                prop_assert_eq!(&got, &want, "{:?} in order", strategy);
+                // In order, RW-CP never catches up and never resets.
+                if strategy == Strategy::RwCp {
+                    let c = stream.counters();
+                    prop_assert_eq!((c.catch_up_bytes, c.resets), (0, 0));
+                }
+
+                // Random order with duplicates, per worker, on a fresh stream.
+                let stream = Stream::new(&dl, count, strategy, chunk, workers, ckpts.clone());
+                let mut rng = seed;
+                let mut next = move || { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; rng };
+                let plans: Vec<Vec<(usize, usize)>> = (0..workers).map(|w| {
+                    let mut v = stream.chunks_of(w);
+                    for i in 0..v.len() {
+                        if next() % 3 == 0 { v.push(v[i]); }
+                    }
+                    for i in (1..v.len()).rev() { v.swap(i, next() as usize % (i + 1)); }
+                    v
+                }).collect();
+                let got = Mutex::new(vec![0u8; total]);
+                let srcp = Shared(src.as_ptr().cast_mut());
+                run_workers(workers, |w| {
+                    for &(a, b) in &plans[w] {
+                        let mut piece = vec![0u8; b - a];
+                        // SAFETY: as above; `src` is only read.
+                        unsafe { stream.pack(srcp.get().add(origin), a, b, &mut piece) };
+                        got.lock().unwrap()[a..b].copy_from_slice(&piece);
+                    }
+                });
+                prop_assert_eq!(&*got.lock().unwrap(), &want, "{:?} shuffled", strategy);
+
+                if disjoint(&dl, count) {
+                    let unpacked = |f: &dyn Fn(*mut u8)| {
+                        let mut dst = vec![0u8; len];
+                        f(dst.as_mut_ptr());
+                        dst
+                    };
+                    // SAFETY: `span` covers the typemap; the typemap is disjoint (checked).
+                    let serial = unpacked(&|d| unsafe { interp::unpack(&dl, count, d.add(origin), 0, total, &want) });
+                    let stream = Stream::new(&dl, count, strategy, chunk, workers, ckpts.clone());
+                    // SAFETY: as above.
+                    let par = unpacked(&|d| unsafe { unpack(&stream, &want, d.add(origin)) });
+                    prop_assert_eq!(&par, &serial, "{:?} unpack", strategy);
+                    let stream = Stream::new(&dl, count, strategy, chunk, workers, ckpts.clone());
+                    let dp = |d: *mut u8| {
+                        let d = Shared(d);
+                        run_workers(workers, |w| {
+                            for &(a, b) in &plans[w] {
+                                // SAFETY: as above; duplicates of a chunk stay on one worker.
+                                unsafe { stream.unpack(d.get().add(origin), a, b, &want[a..b]) };
+                            }
+                        });
+                    };
+                    prop_assert_eq!(&unpacked(&dp), &serial, "{:?} unpack shuffled", strategy);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn counters_show_each_strategy_s_overheads() {
+        let dl = DataLoop::vector(1024, 1, 16, DataLoop::bytes(8));
+        let src = vec![7u8; 16 * 1024];
+        let (chunk, workers) = (512, 2);
+        let ckpts = Arc::new(Checkpoints::build(&dl, 1, 4 * chunk));
+        let run = |s| {
+            let st = Stream::new(&dl, 1, s, chunk, workers, ckpts.clone());
+            let mut out = vec![0u8; st.len()];
+            // SAFETY: `src` covers the 16 KiB extent.
+            unsafe { pack(&st, src.as_ptr(), &mut out) };
+            st.counters()
+        };
+        // 8 KiB stream, 16 chunks, 4 checkpoints.
+        assert_eq!(run(Strategy::RwCp), Counters { catch_up_bytes: 0, resets: 0, copies: 4 });
+        let ro = run(Strategy::RoCp);
+        assert_eq!((ro.copies, ro.catch_up_bytes), (16, 4 * (512 + 1024 + 1536)));
+        // Each worker skips the other's chunk before each of its chunks but worker 0's first.
+        let local = run(Strategy::HpuLocal);
+        assert_eq!(local, Counters { catch_up_bytes: 15 * 512, resets: 0, copies: 2 });
+        // A chunk behind RW-CP's working copy resets it from the master.
+        let st = Stream::new(&dl, 1, Strategy::RwCp, chunk, workers, ckpts.clone());
+        let mut out = vec![0u8; chunk];
+        // SAFETY: as above.
+        unsafe {
+            st.pack(src.as_ptr(), 1024, 1536, &mut out);
+            st.pack(src.as_ptr(), 512, 1024, &mut out);
+        }
+        assert_eq!(st.counters(), Counters { catch_up_bytes: 1024 + 512, resets: 1, copies: 1 });
+    }
+}
