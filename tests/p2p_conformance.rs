@@ -74,9 +74,22 @@ fn conformance(name: &str, exe: &Path) {
                 job.all()
             );
             for (k, v) in &reference {
+                if same_behavior(v, &got[k]) {
+                    continue;
+                }
+                // Some implementation-defined results depend on timing in the bare MPI too (which
+                // request of a Waitall is still pending after a truncation, ...): the shim's
+                // result must then match one of a few more bare runs.
+                let seen: Vec<String> = (0..3)
+                    .map(|_| {
+                        let again = launch(2, exe, &[], None);
+                        assert_ok(name, "bare MPI, 2 ranks, again", &again);
+                        behaviors(name, &again).remove(k).unwrap_or_default()
+                    })
+                    .collect();
                 assert!(
-                    same_behavior(v, &got[k]),
-                    "{name} ({what}): {k}: bare MPI `{v}`, with sluice `{}`\n{}",
+                    seen.iter().any(|b| same_behavior(b, &got[k])),
+                    "{name} ({what}): {k}: bare MPI `{v}` (then {seen:?}), with sluice `{}`\n{}",
                     got[k],
                     job.all()
                 );
