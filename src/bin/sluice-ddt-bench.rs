@@ -409,7 +409,8 @@ fn main() -> ExitCode {
     }
     // SAFETY: singleton init, once, before any other MPI call.
     ok(unsafe { mpi::PMPI_Init(null_mut(), null_mut()) }, "MPI_Init");
-    println!("# sluice-ddt-bench, MPI flavor {FLAVOR}; GB/s of packed bytes, median (best)");
+    let isa = if portable { Isa::Portable } else { Isa::host() };
+    println!("# sluice-ddt-bench, MPI flavor {FLAVOR}, sluice kernels at {isa:?}; GB/s of packed bytes, median (best)");
     println!(
         "{:<11} {:<13} {:>9} | {:>6} {:>13} {:>13} {:>13} {:>6} {:>6} | {:>6} {:>13} {:>13} {:>6} {:>6}",
         "case", "kernel", "bytes", "", "sluice", "mpi", "memcpy", "s/mpi", "s/mcp", "", "sluice", "mpi", "s/mpi", "s/mcp"
