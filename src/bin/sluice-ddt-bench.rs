@@ -8,7 +8,9 @@
 //! anything is timed. Buffers are pre-faulted, every operation is warmed up, then samples of the
 //! five operations are interleaved (the cores are shared: median and best are reported).
 //!
-//! Usage: sluice-ddt-bench [--csv FILE] [--case-ms MS] [--sample-us US] [--cases a,b,...]
+//! Usage: sluice-ddt-bench [--csv FILE] [--case-ms MS] [--sample-us US] [--cases a,b,...] [--portable]
+//! (`--portable`: run sluice's kernels at the baseline instruction-set level instead of the
+//! best one this CPU has, to compare the two.)
 //! Prints a table; with --csv also writes one row per (case, direction, engine).
 
 use std::ffi::c_int;
@@ -19,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use sluice::datatype::compiled::CompiledType;
 use sluice::datatype::decode::decode;
+use sluice::datatype::kernel::Isa;
 use sluice::ffi::consts as k;
 use sluice::ffi::mpi::{self, MPI_Aint, MPI_Datatype};
 use sluice::ffi::FLAVOR;
@@ -265,7 +268,7 @@ struct Row {
     results: Vec<(&'static str, &'static str, f64, f64, usize)>,
 }
 
-fn run_case(name: &str, case_time: Duration, sample: Duration) -> Row {
+fn run_case(name: &str, case_time: Duration, sample: Duration, portable: bool) -> Row {
     let (t, count) = build(name);
     let dl = match decode(t) {
         Ok(dl) => dl,
@@ -274,7 +277,10 @@ fn run_case(name: &str, case_time: Duration, sample: Duration) -> Row {
             std::process::exit(1);
         }
     };
-    let ct = CompiledType::new(&dl);
+    let mut ct = CompiledType::new(&dl);
+    if portable {
+        ct = ct.with_isa(Isa::Portable);
+    }
     let total = ct.size() * count;
     let (origin, len) = span(dl.true_lb, dl.true_ub, dl.extent, count);
     // Pre-faulted (written) buffers with a non-trivial pattern, at fixed offsets from a page
@@ -381,6 +387,7 @@ fn main() -> ExitCode {
     let mut case_ms = 2500u64;
     let mut sample_us = 2000u64;
     let mut cases: Vec<String> = CASES.iter().map(|s| s.to_string()).collect();
+    let mut portable = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().unwrap_or_else(|| panic!("{a} needs a value"));
@@ -389,8 +396,9 @@ fn main() -> ExitCode {
             "--case-ms" => case_ms = val().parse().expect("--case-ms: integer"),
             "--sample-us" => sample_us = val().parse().expect("--sample-us: integer"),
             "--cases" => cases = val().split(',').map(str::to_string).collect(),
+            "--portable" => portable = true,
             "-h" | "--help" => {
-                println!("Usage: sluice-ddt-bench [--csv FILE] [--case-ms MS] [--sample-us US] [--cases a,b,...]");
+                println!("Usage: sluice-ddt-bench [--csv FILE] [--case-ms MS] [--sample-us US] [--cases a,b,...] [--portable]");
                 return ExitCode::SUCCESS;
             }
             other => {
@@ -401,14 +409,15 @@ fn main() -> ExitCode {
     }
     // SAFETY: singleton init, once, before any other MPI call.
     ok(unsafe { mpi::PMPI_Init(null_mut(), null_mut()) }, "MPI_Init");
-    println!("# sluice-ddt-bench, MPI flavor {FLAVOR}; GB/s of packed bytes, median (best)");
+    let isa = if portable { Isa::Portable } else { Isa::host() };
+    println!("# sluice-ddt-bench, MPI flavor {FLAVOR}, sluice kernels at {isa:?}; GB/s of packed bytes, median (best)");
     println!(
         "{:<11} {:<13} {:>9} | {:>6} {:>13} {:>13} {:>13} {:>6} {:>6} | {:>6} {:>13} {:>13} {:>6} {:>6}",
         "case", "kernel", "bytes", "", "sluice", "mpi", "memcpy", "s/mpi", "s/mcp", "", "sluice", "mpi", "s/mpi", "s/mcp"
     );
     let mut rows = vec![];
     for c in &cases {
-        let row = run_case(c, Duration::from_millis(case_ms), Duration::from_micros(sample_us));
+        let row = run_case(c, Duration::from_millis(case_ms), Duration::from_micros(sample_us), portable);
         let g = |d: &str, e: &str| row.results.iter().find(|r| r.1 == e && r.0 == d).map(|r| (r.2, r.3)).unwrap();
         let (sp, mp, cp) = (g("pack", "sluice"), g("pack", "mpi"), g("pack", "memcpy"));
         let (su, mu) = (g("unpack", "sluice"), g("unpack", "mpi"));

@@ -6,7 +6,7 @@
 
 use super::interp;
 use super::ir::DataLoop;
-use super::kernel::{self, Kernel};
+use super::kernel::{self, Isa, Kernel};
 use super::normalize::normalize;
 
 /// A datatype ready to pack and unpack whole elements or any byte range of its stream.
@@ -14,6 +14,8 @@ use super::normalize::normalize;
 pub struct CompiledType {
     dl: DataLoop,
     kernel: Kernel,
+    /// The instruction-set level the kernel runs at on this CPU, detected once per type.
+    isa: Isa,
 }
 
 impl CompiledType {
@@ -21,12 +23,25 @@ impl CompiledType {
     pub fn new(dl: &DataLoop) -> Self {
         let dl = normalize(dl);
         let kernel = kernel::compile(&dl);
-        CompiledType { dl, kernel }
+        CompiledType { dl, kernel, isa: Isa::host() }
+    }
+
+    /// The same type run at instruction-set level `isa` instead of the best one (benchmarks
+    /// compare levels with it). Panics when this CPU does not run `isa`.
+    pub fn with_isa(mut self, isa: Isa) -> Self {
+        assert!(Isa::available().contains(&isa), "this CPU does not run {isa:?}");
+        self.isa = isa;
+        self
     }
 
     /// The kernel chosen for this type.
     pub fn kernel(&self) -> &Kernel {
         &self.kernel
+    }
+
+    /// The instruction-set level the kernel runs at.
+    pub fn isa(&self) -> Isa {
+        self.isa
     }
 
     /// The normalized dataloop.
@@ -51,9 +66,9 @@ impl CompiledType {
             // SAFETY: forwarded contract.
             return unsafe { interp::pack(&self.dl, count, src, 0, n, out) };
         }
-        // SAFETY: forwarded contract; `out` holds the `n` stream bytes (checked above). The
-        // kernel only reads through `src` when packing.
-        unsafe { self.kernel.run::<true>(&self.dl, src.cast_mut(), count, out.as_mut_ptr()) }
+        // SAFETY: forwarded contract; `out` holds the `n` stream bytes (checked above); `isa` is
+        // this CPU's (detected in `new`). The kernel only reads through `src` when packing.
+        unsafe { self.kernel.run::<true>(self.isa, &self.dl, src.cast_mut(), count, out.as_mut_ptr()) }
     }
 
     /// Unpacks `input[..count * size]` into `count` elements at `dst`.
@@ -68,8 +83,9 @@ impl CompiledType {
             // SAFETY: forwarded contract.
             return unsafe { interp::unpack(&self.dl, count, dst, 0, n, input) };
         }
-        // SAFETY: forwarded contract; `input` holds the `n` stream bytes (checked above). The
-        // kernel only reads through the buffer pointer when unpacking.
-        unsafe { self.kernel.run::<false>(&self.dl, dst, count, input.as_ptr().cast_mut()) }
+        // SAFETY: forwarded contract; `input` holds the `n` stream bytes (checked above); `isa` is
+        // this CPU's (detected in `new`). The kernel only reads through the buffer pointer
+        // when unpacking.
+        unsafe { self.kernel.run::<false>(self.isa, &self.dl, dst, count, input.as_ptr().cast_mut()) }
     }
 }

@@ -1,0 +1,92 @@
+//! Block copies and prefetches shared by all kernels. Everything here is `#[inline(always)]`:
+//! it is compiled into each instruction-set instantiation of the kernels ([`super::isa`]), so
+//! the same `[u8; N]` move becomes 16-byte moves in the portable build and 32-byte ones in the
+//! AVX2 one.
+
+/// Copies exactly `N` bytes with one unaligned load and store of `[u8; N]`.
+///
+/// # Safety
+/// `src..src+N` readable, `dst..dst+N` writable, the two do not overlap.
+#[inline(always)]
+pub(super) unsafe fn mv<const N: usize>(dst: *mut u8, src: *const u8) {
+    // SAFETY: caller's contract; `[u8; N]` has alignment 1 and unaligned access is used anyway.
+    unsafe { std::ptr::write_unaligned(dst.cast::<[u8; N]>(), std::ptr::read_unaligned(src.cast::<[u8; N]>())) }
+}
+
+/// Copies `len` bytes: two overlapping moves up to 64 bytes, `memcpy` above.
+///
+/// # Safety
+/// As [`mv`] for `len` bytes.
+#[inline(always)]
+unsafe fn copy_var(dst: *mut u8, src: *const u8, len: usize) {
+    // SAFETY: (all moves) each covers a sub-range of `[0, len)` of both buffers, because each
+    // branch only runs when `len` is at least the move's width.
+    unsafe {
+        if len <= 16 {
+            if len >= 8 {
+                mv::<8>(dst, src);
+                mv::<8>(dst.add(len - 8), src.add(len - 8));
+            } else if len >= 4 {
+                mv::<4>(dst, src);
+                mv::<4>(dst.add(len - 4), src.add(len - 4));
+            } else if len >= 2 {
+                mv::<2>(dst, src);
+                mv::<2>(dst.add(len - 2), src.add(len - 2));
+            } else if len == 1 {
+                *dst = *src;
+            }
+        } else if len <= 32 {
+            mv::<16>(dst, src);
+            mv::<16>(dst.add(len - 16), src.add(len - 16));
+        } else if len <= 64 {
+            mv::<32>(dst, src);
+            mv::<32>(dst.add(len - 32), src.add(len - 32));
+        } else {
+            std::ptr::copy_nonoverlapping(src, dst, len);
+        }
+    }
+}
+
+/// Moves one block between the user's memory `mem` and the packed buffer `buf`: `N` bytes
+/// (`N > 0`) or `len` bytes (`N == 0`); memory to buffer when `PACK`, else the reverse.
+///
+/// # Safety
+/// `mem..mem+len` and `buf..buf+len` valid for the access (`PACK`: read mem, write buf; else the
+/// reverse), not overlapping; `len == N` when `N > 0`.
+#[inline(always)]
+pub(super) unsafe fn xfer<const N: usize, const PACK: bool>(mem: *mut u8, buf: *mut u8, len: usize) {
+    let (dst, src) = if PACK { (buf, mem as *const u8) } else { (mem, buf as *const u8) };
+    // SAFETY: caller's contract.
+    unsafe {
+        if N == 0 {
+            copy_var(dst, src, len)
+        } else {
+            mv::<N>(dst, src)
+        }
+    }
+}
+
+/// Asks the cache for the line holding `p`, for reading.
+#[inline(always)]
+pub(super) fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults and has no architectural effect,
+    // whatever the address (SSE, which provides it, is part of the x86_64 baseline).
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Asks L2 (not L1) for the line holding `p`, for reading.
+#[inline(always)]
+pub(super) fn prefetch_l2(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as in [`prefetch`].
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T2 }>(p.cast())
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}

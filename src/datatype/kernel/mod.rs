@@ -1,0 +1,280 @@
+//! Specialized pack/unpack kernels, chosen once per type by [`compile`] after normalization
+//! (the "specialized handlers" of sPIN, sec. 3.2.3), with the interpreter as the fallback.
+//!
+//! - [`Kernel::Strided`]: nested strided loops around one contiguous block. Zero levels is a
+//!   contiguous type (one copy per element, or one copy overall when extent == size); one level
+//!   is a vector; two and three levels are nested vectors (subarray faces, milc, wrf, lu). The
+//!   element loop (`count` elements, `extent` apart) is one more level, merged with the type's
+//!   outermost one when they tile (contiguous-extent elements fold into a bigger stride loop).
+//!   Two levels where each element is a column (outer level steps through adjacent blocks,
+//!   inner stride >= 1 KiB, like an FFT transpose) run in tiles that read a line at a time.
+//!   Rows with strides of 128 B to 4 KiB prefetch ahead (48 blocks into L1, or 96 into L2 for
+//!   sparse rows). With AVX2, 8-byte blocks 16 bytes apart pack with vector compaction.
+//! - [`Kernel::BlockIndexed`]: an offset table, each entry the origin of a strided kernel.
+//! - [`Kernel::SmallRuns`]: up to 16 disjoint runs of at most 64 bytes per element, elements
+//!   disjoint (an array of structs): each run is one or two fixed-width moves, run over a tile
+//!   of 64 elements as a strided loop, so there is no length dispatch per run.
+//! - [`Kernel::Indexed`]: a table of `(offset, len)` runs per element (indexed types, and any
+//!   type with at most [`MAX_RUNS`] runs per element).
+//! - [`Kernel::Interp`]: everything else.
+//!
+//! The kernels produce exactly the interpreter's bytes, also for negative strides and typemaps
+//! that address a byte twice (unpack: last wins): they walk the stream in typemap order, except
+//! the transpose and small-runs kernels, which are only chosen when no two blocks they reorder
+//! overlap. Blocks of 1, 2, 4, 8, 12, 16, 24, 32, 40, 48 and 64 bytes get their own
+//! monomorphized loop that copies a `[u8; N]` with unaligned loads and stores (plain moves, no
+//! `memcpy` call); other blocks up to 64 bytes use two overlapping moves, larger ones `memcpy`.
+//!
+//! The loops are compiled once per instruction-set level ([`Isa`]: the build's baseline, and
+//! AVX2 on x86_64, chosen at run time per type) and direction. Files: `strided.rs` (strided and
+//! block-indexed), `transpose.rs`, `small_runs.rs`, `copy.rs` (block moves, prefetch),
+//! `isa.rs` (levels and their vector paths), `exec.rs` ([`Kernel::run`], the per-level entry
+//! points), `tests.rs` (every kernel and level against the interpreter).
+
+mod copy;
+mod exec;
+mod isa;
+mod small_runs;
+mod strided;
+mod transpose;
+#[cfg(test)]
+mod tests;
+
+pub use isa::Isa;
+pub use small_runs::MOVE_WIDTHS;
+
+use super::interp;
+use super::ir::{DataLoop, Kind};
+use small_runs::small_runs;
+
+/// Most `(offset, len)` runs per element the [`Kernel::Indexed`] table holds (16 B each).
+pub const MAX_RUNS: usize = 1 << 16;
+
+/// Most loop levels of a [`Strided`] kernel, the element loop included.
+pub const MAX_LEVELS: usize = 8;
+
+/// One loop level: `count` iterations `stride` bytes apart.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Level {
+    pub count: usize,
+    pub stride: i64,
+}
+
+/// Nested strided loops around a contiguous block: the blocks of `block` bytes sit at
+/// `off + sum(i_l * levels[l].stride)`, `i_l < levels[l].count`, outermost level first, in
+/// stream order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Strided {
+    pub off: i64,
+    pub block: usize,
+    depth: usize,
+    lv: [Level; MAX_LEVELS],
+}
+
+impl Strided {
+    fn new(off: i64, block: usize) -> Self {
+        Strided { off, block, depth: 0, lv: [Level::default(); MAX_LEVELS] }
+    }
+
+    /// The loop levels, outermost first.
+    pub fn levels(&self) -> &[Level] {
+        &self.lv[..self.depth]
+    }
+
+    /// Adds an outer level; false when full.
+    fn push_outer(&mut self, l: Level) -> bool {
+        if self.depth == MAX_LEVELS {
+            return false;
+        }
+        self.lv.copy_within(0..self.depth, 1);
+        self.lv[0] = l;
+        self.depth += 1;
+        true
+    }
+
+    fn remove(&mut self, i: usize) {
+        self.lv.copy_within(i + 1..self.depth, i);
+        self.depth -= 1;
+    }
+
+    /// Drops one-iteration levels, folds an innermost level that tiles the block into the block
+    /// and merges adjacent levels that tile (`outer.stride == inner.count * inner.stride`).
+    /// None of this changes the sequence of block addresses.
+    fn simplify(&mut self) {
+        let mut i = 0;
+        while i < self.depth {
+            if self.lv[i].count == 1 {
+                self.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        loop {
+            if let Some(l) = self.levels().last().copied() {
+                if l.stride == self.block as i64 {
+                    self.block *= l.count;
+                    self.depth -= 1;
+                    continue;
+                }
+            }
+            let Some(i) = (1..self.depth).find(|&i| self.lv[i - 1].stride == self.lv[i].count as i64 * self.lv[i].stride)
+            else {
+                break;
+            };
+            self.lv[i].count *= self.lv[i - 1].count;
+            self.remove(i - 1);
+        }
+    }
+
+    /// This kernel for `count` elements `extent` apart (the element loop as a level).
+    fn for_count(&self, count: usize, extent: i64) -> Option<Strided> {
+        let mut s = *self;
+        if count != 1 {
+            if !s.push_outer(Level { count, stride: extent }) {
+                return None;
+            }
+            s.simplify();
+        }
+        Some(s)
+    }
+}
+
+/// The kernel chosen for a (normalized) type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kernel {
+    /// Nested strided loops around a contiguous block (no levels: a contiguous type).
+    Strided(Strided),
+    /// The blocks of `inner` at each displacement of the table, in table order.
+    BlockIndexed { displs: Vec<i64>, inner: Strided },
+    /// The memory runs `(offset, len)` of one element, in stream order.
+    Indexed { runs: Vec<(i64, usize)> },
+    /// A few short, disjoint runs per element, elements disjoint too (an array of structs):
+    /// fixed-width moves `(width index into MOVE_WIDTHS, memory offset, buffer offset)`, each
+    /// run over a tile of elements as one strided loop of plain moves.
+    SmallRuns { moves: Vec<(usize, i64, usize)> },
+    /// The general interpreter.
+    Interp,
+}
+
+impl Kernel {
+    /// A short name for reports: contig, strided-1..3, strided-n, block-indexed, indexed, interp.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kernel::Strided(s) => match s.depth {
+                0 => "contig",
+                1 => "strided-1",
+                2 => "strided-2",
+                3 => "strided-3",
+                _ => "strided-n",
+            },
+            Kernel::BlockIndexed { .. } => "block-indexed",
+            Kernel::Indexed { .. } => "indexed",
+            Kernel::SmallRuns { .. } => "small-runs",
+            Kernel::Interp => "interp",
+        }
+    }
+}
+
+impl Kernel {
+    /// The smallest contiguous block the kernel copies for `count` elements (`None`: interp).
+    pub fn min_block(&self, count: usize, extent: i64) -> Option<usize> {
+        match self {
+            Kernel::Strided(s) => Some(s.for_count(count, extent).unwrap_or(*s).block),
+            Kernel::BlockIndexed { inner, .. } => Some(inner.block),
+            Kernel::Indexed { runs } => runs.iter().map(|r| r.1).min(),
+            Kernel::SmallRuns { moves } => moves.iter().map(|m| MOVE_WIDTHS[m.0]).min(),
+            Kernel::Interp => None,
+        }
+    }
+}
+
+/// Flattens a chain of single-child nodes (contig, vector, one-block indexed/struct) down to a
+/// contiguous node into nested loops; `None` when the chain branches or is too deep.
+fn chain(dl: &DataLoop, off: i64, levels: &mut Vec<Level>) -> Option<Strided> {
+    if dl.contiguous {
+        let mut s = Strided::new(off + dl.true_lb, dl.size);
+        for &l in levels.iter().rev() {
+            if !s.push_outer(l) {
+                return None;
+            }
+        }
+        s.simplify();
+        // Leave room for the element loop.
+        return (s.depth < MAX_LEVELS).then_some(s);
+    }
+    match &dl.kind {
+        Kind::Contig { count, child } => {
+            levels.push(Level { count: *count, stride: child.extent });
+            chain(child, off, levels)
+        }
+        Kind::Vector { count, blocklen, stride_bytes, child } => {
+            levels.push(Level { count: *count, stride: *stride_bytes });
+            levels.push(Level { count: *blocklen, stride: child.extent });
+            chain(child, off, levels)
+        }
+        _ if dl.nblocks() == 1 => {
+            let (d, bl, c) = dl.block(0);
+            levels.push(Level { count: bl, stride: c.extent });
+            chain(c, off + d, levels)
+        }
+        _ => None,
+    }
+}
+
+/// Number of memory runs of one element, or some number above `limit`.
+fn nruns(dl: &DataLoop, limit: usize) -> usize {
+    if dl.size == 0 {
+        return 0;
+    }
+    if dl.contiguous {
+        return 1;
+    }
+    let per_block = |bl: usize, c: &DataLoop| {
+        if DataLoop::block_contiguous(bl, c) {
+            1
+        } else {
+            bl.saturating_mul(nruns(c, limit))
+        }
+    };
+    match &dl.kind {
+        Kind::Vector { count, blocklen, child, .. } => count.saturating_mul(per_block(*blocklen, child)),
+        _ => {
+            let mut n = 0usize;
+            for i in 0..dl.nblocks() {
+                let (_, bl, c) = dl.block(i);
+                if bl > 0 && c.size > 0 {
+                    n = n.saturating_add(per_block(bl, c));
+                }
+                if n > limit {
+                    break;
+                }
+            }
+            n
+        }
+    }
+}
+
+/// Picks the kernel for a normalized type.
+pub fn compile(dl: &DataLoop) -> Kernel {
+    if dl.size == 0 {
+        return Kernel::Interp;
+    }
+    if let Some(s) = chain(dl, 0, &mut Vec::new()) {
+        return Kernel::Strided(s);
+    }
+    if let Kind::BlockIndexed { blocklen, displs_bytes, child } = &dl.kind {
+        if let Some(inner) = chain(child, 0, &mut vec![Level { count: *blocklen, stride: child.extent }]) {
+            return Kernel::BlockIndexed { displs: displs_bytes.clone(), inner };
+        }
+    }
+    if nruns(dl, MAX_RUNS) <= MAX_RUNS {
+        let mut runs: Vec<(i64, usize)> = Vec::new();
+        interp::for_each_run(dl, 1, 0, dl.size, |o, l| match runs.last_mut() {
+            Some((lo, ll)) if *lo + *ll as i64 == o => *ll += l,
+            _ => runs.push((o, l)),
+        });
+        let disjoint_elements = dl.true_ub - dl.true_lb <= dl.extent.abs();
+        return disjoint_elements.then(|| small_runs(&runs)).flatten().unwrap_or(Kernel::Indexed { runs });
+    }
+    Kernel::Interp
+}

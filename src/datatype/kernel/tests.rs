@@ -1,0 +1,238 @@
+//! Kernels against the interpreter, byte for byte, at every instruction-set level the CPU has.
+
+use super::transpose::transposable;
+use super::*;
+use crate::datatype::normalize::normalize;
+use crate::datatype::testgen::{arb_dl, span};
+use proptest::prelude::*;
+
+fn b(n: usize) -> DataLoop {
+    DataLoop::bytes(n)
+}
+
+/// Checks the kernel of `dl` against the interpreter for `count` elements, pack and unpack, at
+/// every instruction-set level this CPU runs (the portable one always).
+fn check(dl: &DataLoop, count: usize) -> Result<(), TestCaseError> {
+    let n = normalize(dl);
+    let k = compile(&n);
+    let (origin, len) = span(&n, count);
+    let total = n.size * count;
+    let src: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+    let mut want = vec![0u8; total];
+    // SAFETY: `span` covers the typemap of `count` elements around `origin`; the output
+    // holds the packed size.
+    unsafe { interp::pack(dl, count, src.as_ptr().add(origin), 0, total, &mut want) };
+    let stream: Vec<u8> = (0..total).map(|i| (i * 13 + 1) as u8).collect();
+    let mut a = vec![0xAAu8; len];
+    // SAFETY: as above, for writing.
+    unsafe { interp::unpack(dl, count, a.as_mut_ptr().add(origin), 0, total, &stream) };
+    for isa in Isa::available() {
+        let mut got = vec![0u8; total];
+        // SAFETY: as above; `isa` is one this CPU runs.
+        unsafe { k.run::<true>(isa, &n, src.as_ptr().add(origin).cast_mut(), count, got.as_mut_ptr()) };
+        prop_assert_eq!(&got, &want, "pack, kernel {:?}, {:?}", k, isa);
+        let mut bb = vec![0xAAu8; len];
+        // SAFETY: as above, for writing.
+        unsafe { k.run::<false>(isa, &n, bb.as_mut_ptr().add(origin), count, stream.as_ptr().cast_mut()) };
+        prop_assert_eq!(&bb, &a, "unpack, kernel {:?}, {:?}", k, isa);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn kernels_match_interpreter(dl in arb_dl(), count in 0usize..5) {
+        check(&dl, count)?;
+    }
+}
+
+fn kernel_of(dl: &DataLoop) -> Kernel {
+    compile(&normalize(dl))
+}
+
+#[test]
+fn picks_contig() {
+    let k = kernel_of(&DataLoop::contig(10, b(8)));
+    assert_eq!(k.name(), "contig");
+    let r = kernel_of(&b(8).resized(0, 16));
+    assert_eq!(r.name(), "contig");
+    // Two elements of a padded run are a one-level stride loop.
+    let Kernel::Strided(s) = r else { panic!() };
+    assert_eq!(s.for_count(5, 16).unwrap().levels(), &[Level { count: 5, stride: 16 }]);
+    // Elements of a dense type fold into one block.
+    let Kernel::Strided(s) = kernel_of(&b(8)) else { panic!() };
+    let s = s.for_count(5, 8).unwrap();
+    assert_eq!((s.levels().len(), s.block), (0, 40));
+}
+
+#[test]
+fn picks_strided() {
+    assert_eq!(kernel_of(&DataLoop::vector(8, 2, 64, b(8))).name(), "strided-1");
+    let face = DataLoop::block_indexed(1, vec![0], DataLoop::vector(4, 1, 4096, DataLoop::vector(16, 1, 64, b(8))));
+    assert_eq!(kernel_of(&face).name(), "strided-2");
+    let three = DataLoop::contig(3, DataLoop::vector(4, 1, -4096, DataLoop::vector(16, 1, 64, b(8))).resized(0, 99999));
+    assert_eq!(kernel_of(&three).name(), "strided-3");
+    // Tiling levels merge: a vector of vectors that is itself a plain vector.
+    let Kernel::Strided(s) = kernel_of(&DataLoop::vector(4, 1, 16 * 32, DataLoop::vector(16, 1, 32, b(8)))) else {
+        panic!()
+    };
+    assert_eq!((s.levels(), s.block), (&[Level { count: 64, stride: 32 }][..], 8));
+}
+
+#[test]
+fn picks_tables() {
+    let bi = kernel_of(&DataLoop::block_indexed(3, vec![0, 100, 40], b(4)));
+    assert_eq!(bi.name(), "block-indexed");
+    let Kernel::BlockIndexed { inner, .. } = bi else { panic!() };
+    assert_eq!((inner.block, inner.levels().len()), (12, 0));
+    assert_eq!(kernel_of(&DataLoop::indexed(vec![1, 3, 2], vec![0, 100, 40], b(4))).name(), "small-runs");
+    assert_eq!(kernel_of(&DataLoop::indexed(vec![1, 30, 2], vec![0, 100, 400], b(4))).name(), "indexed");
+    let s = DataLoop::structure(vec![1, 1, 5], vec![0, 8, 16], vec![b(4), b(8), b(1)]).resized(0, 24);
+    let k = kernel_of(&s);
+    assert_eq!(k, Kernel::SmallRuns { moves: vec![(2, 0, 0), (3, 8, 4), (3, 13, 9)] });
+    // Overlapping runs keep the ordered table.
+    let o = DataLoop::indexed(vec![2, 1], vec![0, 4], b(4));
+    assert_eq!(kernel_of(&o).name(), "indexed");
+}
+
+#[test]
+fn small_runs_in_tiles() {
+    let s = DataLoop::structure(vec![1, 1, 5], vec![0, 8, 16], vec![b(4), b(8), b(1)]).resized(0, 24);
+    let odd = DataLoop::structure(vec![3, 1, 1], vec![40, 0, 20], vec![b(1), b(13), b(7)]);
+    for dl in [s.clone(), s.resized(0, -24), odd.clone(), odd.resized(-8, 60)] {
+        assert_eq!(kernel_of(&dl).name(), "small-runs");
+        for count in [1, 63, 64, 65, 200] {
+            check(&dl, count).unwrap();
+        }
+    }
+    // Elements that overlap keep the ordered table.
+    let tight = DataLoop::structure(vec![1, 1], vec![0, 8], vec![b(4), b(2)]).resized(0, 6);
+    assert_eq!(kernel_of(&tight).name(), "indexed");
+    check(&tight, 100).unwrap();
+}
+
+#[test]
+fn negative_strides() {
+    for dl in [
+        DataLoop::vector(5, 1, -24, b(8)),
+        DataLoop::vector(3, 2, -100, DataLoop::vector(4, 1, -16, b(12))),
+        DataLoop::block_indexed(2, vec![-40, 0, -200], DataLoop::vector(3, 1, -32, b(16))),
+    ] {
+        for count in 0..4 {
+            check(&dl, count).unwrap();
+            check(&dl.clone().resized(-50, -300), count).unwrap();
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Columns of a matrix resized to one block (FFT transpose), some overlapping.
+    #[test]
+    fn transpose_matches_interpreter(
+        blk in prop_oneof![Just(1usize), Just(4), Just(8), Just(12), Just(16), Just(24), Just(32), 1usize..40],
+        rows in 1usize..40,
+        stride in prop_oneof![1000i64..1100, -1100i64..-1000, 2048i64..2049],
+        count in 0usize..200,
+    ) {
+        let col = DataLoop::vector(rows, 1, stride, b(blk)).resized(0, blk as i64);
+        check(&col, count)?;
+    }
+}
+
+#[test]
+fn transpose_is_used_for_fft_columns() {
+    let col = DataLoop::vector(64, 1, 64 * 16, b(16)).resized(0, 16);
+    let Kernel::Strided(s) = kernel_of(&col) else { panic!() };
+    let s = s.for_count(64, 16).unwrap();
+    assert!(transposable(s.levels()[0], s.levels()[1], s.block));
+    check(&col, 64).unwrap();
+    // 65 columns overlap the next row: not transposable, still correct.
+    let s2 = Strided { lv: [Level { count: 65, stride: 16 }, Level { count: 64, stride: 1024 }, Level::default(), Level::default(), Level::default(), Level::default(), Level::default(), Level::default()], depth: 2, off: 0, block: 16 };
+    assert!(!transposable(s2.levels()[0], s2.levels()[1], 16));
+    check(&col, 65).unwrap();
+}
+
+#[test]
+fn all_block_sizes() {
+    for blk in 1..=130 {
+        for dl in [
+            DataLoop::vector(7, 1, blk as i64 + 5, b(blk)),
+            DataLoop::vector(3, 1, 3 * (blk as i64 + 3), DataLoop::vector(2, 1, blk as i64 + 3, b(blk))),
+            DataLoop::block_indexed(1, vec![0, 3 * blk as i64, blk as i64 + 1], b(blk)),
+            DataLoop::indexed(vec![1, 2], vec![0, 3 * blk as i64], b(blk)),
+        ] {
+            for count in [1, 3] {
+                check(&dl, count).unwrap();
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Columns of a two-column matrix of 8-byte values (the AVX2 compaction path), alone, as
+    /// the inner level of a nested vector and resized, over group boundaries.
+    #[test]
+    fn alternate_8_matches_interpreter(n in 0usize..70, outer in 1usize..4, gap in 0i64..3, count in 0usize..3) {
+        let col = DataLoop::vector(n, 1, 16, b(8));
+        check(&col, count)?;
+        let nested = DataLoop::vector(outer, 1, (n as i64 + gap) * 16, DataLoop::vector(n, 1, 16, b(8)));
+        check(&nested, count)?;
+        check(&DataLoop::vector(n, 1, 2, DataLoop::contig(1, b(8)).resized(0, 8)), count)?;
+    }
+}
+
+/// The compaction path never reads past the last block: the column ends at a page followed by
+/// an inaccessible one (a read there would fault).
+#[test]
+fn alternate_8_stays_inside_the_typemap() {
+    const PAGE: usize = 4096;
+    // SAFETY: a fresh anonymous mapping of two pages, the second then made inaccessible; both
+    // calls are checked and the mapping is unmapped at the end.
+    let base = unsafe {
+        let p = libc::mmap(std::ptr::null_mut(), 2 * PAGE, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+        assert_ne!(p, libc::MAP_FAILED);
+        assert_eq!(libc::mprotect(p.cast::<u8>().add(PAGE).cast(), PAGE, libc::PROT_NONE), 0);
+        p.cast::<u8>()
+    };
+    for n in [9usize, 16, 17, 64, 255] {
+        let dl = DataLoop::vector(n, 1, 16, b(8));
+        let nd = normalize(&dl);
+        let k = compile(&nd);
+        // The last block is the page's last 8 bytes.
+        let start = PAGE - 8 - 16 * (n - 1);
+        // SAFETY: the column lies in the first (accessible) page.
+        let mem = unsafe { base.add(start) };
+        for i in 0..PAGE - start {
+            // SAFETY: inside the first page.
+            unsafe { *mem.add(i) = i as u8 };
+        }
+        let mut want = vec![0u8; 8 * n];
+        // SAFETY: the typemap of one element is inside the first page; `want` holds its size.
+        unsafe { interp::pack(&dl, 1, mem, 0, 8 * n, &mut want) };
+        for isa in Isa::available() {
+            let mut got = vec![0u8; 8 * n];
+            // SAFETY: as above; `isa` runs on this CPU.
+            unsafe { k.run::<true>(isa, &nd, mem, 1, got.as_mut_ptr()) };
+            assert_eq!(got, want, "n {n}, {isa:?}");
+        }
+    }
+    // SAFETY: the mapping made above, no longer used.
+    assert_eq!(unsafe { libc::munmap(base.cast(), 2 * PAGE) }, 0);
+}
+
+#[test]
+fn every_level_is_tested() {
+    let levels = Isa::available();
+    assert_eq!(levels[0], Isa::Portable);
+    assert!(levels.contains(&Isa::host()));
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        assert!(levels.contains(&Isa::Avx2));
+    }
+}
