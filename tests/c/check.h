@@ -528,5 +528,19 @@ static CONF_UNUSED int conf_comms(conf_comm *out, MPI_Comm *dup, MPI_Comm *split
     out[2] = conf_comm_make(*split, "split", 3, 0);
     return 3;
 }
+
+/* The common start of a conformance program (after MPI_Init): names it, requires 2 ranks,
+ * builds the communicators (world, dup, split) and the type catalog; returns how many
+ * communicators `cs` holds. */
+static CONF_UNUSED int conf_begin(const char *name, conf_comm *cs, MPI_Comm *dup, MPI_Comm *split) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &conf_rank);
+    conf_name = name;
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size < 2) conf_die(__FILE__, __LINE__, "needs at least 2 ranks");
+    int nc = conf_comms(cs, dup, split);
+    conf_types_init();
+    return nc;
+}
 #endif /* SLUICE_P2P_CONF */
 #endif

@@ -437,15 +437,9 @@ static void truncation(conf_comm *c) {
 
 int main(int argc, char **argv) {
     MPI_OK(MPI_Init(&argc, &argv));
-    MPI_Comm_rank(MPI_COMM_WORLD, &conf_rank);
-    conf_name = "p2p_conf_basic";
-    int size;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size < 2) conf_die(__FILE__, __LINE__, "needs at least 2 ranks");
     conf_comm cs[3];
     MPI_Comm dup, split;
-    int nc = conf_comms(cs, &dup, &split);
-    conf_types_init();
+    int nc = conf_begin("p2p_conf_basic", cs, &dup, &split);
     char *bbuf = conf_malloc(BSEND_BYTES + MPI_BSEND_OVERHEAD * 64);
     MPI_OK(MPI_Buffer_attach(bbuf, BSEND_BYTES + MPI_BSEND_OVERHEAD * 64));
     for (int i = 0; i < nc; i++) {

@@ -191,15 +191,9 @@ static void nothing_and_proc_null(conf_comm *c) {
 
 int main(int argc, char **argv) {
     MPI_OK(MPI_Init(&argc, &argv));
-    MPI_Comm_rank(MPI_COMM_WORLD, &conf_rank);
-    conf_name = "p2p_conf_probe";
-    int size;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size < 2) conf_die(__FILE__, __LINE__, "needs at least 2 ranks");
     conf_comm cs[3];
     MPI_Comm dup, split;
-    int nc = conf_comms(cs, &dup, &split);
-    conf_types_init();
+    int nc = conf_begin("p2p_conf_probe", cs, &dup, &split);
     for (int i = 0; i < nc; i++) {
         for (int how = 0; how < 6; how++)
             for (int k = 0; k < NSPECS; k++)

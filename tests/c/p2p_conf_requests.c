@@ -464,15 +464,9 @@ static void sendrecv(conf_comm *c) {
 
 int main(int argc, char **argv) {
     MPI_OK(MPI_Init(&argc, &argv));
-    MPI_Comm_rank(MPI_COMM_WORLD, &conf_rank);
-    conf_name = "p2p_conf_requests";
-    int size;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size < 2) conf_die(__FILE__, __LINE__, "needs at least 2 ranks");
     conf_comm cs[3];
     MPI_Comm dup, split;
-    int nc = conf_comms(cs, &dup, &split);
-    conf_types_init();
+    int nc = conf_begin("p2p_conf_requests", cs, &dup, &split);
     int bsize = (1 << 20) + 16 * MPI_BSEND_OVERHEAD;
     char *bbuf = conf_malloc(bsize);
     MPI_OK(MPI_Buffer_attach(bbuf, bsize));
