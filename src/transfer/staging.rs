@@ -18,6 +18,7 @@
 //! will be backed by the registration manager (pinned buckets) later; it is a few lines over
 //! `Vec`.
 
+use std::cell::Cell;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -178,8 +179,26 @@ pub fn set_budget(bytes: usize) {
     }
 }
 
+thread_local! {
+    /// One idle smallest-class buffer per kind (plain, guarded) for this thread: a small message
+    /// then takes and returns its staging buffer without touching the pool's locks. Not counted
+    /// in the idle bytes (at most 8 KiB per thread) and freed when the thread exits.
+    static SMALL: [Cell<Option<Buf>>; 2] = const { [Cell::new(None), Cell::new(None)] };
+}
+
+fn small_slot(guarded: bool) -> usize {
+    guarded as usize
+}
+
 fn take_from(pools: &'static [Mutex<Vec<Buf>>; CLASSES], len: usize, make: fn(usize) -> Buf) -> Staging {
     let class = class_of(len);
+    if class == 0 {
+        let guarded = std::ptr::eq(pools, &IDLE_GUARDED);
+        if let Ok(Some(buf)) = SMALL.try_with(|s| s[small_slot(guarded)].take()) {
+            IN_USE.fetch_add(1, Ordering::Relaxed);
+            return Staging { buf: Some(buf), len, overrun: 0 };
+        }
+    }
     let cap = 1usize << (class as u32 + MIN_SHIFT);
     let reused = pools[class].lock().unwrap_or_else(|e| e.into_inner()).pop();
     let buf = match reused {
@@ -211,11 +230,33 @@ pub fn take_for_receive(len: usize) -> Staging {
 fn give_back(b: Buf) {
     IN_USE.fetch_sub(1, Ordering::Relaxed);
     let n = b.len();
+    let guarded = matches!(b, Buf::Guarded { .. });
+    let b = if class_of(n) == 0 {
+        let mut b = Some(b);
+        let _ = SMALL.try_with(|s| {
+            let slot = &s[small_slot(guarded)];
+            if let Some(x) = b.take() {
+                match slot.take() {
+                    None => slot.set(Some(x)),
+                    Some(old) => {
+                        slot.set(Some(old));
+                        b = Some(x);
+                    }
+                }
+            }
+        });
+        match b {
+            Some(b) => b,
+            None => return, // kept in this thread's slot
+        }
+    } else {
+        b
+    };
     if IDLE_BYTES.load(Ordering::Relaxed) + n > BUDGET.load(Ordering::Relaxed) {
         return; // over budget: freed here
     }
     IDLE_BYTES.fetch_add(n, Ordering::Relaxed);
-    let pools = if matches!(b, Buf::Guarded { .. }) { &IDLE_GUARDED } else { &IDLE };
+    let pools = if guarded { &IDLE_GUARDED } else { &IDLE };
     pools[class_of(n)].lock().unwrap_or_else(|e| e.into_inner()).push(b);
 }
 
