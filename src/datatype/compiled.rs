@@ -9,11 +9,15 @@ use super::ir::DataLoop;
 use super::kernel::{self, Kernel};
 use super::normalize::normalize;
 
+/// Source of [`CompiledType::id`].
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// A datatype ready to pack and unpack whole elements or any byte range of its stream.
 #[derive(Debug)]
 pub struct CompiledType {
     dl: DataLoop,
     kernel: Kernel,
+    id: u64,
 }
 
 impl CompiledType {
@@ -21,7 +25,14 @@ impl CompiledType {
     pub fn new(dl: &DataLoop) -> Self {
         let dl = normalize(dl);
         let kernel = kernel::compile(&dl);
-        CompiledType { dl, kernel }
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        CompiledType { dl, kernel, id }
+    }
+
+    /// A process-unique id, never reused: the key of this type's checkpoint tables
+    /// ([`super::checkpoint::CheckpointCache`]), which outlive no type they could be confused with.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// The kernel chosen for this type.
