@@ -57,8 +57,8 @@ int sluice_p2p_outstanding(long *requests, long *staging_buffers);
  * with keyval from an interface to sluice_type_keyval (BIND(C), INTEGER(C_INT), VALUE).
  *
  *   SLUICE_HINT_PARALLEL  0: never process this type on several workers; any other value:
- *                         allowed (the default; SLUICE_PARALLEL_MIN, SLUICE_THREADS and epsilon
- *                         still decide).
+ *                         allowed (the default; SLUICE_PARALLEL_MIN, off by default,
+ *                         SLUICE_THREADS and epsilon still decide).
  *   SLUICE_HINT_EPSILON   epsilon in millionths, 1 to 10000000 (SLUICE_EPSILON(0.2) = 200000):
  *                         replaces SLUICE_CKPT_EPSILON for this type. Parallel processing is used
  *                         only when waking the workers costs at most epsilon of each worker's

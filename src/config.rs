@@ -67,9 +67,9 @@ pub const PARAMS: &[Param] = &[
     },
     Param {
         name: "SLUICE_PARALLEL_MIN",
-        default: "4M",
-        accepted: "a byte count with optional K, M or G suffix (powers of 1024), e.g. 0, 65536, 4M",
-        doc: "MPI_Pack/MPI_Unpack of at least this many packed bytes run on SLUICE_THREADS workers (RW-CP), unless the type's SLUICE_HINT_PARALLEL is off or epsilon says waking the workers does not pay.",
+        default: "off",
+        accepted: "off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 0, 65536, 4M",
+        doc: "MPI_Pack/MPI_Unpack of at least this many packed bytes run on SLUICE_THREADS workers (RW-CP), unless the type's SLUICE_HINT_PARALLEL is off or epsilon says waking the workers does not pay; off (default until range kernels exist: the chunk path is slower than the serial kernels, docs/benchmarks.md) never.",
     },
     Param {
         name: "SLUICE_CKPT_EPSILON",
@@ -209,6 +209,14 @@ fn parse_bytes(p: &'static Param, v: &str) -> Result<usize, ConfigError> {
     n.checked_mul(1usize << shift).ok_or_else(err)
 }
 
+/// `off`, or a byte count (`off` is `usize::MAX`: no operation is that large).
+fn parse_bytes_or_off(p: &'static Param, v: &str) -> Result<usize, ConfigError> {
+    if v.trim().eq_ignore_ascii_case("off") {
+        return Ok(usize::MAX);
+    }
+    parse_bytes(p, v)
+}
+
 fn parse_threads(p: &'static Param, v: &str) -> Result<Option<usize>, ConfigError> {
     let t = v.trim();
     if t.eq_ignore_ascii_case("auto") {
@@ -275,7 +283,7 @@ impl Config {
             p2p: parse_bool(param("SLUICE_P2P"), &value("SLUICE_P2P"))?,
             staging_cache: parse_bytes(param("SLUICE_STAGING_CACHE"), &value("SLUICE_STAGING_CACHE"))?,
             threads: parse_threads(param("SLUICE_THREADS"), &value("SLUICE_THREADS"))?,
-            parallel_min: parse_bytes(param("SLUICE_PARALLEL_MIN"), &value("SLUICE_PARALLEL_MIN"))?,
+            parallel_min: parse_bytes_or_off(param("SLUICE_PARALLEL_MIN"), &value("SLUICE_PARALLEL_MIN"))?,
             ckpt_epsilon: parse_epsilon(param("SLUICE_CKPT_EPSILON"), &value("SLUICE_CKPT_EPSILON"))?,
             ckpt_memory: parse_bytes(param("SLUICE_CKPT_MEMORY"), &value("SLUICE_CKPT_MEMORY"))?,
             test_panic: parse_fn_name(param("SLUICE_TEST_PANIC"), &value("SLUICE_TEST_PANIC"), known_fn)?,
@@ -313,7 +321,7 @@ mod tests {
             p2p: true,
             staging_cache: 64 << 20,
             threads: None,
-            parallel_min: 4 << 20,
+            parallel_min: usize::MAX,
             ckpt_epsilon: 0.2,
             ckpt_memory: 16 << 20,
             test_panic: None,
@@ -360,6 +368,8 @@ mod tests {
         let c = parse(&[("SLUICE_THREADS", "2"), ("SLUICE_CKPT_EPSILON", "0.05"), ("SLUICE_CKPT_MEMORY", "1M"), ("SLUICE_PARALLEL_MIN", "0")]).unwrap();
         assert_eq!((c.threads, c.ckpt_epsilon, c.ckpt_memory, c.parallel_min), (Some(2), 0.05, 1 << 20, 0));
         assert_eq!(parse(&[("SLUICE_PARALLEL_MIN", "4x")]).unwrap_err().name, "SLUICE_PARALLEL_MIN");
+        assert_eq!(parse(&[("SLUICE_PARALLEL_MIN", " OFF ")]).unwrap().parallel_min, usize::MAX);
+        assert_eq!(parse(&[("SLUICE_PARALLEL_MIN", "4M")]).unwrap().parallel_min, 4 << 20);
         assert_eq!(parse(&[("SLUICE_THREADS", " AUTO ")]).unwrap().threads, None);
         for bad in ["0", "-1", "1025", "two", ""] {
             assert_eq!(parse(&[("SLUICE_THREADS", bad)]).unwrap_err().name, "SLUICE_THREADS", "{bad:?}");

@@ -299,4 +299,38 @@ mod tests {
         assert_eq!(n.load(Ordering::Relaxed), 4);
         pool.shutdown();
     }
+
+    /// Not a check: prints the pool's round trip (wake the helpers, run nothing, wait for them)
+    /// for docs/benchmarks.md. `cargo test --release --lib pool::tests::round_trip -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn round_trip() {
+        let pool = Pool::new();
+        for workers in [2usize, 4] {
+            let mut t: Vec<f64> = (0..2000)
+                .map(|_| {
+                    let t0 = std::time::Instant::now();
+                    assert!(pool.try_run(workers, &|_| {}));
+                    t0.elapsed().as_secs_f64()
+                })
+                .collect();
+            t.sort_by(f64::total_cmp);
+            let mut spawn: Vec<f64> = (0..200)
+                .map(|_| {
+                    let t0 = std::time::Instant::now();
+                    std::thread::scope(|s| {
+                        for _ in 1..workers {
+                            s.spawn(|| {});
+                        }
+                    });
+                    t0.elapsed().as_secs_f64()
+                })
+                .collect();
+            spawn.sort_by(f64::total_cmp);
+            let spawn = spawn[spawn.len() / 2];
+            println!("P={workers}: pool round trip median {:.1} us, p90 {:.1} us; scoped spawn+join median {:.1} us",
+                t[t.len() / 2] * 1e6, t[t.len() * 9 / 10] * 1e6, spawn * 1e6);
+        }
+        pool.shutdown();
+    }
 }

@@ -2,7 +2,9 @@
 //! (RW-CP, `src/datatype/parallel.rs`) on the persistent worker pool.
 //!
 //! An operation of `count` elements of a compiled type goes parallel when all of these hold:
-//! `SLUICE_THREADS` > 1; its packed size is at least `SLUICE_PARALLEL_MIN`; the type's
+//! `SLUICE_THREADS` > 1; its packed size is at least `SLUICE_PARALLEL_MIN` (default `off`: the
+//! chunk path runs the generic segment, measured slower than the serial kernels until range
+//! kernels exist, docs/benchmarks.md); the type's
 //! `SLUICE_HINT_PARALLEL` is not 0 ([`super::hints`]); waking the workers costs at most ε of
 //! each worker's share ([`IntervalModel::start_within_epsilon`] with the pool's
 //! [`pool::T_WAKE`], ε from the type's hint or `SLUICE_CKPT_EPSILON`); and the pool is free
