@@ -7,6 +7,8 @@
 #ifndef SLUICE_H
 #define SLUICE_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -26,6 +28,7 @@ int sluice_enable(void);
 
 /* Every MPI call made after this returns is a pure pass-through to the MPI. Returns 0, or -1
  * (nothing changes) while sluice still owns point-to-point requests: complete them first.
+ * sluice's datatype worker threads are stopped (they start again when needed).
  * Datatypes compiled so far are forgotten (MPI_Type_free is not tracked while disabled); after
  * sluice_enable() they are packed by the MPI's engine until committed again. */
 int sluice_disable(void);
@@ -41,6 +44,50 @@ int sluice_stats_dump(void);
  * skipped). Both are 0 once every request of non-contiguous data completed or was freed and
  * every persistent request was freed: a leak check for tests. Returns 0. */
 int sluice_p2p_outstanding(long *requests, long *staging_buffers);
+
+/* ---- Datatype hints for parallel (checkpointed) processing ---------------------------------
+ *
+ * sluice creates three datatype keyvals in MPI_Init and frees them in MPI_Finalize. Set a hint
+ * with MPI_Type_set_attr(type, sluice_type_keyval(SLUICE_HINT_...), value); remove it with
+ * MPI_Type_delete_attr. MPI_Type_dup copies the hints to the duplicate.
+ *
+ * The attribute value IS the hint: an integer carried in the void * itself (use the macros
+ * below), never a pointer sluice dereferences, so there is nothing to keep alive. This is also
+ * exactly what Fortran stores: CALL MPI_TYPE_SET_ATTR(type, keyval, 0_MPI_ADDRESS_KIND, ierror),
+ * with keyval from an interface to sluice_type_keyval (BIND(C), INTEGER(C_INT), VALUE).
+ *
+ *   SLUICE_HINT_PARALLEL  0: never process this type on several workers; any other value:
+ *                         allowed (the default; SLUICE_PARALLEL_MIN, off by default,
+ *                         SLUICE_THREADS and epsilon still decide).
+ *   SLUICE_HINT_EPSILON   epsilon in millionths, 1 to 10000000 (SLUICE_EPSILON(0.2) = 200000):
+ *                         replaces SLUICE_CKPT_EPSILON for this type. Parallel processing is used
+ *                         only when waking the workers costs at most epsilon of each worker's
+ *                         share of the operation. Values out of range are ignored.
+ *   SLUICE_HINT_PRIORITY  priority of this type's checkpoint tables in the SLUICE_CKPT_MEMORY
+ *                         budget: higher is evicted later, and a table never evicts one of higher
+ *                         priority. Default 0; any int.
+ *
+ * Hints are read at each MPI_Pack/MPI_Unpack large enough for parallel processing, so setting,
+ * changing or deleting one takes effect at the next such call. SLUICE_STATS=1 shows their
+ * effect: rows ddt-parallel (operations run on several workers) and ddt-ckpt (checkpoint tables
+ * built). While sluice_disable() is in effect, hints are ignored. */
+#define SLUICE_HINT_PARALLEL 0
+#define SLUICE_HINT_EPSILON 1
+#define SLUICE_HINT_PRIORITY 2
+
+/* Attribute values. */
+#define SLUICE_PARALLEL_OFF ((void *)(intptr_t)0)
+#define SLUICE_PARALLEL_ON ((void *)(intptr_t)1)
+#define SLUICE_EPSILON(e) ((void *)(intptr_t)((double)(e) * 1e6 + 0.5))
+#define SLUICE_PRIORITY(p) ((void *)(intptr_t)(p))
+
+/* The keyval of hint `which` (SLUICE_HINT_*), or MPI_KEYVAL_INVALID before MPI_Init, after
+ * MPI_Finalize, with SLUICE_DISABLE=1 and for any other `which`: check before setting hints.
+ * (After sluice_disable(), MPI_Finalize passes straight through and the keyvals are not freed
+ * by sluice; the MPI releases them with everything else.) A function rather than exported variables: it can
+ * be declared weak or found with dlsym by programs that must also run without sluice, and
+ * called from Fortran through BIND(C). */
+int sluice_type_keyval(int which);
 
 #ifdef __cplusplus
 }

@@ -66,10 +66,16 @@ pub const PARAMS: &[Param] = &[
         doc: "Worker threads for parallel (checkpointed) datatype processing; auto = one per physical core (hwloc); 1 disables it.",
     },
     Param {
+        name: "SLUICE_PARALLEL_MIN",
+        default: "off",
+        accepted: "off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 0, 65536, 4M",
+        doc: "MPI_Pack/MPI_Unpack of at least this many packed bytes run on SLUICE_THREADS workers (RW-CP), unless the type's SLUICE_HINT_PARALLEL is off or epsilon says waking the workers does not pay; off (default until range kernels exist: the chunk path is slower than the serial kernels, docs/benchmarks.md) never.",
+    },
+    Param {
         name: "SLUICE_CKPT_EPSILON",
         default: "0.2",
         accepted: "a decimal number greater than 0 and at most 10, e.g. 0.2",
-        doc: "RW-CP: tolerated scheduling overhead as a fraction of the processing time (the paper's epsilon); picks the checkpoint interval.",
+        doc: "RW-CP: tolerated scheduling overhead as a fraction of the processing time (the paper's epsilon): decides whether waking the workers pays and picks the checkpoint interval; a type's SLUICE_HINT_EPSILON overrides it.",
     },
     Param {
         name: "SLUICE_CKPT_MEMORY",
@@ -133,6 +139,8 @@ pub struct Config {
     pub staging_cache: usize,
     /// `SLUICE_THREADS`: `None` is `auto` (the cores hwloc reports).
     pub threads: Option<usize>,
+    /// `SLUICE_PARALLEL_MIN`, packed bytes.
+    pub parallel_min: usize,
     /// `SLUICE_CKPT_EPSILON`.
     pub ckpt_epsilon: f64,
     /// `SLUICE_CKPT_MEMORY`, bytes.
@@ -201,6 +209,14 @@ fn parse_bytes(p: &'static Param, v: &str) -> Result<usize, ConfigError> {
     n.checked_mul(1usize << shift).ok_or_else(err)
 }
 
+/// `off`, or a byte count (`off` is `usize::MAX`: no operation is that large).
+fn parse_bytes_or_off(p: &'static Param, v: &str) -> Result<usize, ConfigError> {
+    if v.trim().eq_ignore_ascii_case("off") {
+        return Ok(usize::MAX);
+    }
+    parse_bytes(p, v)
+}
+
 fn parse_threads(p: &'static Param, v: &str) -> Result<Option<usize>, ConfigError> {
     let t = v.trim();
     if t.eq_ignore_ascii_case("auto") {
@@ -253,6 +269,7 @@ impl Config {
                 p2p: false,
                 staging_cache: 0,
                 threads: Some(1),
+                parallel_min: usize::MAX,
                 ckpt_epsilon: 0.2,
                 ckpt_memory: 0,
                 test_panic: None,
@@ -266,6 +283,7 @@ impl Config {
             p2p: parse_bool(param("SLUICE_P2P"), &value("SLUICE_P2P"))?,
             staging_cache: parse_bytes(param("SLUICE_STAGING_CACHE"), &value("SLUICE_STAGING_CACHE"))?,
             threads: parse_threads(param("SLUICE_THREADS"), &value("SLUICE_THREADS"))?,
+            parallel_min: parse_bytes_or_off(param("SLUICE_PARALLEL_MIN"), &value("SLUICE_PARALLEL_MIN"))?,
             ckpt_epsilon: parse_epsilon(param("SLUICE_CKPT_EPSILON"), &value("SLUICE_CKPT_EPSILON"))?,
             ckpt_memory: parse_bytes(param("SLUICE_CKPT_MEMORY"), &value("SLUICE_CKPT_MEMORY"))?,
             test_panic: parse_fn_name(param("SLUICE_TEST_PANIC"), &value("SLUICE_TEST_PANIC"), known_fn)?,
@@ -303,6 +321,7 @@ mod tests {
             p2p: true,
             staging_cache: 64 << 20,
             threads: None,
+            parallel_min: usize::MAX,
             ckpt_epsilon: 0.2,
             ckpt_memory: 16 << 20,
             test_panic: None,
@@ -346,8 +365,11 @@ mod tests {
 
     #[test]
     fn parallel_processing_settings() {
-        let c = parse(&[("SLUICE_THREADS", "2"), ("SLUICE_CKPT_EPSILON", "0.05"), ("SLUICE_CKPT_MEMORY", "1M")]).unwrap();
-        assert_eq!((c.threads, c.ckpt_epsilon, c.ckpt_memory), (Some(2), 0.05, 1 << 20));
+        let c = parse(&[("SLUICE_THREADS", "2"), ("SLUICE_CKPT_EPSILON", "0.05"), ("SLUICE_CKPT_MEMORY", "1M"), ("SLUICE_PARALLEL_MIN", "0")]).unwrap();
+        assert_eq!((c.threads, c.ckpt_epsilon, c.ckpt_memory, c.parallel_min), (Some(2), 0.05, 1 << 20, 0));
+        assert_eq!(parse(&[("SLUICE_PARALLEL_MIN", "4x")]).unwrap_err().name, "SLUICE_PARALLEL_MIN");
+        assert_eq!(parse(&[("SLUICE_PARALLEL_MIN", " OFF ")]).unwrap().parallel_min, usize::MAX);
+        assert_eq!(parse(&[("SLUICE_PARALLEL_MIN", "4M")]).unwrap().parallel_min, 4 << 20);
         assert_eq!(parse(&[("SLUICE_THREADS", " AUTO ")]).unwrap().threads, None);
         for bad in ["0", "-1", "1025", "two", ""] {
             assert_eq!(parse(&[("SLUICE_THREADS", bad)]).unwrap_err().name, "SLUICE_THREADS", "{bad:?}");

@@ -88,6 +88,7 @@ pub fn start() -> Result<(), crate::config::ConfigError> {
     }
     stats::set_timing(cfg.stats);
     crate::transfer::staging::set_budget(cfg.staging_cache);
+    crate::protocol::hints::create_keyvals();
     log::info!("sluice {} active ({} build)", env!("CARGO_PKG_VERSION"), crate::ffi::FLAVOR);
     set_mode(active_mode(&cfg));
     let _ = CONFIG.set(cfg);

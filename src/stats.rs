@@ -32,11 +32,16 @@ pub enum Family {
     /// Not a call family: pack/unpack operations served by sluice's datatype engine (calls =
     /// operations, bytes = packed bytes), whichever MPI call asked for them.
     Engine,
+    /// Not a call family: those of the engine's operations that ran on several workers
+    /// (checkpointed parallel processing; calls = operations, bytes = packed bytes).
+    Parallel,
+    /// Not a call family: checkpoint tables built (calls = tables, bytes = their memory).
+    Checkpoints,
 }
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 9] = [
+    pub const ALL: [Family; 11] = [
         Family::Init,
         Family::P2p,
         Family::Persistent,
@@ -46,6 +51,8 @@ impl Family {
         Family::Pack,
         Family::Comm,
         Family::Engine,
+        Family::Parallel,
+        Family::Checkpoints,
     ];
 
     /// Short lower-case name used in reports.
@@ -60,6 +67,8 @@ impl Family {
             Family::Pack => "pack",
             Family::Comm => "comm",
             Family::Engine => "ddt-engine",
+            Family::Parallel => "ddt-parallel",
+            Family::Checkpoints => "ddt-ckpt",
         }
     }
 }
@@ -127,8 +136,13 @@ pub fn thread_mpi_ns() -> u64 {
 
 /// Counts `n` bytes moved by the datatype engine (when statistics are on).
 pub fn engine_bytes(n: usize) {
+    count(Family::Engine, n);
+}
+
+/// Counts one event of a non-call family with `n` bytes (when statistics are on).
+pub fn count(family: Family, n: usize) {
     if timing_enabled() {
-        record(Family::Engine, n as u64, 0, 0);
+        record(family, n as u64, 0, 0);
     }
 }
 
@@ -158,7 +172,7 @@ pub fn format_report(all: &[u64], flavor: &str) -> String {
     let ranks = all.len() / LEN;
     let mut out = format!(
         "[sluice] statistics: {ranks} ranks, built for {flavor}\n\
-         [sluice] {:<11} {:>12} {:>16} {:>16} {:>16}\n",
+         [sluice] {:<12} {:>12} {:>16} {:>16} {:>16}\n",
         "family", "calls", "bytes", "in sluice (us)", "in MPI (us)"
     );
     for (f, fam) in Family::ALL.iter().enumerate() {
@@ -172,7 +186,7 @@ pub fn format_report(all: &[u64], flavor: &str) -> String {
         }
         let sluice_us = total.saturating_sub(mpi) as f64 / 1e3;
         out.push_str(&format!(
-            "[sluice] {:<11} {:>12} {:>16} {:>16.1} {:>16.1}\n",
+            "[sluice] {:<12} {:>12} {:>16} {:>16.1} {:>16.1}\n",
             fam.name(),
             calls,
             bytes,

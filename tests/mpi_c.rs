@@ -205,3 +205,58 @@ fn p2p_of_noncontiguous_types_runs_on_sluices_engine() {
     job.assert_pass("p2p_engine");
     assert_eq!(job.stat_calls("ddt-engine"), Some(0), "{}", job.all());
 }
+
+#[test]
+fn parallel_pack_and_unpack_match_the_mpi() {
+    // SLUICE_PARALLEL_MIN=0 and epsilon 10 put every large operation of pack_parallel.c on the
+    // workers (the small appends stay serial: waking the pool costs more than epsilon allows).
+    let exe = compile_c("pack_parallel");
+    launch(2, &exe, &[], None).assert_pass("pack_parallel");
+    const LARGE_OPS: u64 = 2 * 12; // per rank: one pack, one unpack per type
+    for (np, threads) in [(2u32, "2"), (4, "2"), (2, "4")] {
+        let env = [("SLUICE_STATS", "1"), ("SLUICE_PARALLEL_MIN", "0"), ("SLUICE_THREADS", threads), ("SLUICE_CKPT_EPSILON", "10")];
+        let job = launch_shim(np, &exe, &env);
+        job.assert_pass("pack_parallel");
+        assert_eq!(job.stat_calls("ddt-parallel"), Some(LARGE_OPS * np as u64), "np={np} threads={threads}\n{}", job.all());
+    }
+    // Two application threads at once (MPI_THREAD_MULTIPLE): one finds the pool busy and runs
+    // serially; the data is right either way.
+    let env = [("SLUICE_STATS", "1"), ("SLUICE_PARALLEL_MIN", "0"), ("SLUICE_THREADS", "2"), ("SLUICE_CKPT_EPSILON", "10"), ("PACKPAR_THREADS", "1")];
+    let job = launch_shim(2, &exe, &env);
+    job.assert_pass("pack_parallel");
+    assert!(job.stat_calls("ddt-parallel").unwrap_or(0) >= LARGE_OPS * 2, "{}", job.all());
+    // One worker: never parallel.
+    let job = launch_shim(2, &exe, &[("SLUICE_STATS", "1"), ("SLUICE_PARALLEL_MIN", "0"), ("SLUICE_THREADS", "1")]);
+    job.assert_pass("pack_parallel");
+    assert_eq!(job.stat_calls("ddt-parallel"), Some(0), "{}", job.all());
+    // pack.c's small operations with the threshold at 0 (epsilon keeps most serial).
+    let job = launch_shim(2, &compile_c("pack"), &[("SLUICE_PARALLEL_MIN", "0"), ("SLUICE_THREADS", "2"), ("SLUICE_CKPT_EPSILON", "10")]);
+    job.assert_pass("pack");
+}
+
+#[test]
+fn datatype_hints_are_honoured() {
+    let exe = compile_c("hints");
+    launch(2, &exe, &[], None).assert_pass("hints"); // no sluice: no hints, same data
+    let base = [("SLUICE_STATS", "1"), ("SLUICE_THREADS", "2"), ("SLUICE_PARALLEL_MIN", "1M")];
+    for np in [2u32, 4] {
+        let job = launch_shim(np, &exe, &base);
+        job.assert_pass("hints");
+        assert!(!job.stdout.contains("keyval not freed"), "{}", job.all());
+        // hints.c: 5 of its 11 operations per rank may go parallel under their hints.
+        assert_eq!(job.stat_calls("ddt-parallel"), Some(5 * np as u64), "np={np}\n{}", job.all());
+    }
+    // A 300-byte budget holds one table of 2 checkpoints (SLUICE_THREADS=2) of these vectors.
+    for (case, tables) in [("priority", 4u64), ("lru", 6)] {
+        let mut env = base.to_vec();
+        env.extend([("SLUICE_CKPT_MEMORY", "300"), ("HINTS_CASE", case)]);
+        let job = launch_shim(2, &exe, &env);
+        job.assert_pass("hints");
+        assert_eq!(job.stat_calls("ddt-parallel"), Some(6 * 2), "{case}\n{}", job.all());
+        assert_eq!(job.stat_calls("ddt-ckpt"), Some(tables * 2), "{case}\n{}", job.all());
+    }
+    // Disabled: no keyvals (MPI_KEYVAL_INVALID), the program runs without hints.
+    let job = launch_shim(2, &exe, &[("SLUICE_DISABLE", "1")]);
+    job.assert_pass("hints");
+    assert!(job.stdout.contains("hints unavailable"), "{}", job.all());
+}

@@ -147,6 +147,15 @@ impl IntervalModel {
         T_CHUNK_INIT + gamma * T_RUN + chunk as f64 * T_BYTE
     }
 
+    /// The scheduling-overhead condition for waking workers that take `t_start` seconds to
+    /// start (a worker pool's wake-up, [`super::pool::T_WAKE`]): the paper's ε bound with the
+    /// start-up in place of the packet arrivals, `t_start <= ε · ⌈n/P⌉ · T_PH`. With the whole
+    /// buffer present this is what ε decides: whether parallel processing pays at all.
+    pub fn start_within_epsilon(&self, t_start: f64) -> bool {
+        let n = self.total.div_ceil(self.chunk.max(1)).max(1);
+        t_start <= self.epsilon * n.div_ceil(self.workers.max(1)) as f64 * self.t_ph
+    }
+
     /// Δr, a multiple of the chunk size `k`: the largest `Δp = Δr / k` with
     ///
     /// ```text
@@ -315,6 +324,16 @@ mod tests {
         assert!(arriving < 16 * k && arriving % k == 0, "{arriving}");
         // ... unless memory allows fewer checkpoints only (4 of 128 B here).
         assert_eq!(model(64 * k, 4, k as f64 / 12.5e9, 512).interval(), 16 * k);
+    }
+
+    #[test]
+    fn epsilon_bounds_the_start_up_overhead() {
+        let k = 64 << 10;
+        // 16 chunks per worker of ~9 µs each: 10 µs to start is 7% of a worker's share.
+        let m = model(64 * k, 4, 0.0, 1 << 20);
+        assert!(m.start_within_epsilon(10e-6));
+        assert!(!IntervalModel { epsilon: 0.01, ..m }.start_within_epsilon(10e-6));
+        assert!(!model(k, 4, 0.0, 1 << 20).start_within_epsilon(10e-6), "one chunk: not worth waking anyone");
     }
 
     #[test]

@@ -9,6 +9,9 @@ use super::ir::DataLoop;
 use super::kernel::{self, Isa, Kernel};
 use super::normalize::normalize;
 
+/// Source of [`CompiledType::id`].
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// A datatype ready to pack and unpack whole elements or any byte range of its stream.
 #[derive(Debug)]
 pub struct CompiledType {
@@ -16,6 +19,7 @@ pub struct CompiledType {
     kernel: Kernel,
     /// The instruction-set level the kernel runs at on this CPU, detected once per type.
     isa: Isa,
+    id: u64,
 }
 
 impl CompiledType {
@@ -23,7 +27,14 @@ impl CompiledType {
     pub fn new(dl: &DataLoop) -> Self {
         let dl = normalize(dl);
         let kernel = kernel::compile(&dl);
-        CompiledType { dl, kernel, isa: Isa::host() }
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        CompiledType { dl, kernel, isa: Isa::host(), id }
+    }
+
+    /// A process-unique id, never reused: the key of this type's checkpoint tables
+    /// ([`super::checkpoint::CheckpointCache`]), which outlive no type they could be confused with.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// The same type run at instruction-set level `isa` instead of the best one (benchmarks

@@ -13,7 +13,8 @@
 //! - [`compiled`]: [`compiled::CompiledType`], normalized dataloop + kernel, the per-type unit.
 //! - [`segment`]: the explicit resumable segment state (stack of loop positions) that
 //!   checkpoints snapshot; [`checkpoint`]: checkpoint tables, the Δr model, the memory budget;
-//!   [`parallel`]: the streaming interface and parallel pack/unpack (RW-CP, RO-CP, HPU-local).
+//!   [`parallel`]: the streaming interface and parallel pack/unpack (RW-CP, RO-CP, HPU-local);
+//!   [`pool`]: the persistent worker threads they run on.
 //! - [`decode`]: committed MPI datatype → IR via MPI_Type_get_envelope/get_contents (every
 //!   combiner but the deprecated *_INTEGER ones, DARRAY included).
 //!
@@ -21,7 +22,8 @@
 //! `scripts/bench-ddt.sh` (`src/bin/sluice-ddt-bench.rs`), results in docs/benchmarks.md.
 //!
 //! Missing (later steps): kernels for partial ranges (a `[first, last)` byte range still goes
-//! through the interpreter), wiring the parallel path into MPI_Pack and the p2p protocol, the deprecated *_INTEGER combiners (decode
+//! through the interpreter), wiring the parallel path into the p2p protocol (MPI_Pack/MPI_Unpack
+//! use it: `src/protocol/parallel.rs`), the deprecated *_INTEGER combiners (decode
 //! reports them unsupported so callers fall back to the MPI).
 
 pub mod checkpoint;
@@ -32,6 +34,7 @@ pub mod ir;
 pub mod kernel;
 pub mod normalize;
 pub mod parallel;
+pub mod pool;
 pub mod segment;
 #[cfg(test)]
 pub(crate) mod testgen;

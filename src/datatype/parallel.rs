@@ -1,7 +1,8 @@
 //! Checkpointed parallel datatype processing (paper §3.2.4): the streaming interface
 //! [`Stream`] ("process bytes `[first, last)` of this packed stream into/out of this buffer",
 //! callable concurrently and in any order) under three strategies, and whole-buffer parallel
-//! pack/unpack on `P` scoped worker threads.
+//! pack/unpack on `P` workers: the calling thread and `P - 1` threads of the persistent
+//! [`pool`].
 //!
 //! Strategies ([`Strategy`]), chunks of `k` bytes:
 //! - **RW-CP**: one working copy per checkpoint, progressed in place. Chunks are assigned in
@@ -21,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use super::checkpoint::Checkpoints;
+use super::pool;
 use super::ir::DataLoop;
 use super::segment::{Cursor, SegState};
 
@@ -249,7 +251,7 @@ impl<'a> Stream<'a> {
 struct Shared(*mut u8);
 // SAFETY: the pointer is only dereferenced inside `Stream::pack`/`unpack`, whose contracts the
 // callers of `pack`/`unpack` below uphold for every worker (reads of the source, disjoint writes
-// of the destination); the scope joins every worker before the call returns.
+// of the destination); the pool returns only after every worker's last call returned.
 unsafe impl Send for Shared {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for Shared {}
@@ -261,17 +263,41 @@ impl Shared {
     }
 }
 
-/// Packs the whole stream from `src` into `out` on `stream`'s workers (the caller is worker 0);
-/// each worker processes its chunks in order ([`Stream::chunks_of`]).
+/// Packs the whole stream from `src` into `out` on `stream`'s workers (the caller is worker 0,
+/// the others are threads of the [`pool`]); each worker processes its chunks in order
+/// ([`Stream::chunks_of`]). When the pool is busy, the workers' chunks run one after the other
+/// on the calling thread.
 ///
 /// # Safety
 /// As [`Stream::pack`] for the whole stream.
 pub unsafe fn pack(stream: &Stream<'_>, src: *const u8, out: &mut [u8]) {
+    // SAFETY: forwarded contract.
+    let f = unsafe { pack_job(stream, src, out) };
+    run_workers(stream.workers, &f);
+}
+
+/// As [`pack`], but returns `false` without touching `out` when the pool is busy (the caller
+/// then takes its serial path).
+///
+/// # Safety
+/// As [`Stream::pack`] for the whole stream.
+pub unsafe fn try_pack(stream: &Stream<'_>, src: *const u8, out: &mut [u8]) -> bool {
+    // SAFETY: forwarded contract.
+    let f = unsafe { pack_job(stream, src, out) };
+    pool::global().try_run(stream.workers, &f)
+}
+
+/// Worker `w`'s part of a whole-stream pack.
+///
+/// # Safety
+/// As [`Stream::pack`] for the whole stream; `out` must stay untouched until the returned
+/// closure's last call returns.
+unsafe fn pack_job<'s>(stream: &'s Stream<'_>, src: *const u8, out: &mut [u8]) -> impl Fn(usize) + Sync + 's {
     let total = stream.len();
     assert!(out.len() >= total, "output too short");
     let src = Shared(src.cast_mut());
     let out = Shared(out.as_mut_ptr());
-    run_workers(stream.workers, |w| {
+    move |w| {
         for (first, last) in stream.chunks_of(w) {
             // SAFETY: chunks are disjoint, so each worker writes its own part of `out`, which
             // is `total` bytes long (checked above); reading `src` is the caller's contract.
@@ -280,33 +306,50 @@ pub unsafe fn pack(stream: &Stream<'_>, src: *const u8, out: &mut [u8]) {
                 stream.pack(src.get(), first, last, o)
             }
         }
-    });
+    }
 }
 
-/// Unpacks the whole stream `input` into `dst` on `stream`'s workers.
+/// Unpacks the whole stream `input` into `dst` on `stream`'s workers (as [`pack`]).
 ///
 /// # Safety
 /// As [`Stream::unpack`] for the whole stream (the typemap addresses no byte twice).
 pub unsafe fn unpack(stream: &Stream<'_>, input: &[u8], dst: *mut u8) {
+    // SAFETY: forwarded contract.
+    let f = unsafe { unpack_job(stream, input, dst) };
+    run_workers(stream.workers, &f);
+}
+
+/// As [`unpack`], but returns `false` without writing anything when the pool is busy.
+///
+/// # Safety
+/// As [`Stream::unpack`] for the whole stream (the typemap addresses no byte twice).
+pub unsafe fn try_unpack(stream: &Stream<'_>, input: &[u8], dst: *mut u8) -> bool {
+    // SAFETY: forwarded contract.
+    let f = unsafe { unpack_job(stream, input, dst) };
+    pool::global().try_run(stream.workers, &f)
+}
+
+/// Worker `w`'s part of a whole-stream unpack.
+///
+/// # Safety
+/// As [`Stream::unpack`] for the whole stream, until the returned closure's last call returns.
+unsafe fn unpack_job<'s>(stream: &'s Stream<'_>, input: &'s [u8], dst: *mut u8) -> impl Fn(usize) + Sync + 's {
     assert!(input.len() >= stream.len(), "input too short");
     let dst = Shared(dst);
-    run_workers(stream.workers, |w| {
+    move |w| {
         for (first, last) in stream.chunks_of(w) {
             // SAFETY: the workers' chunks are disjoint ranges (caller's contract covers the rest).
             unsafe { stream.unpack(dst.get(), first, last, &input[first..last]) }
         }
-    });
+    }
 }
 
-/// Runs `f(0..workers)` on the calling thread and `workers - 1` scoped threads.
-pub fn run_workers(workers: usize, f: impl Fn(usize) + Sync) {
-    std::thread::scope(|s| {
-        for w in 1..workers {
-            let f = &f;
-            s.spawn(move || f(w));
-        }
-        f(0);
-    });
+/// Runs `f(0..workers)` on the calling thread and `workers - 1` threads of the global [`pool`],
+/// or all on the calling thread, in order, when the pool is busy.
+pub fn run_workers(workers: usize, f: &(dyn Fn(usize) + Sync)) {
+    if !pool::global().try_run(workers, f) {
+        (0..workers).for_each(f);
+    }
 }
 
 /// Default worker count: the physical cores hwloc reports (1 if it cannot tell).
@@ -378,7 +421,7 @@ mod tests {
                 }).collect();
                 let got = Mutex::new(vec![0u8; total]);
                 let srcp = Shared(src.as_ptr().cast_mut());
-                run_workers(workers, |w| {
+                run_workers(workers, &|w| {
                     for &(a, b) in &plans[w] {
                         let mut piece = vec![0u8; b - a];
                         // SAFETY: as above; `src` is only read.
@@ -403,7 +446,7 @@ mod tests {
                     let stream = Stream::new(&dl, count, strategy, chunk, workers, ckpts.clone());
                     let dp = |d: *mut u8| {
                         let d = Shared(d);
-                        run_workers(workers, |w| {
+                        run_workers(workers, &|w| {
                             for &(a, b) in &plans[w] {
                                 // SAFETY: as above; duplicates of a chunk stay on one worker.
                                 unsafe { stream.unpack(d.get().add(origin), a, b, &want[a..b]) };

@@ -63,6 +63,8 @@ pub extern "C" fn sluice_disable() -> c_int {
         }
         runtime::disable();
         crate::protocol::datatype::forget_all();
+        // MPI_Finalize passes straight through while disabled: stop the workers now.
+        crate::protocol::parallel::shutdown();
         0
     })
 }
@@ -84,6 +86,14 @@ pub extern "C" fn sluice_stats_dump() -> c_int {
         crate::protocol::init::gather_and_print_stats();
         0
     })
+}
+
+/// `sluice_type_keyval`: the datatype keyval of hint `which` (`SLUICE_HINT_PARALLEL` 0,
+/// `SLUICE_HINT_EPSILON` 1, `SLUICE_HINT_PRIORITY` 2), or `MPI_KEYVAL_INVALID` before MPI_Init,
+/// after an MPI_Finalize sluice saw, with `SLUICE_DISABLE=1`, and for any other `which`.
+#[no_mangle]
+pub extern "C" fn sluice_type_keyval(which: c_int) -> c_int {
+    std::panic::catch_unwind(|| crate::protocol::hints::keyval(which)).unwrap_or(crate::protocol::hints::INVALID)
 }
 
 /// `sluice_p2p_outstanding`: requests sluice's point-to-point protocol still tracks and staging

@@ -1,6 +1,7 @@
 //! Datatype handlers: MPI_Type_commit compiles a type with sluice's engine, MPI_Type_free and
 //! MPI_Type_dup keep the table of compiled types in step with MPI's handles, and MPI_Pack,
-//! MPI_Unpack and MPI_Pack_size run on the compiled form.
+//! MPI_Unpack and MPI_Pack_size run on the compiled form (large operations on several workers:
+//! [`super::parallel`]).
 //!
 //! Exactness first: a call takes sluice's path only when every argument is valid and the type
 //! is compiled; anything else (negative counts, short buffers, uncommitted or undecodable
@@ -60,8 +61,13 @@ fn insert(t: mpi::MPI_Datatype, c: Arc<CompiledType>) {
 fn remove(t: mpi::MPI_Datatype) {
     let key = datatype_key(t);
     let mut g = TYPES.write().unwrap_or_else(|e| e.into_inner());
-    if g.as_mut().and_then(|m| m.remove(&key)).is_some() {
+    if let Some(c) = g.as_mut().and_then(|m| m.remove(&key)) {
         slot(key).fetch_sub(1, Ordering::Relaxed);
+        // The last handle of this compiled form (no dup, no operation in flight): its
+        // checkpoint tables can go. Otherwise the budget's LRU evicts them later.
+        if Arc::strong_count(&c) == 1 {
+            super::parallel::forget(&c);
+        }
     }
 }
 
@@ -139,6 +145,7 @@ pub unsafe fn type_dup(oldtype: mpi::MPI_Datatype, newtype: *mut mpi::MPI_Dataty
 
 /// The part of a packed buffer a call would touch, if sluice may serve the call itself.
 struct PackPlan {
+    datatype: mpi::MPI_Datatype,
     compiled: Arc<CompiledType>,
     count: usize,
     start: usize,
@@ -168,7 +175,7 @@ fn plan(
     if bytes > 0 && (user_buf.is_null() || packed_buf.is_null()) {
         return None; // MPI_BOTTOM with absolute addresses: left to the MPI
     }
-    Some(PackPlan { compiled, count: count as usize, start: position as usize, bytes: bytes as usize })
+    Some(PackPlan { datatype, compiled, count: count as usize, start: position as usize, bytes: bytes as usize })
 }
 
 
@@ -181,7 +188,9 @@ unsafe fn engine_pack(p: &PackPlan, inbuf: *const c_void, outbuf: *mut c_void) -
     // bytes at `outbuf`; MPI_Pack's contract makes the typemap readable at `inbuf`.
     unsafe {
         let out = std::slice::from_raw_parts_mut((outbuf as *mut u8).add(p.start), p.bytes);
-        p.compiled.pack(inbuf as *const u8, p.count, out);
+        if !super::parallel::try_pack(p.datatype, &p.compiled, p.count, inbuf as *const u8, out) {
+            p.compiled.pack(inbuf as *const u8, p.count, out);
+        }
     }
     stats::engine_bytes(p.bytes);
     (p.start + p.bytes) as i64
@@ -193,10 +202,13 @@ unsafe fn engine_pack(p: &PackPlan, inbuf: *const c_void, outbuf: *mut c_void) -
 /// As `MPI_Unpack`.
 unsafe fn engine_unpack(p: &PackPlan, inbuf: *const c_void, outbuf: *mut c_void) -> i64 {
     // SAFETY: `plan` checked the packed range lies inside `insize` bytes at `inbuf`; MPI_Unpack's
-    // contract makes the typemap writable at `outbuf`.
+    // contract makes the typemap writable at `outbuf`, and its typemap has no overlapping entries
+    // (MPI_Unpack's output buffer is a receive buffer: overlapping entries are erroneous).
     unsafe {
         let input = std::slice::from_raw_parts((inbuf as *const u8).add(p.start), p.bytes);
-        p.compiled.unpack(input, p.count, outbuf as *mut u8);
+        if !super::parallel::try_unpack(p.datatype, &p.compiled, p.count, input, outbuf as *mut u8) {
+            p.compiled.unpack(input, p.count, outbuf as *mut u8);
+        }
     }
     stats::engine_bytes(p.bytes);
     (p.start + p.bytes) as i64

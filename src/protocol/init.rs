@@ -65,6 +65,8 @@ pub unsafe fn finalize() -> c_int {
         gather_and_print_stats();
     }
     finish_p2p();
+    crate::protocol::hints::free_keyvals();
+    crate::protocol::parallel::shutdown();
     runtime::stop();
     // SAFETY: forwarded unchanged.
     unsafe { next::MPI_Finalize() }

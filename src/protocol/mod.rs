@@ -3,7 +3,11 @@
 //! signature. Today: the environment (`init`: init/finalize) and datatypes (`datatype`: commit,
 //! free, dup, pack, unpack, pack size) and point-to-point (`p2p`: sends, receives and the
 //! completion family for non-contiguous datatypes); the collective protocol adds its own.
+//! `hints` (the datatype attribute keyvals) and `parallel` (when MPI_Pack/MPI_Unpack run on
+//! several workers) serve `datatype`.
 
 pub mod datatype;
+pub mod hints;
 pub mod init;
 pub mod p2p;
+pub mod parallel;

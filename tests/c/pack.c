@@ -5,35 +5,11 @@
  * and unpacked by the bare MPI on the other (and the reverse) must agree. */
 #include <string.h>
 #include "check.h"
+#include "pack_types.h"
 
-#define NTYPES 12
 #define BUF (1 << 20)
 static int rank, size;
 static unsigned char *src, *dst_a, *dst_b, *pk_a, *pk_b;
-
-static void build(MPI_Datatype *t, const char **name) {
-    int n = 0;
-    MPI_Datatype tmp, tmp2;
-    name[n] = "vector"; MPI_Type_vector(100, 3, 7, MPI_DOUBLE, &t[n++]);
-    name[n] = "hvector-neg"; MPI_Type_create_hvector(50, 2, -40, MPI_INT, &t[n++]);
-    { int bl[4] = {1, 3, 2, 5}, d[4] = {0, 4, 20, 11}; name[n] = "indexed"; MPI_Type_indexed(4, bl, d, MPI_FLOAT, &t[n++]); }
-    { MPI_Aint d[3] = {-64, 0, 200}; int bl[3] = {2, 1, 4}; name[n] = "hindexed-neg"; MPI_Type_create_hindexed(3, bl, d, MPI_SHORT, &t[n++]); }
-    { int d[5] = {9, 1, 4, 16, 25}; name[n] = "indexed_block"; MPI_Type_create_indexed_block(5, 2, d, MPI_DOUBLE, &t[n++]); }
-    { int bl[3] = {1, 1, 5}; MPI_Aint d[3] = {0, 8, 16}; MPI_Datatype ty[3] = {MPI_INT, MPI_DOUBLE, MPI_CHAR};
-      MPI_Type_create_struct(3, bl, d, ty, &tmp); name[n] = "struct-resized"; MPI_Type_create_resized(tmp, 0, 24, &t[n++]); MPI_Type_free(&tmp); }
-    { int sz[3] = {16, 12, 10}, sub[3] = {4, 3, 5}, st[3] = {2, 7, 1}; name[n] = "subarray-C";
-      MPI_Type_create_subarray(3, sz, sub, st, MPI_ORDER_C, MPI_DOUBLE, &t[n++]); }
-    { int sz[2] = {20, 30}, sub[2] = {5, 9}, st[2] = {3, 10}; name[n] = "subarray-F";
-      MPI_Type_create_subarray(2, sz, sub, st, MPI_ORDER_FORTRAN, MPI_INT, &t[n++]); }
-    MPI_Type_vector(64, 1, 64, MPI_C_DOUBLE_COMPLEX, &tmp);
-    name[n] = "fft-column"; MPI_Type_create_resized(tmp, 0, 16, &t[n++]); MPI_Type_free(&tmp);
-    MPI_Type_contiguous(3, MPI_DOUBLE_INT, &tmp);
-    name[n] = "pair-contig"; MPI_Type_vector(5, 1, 2, tmp, &t[n++]); MPI_Type_free(&tmp);
-    MPI_Type_vector(4, 2, 3, MPI_LONG, &tmp); MPI_Type_create_hvector(3, 2, 512, tmp, &tmp2);
-    name[n] = "nested"; MPI_Type_contiguous(2, tmp2, &t[n++]); MPI_Type_free(&tmp); MPI_Type_free(&tmp2);
-    name[n] = "contig"; MPI_Type_contiguous(77, MPI_CHAR, &t[n++]);
-    for (int i = 0; i < n; i++) MPI_CHECK(MPI_Type_commit(&t[i]));
-}
 
 /* Pack `count` elements at src+off through sluice and through the MPI, at two positions. */
 static void compare(MPI_Datatype t, const char *name, int count, MPI_Aint off) {
