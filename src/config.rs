@@ -54,6 +54,18 @@ pub const PARAMS: &[Param] = &[
         doc: "Point-to-point protocol: sends and receives of non-contiguous datatypes are packed/unpacked by sluice's engine and travel as contiguous bytes; 0 leaves them to the MPI (needs SLUICE_DATATYPE=1).",
     },
     Param {
+        name: "SLUICE_P2P_MPI_ABOVE",
+        default: "2M",
+        accepted: "off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 4M",
+        doc: "Point-to-point messages of at least this many packed bytes whose type's smallest contiguous block is at least SLUICE_P2P_MPI_BLOCK bytes are left to the MPI's own engine, which pipelines them (sluice's single-message protocol does not yet); off never.",
+    },
+    Param {
+        name: "SLUICE_P2P_MPI_BLOCK",
+        default: "64",
+        accepted: "a byte count with optional K, M or G suffix (powers of 1024), e.g. 64",
+        doc: "Smallest contiguous block (bytes) that makes a large message go to the MPI's engine (see SLUICE_P2P_MPI_ABOVE).",
+    },
+    Param {
         name: "SLUICE_STAGING_CACHE",
         default: "64M",
         accepted: "a byte count with optional K, M or G suffix (powers of 1024), e.g. 0, 65536, 64M",
@@ -135,6 +147,10 @@ pub struct Config {
     pub datatype_engine: bool,
     /// `SLUICE_P2P`.
     pub p2p: bool,
+    /// `SLUICE_P2P_MPI_ABOVE`, bytes (`usize::MAX`: off).
+    pub p2p_mpi_above: usize,
+    /// `SLUICE_P2P_MPI_BLOCK`, bytes.
+    pub p2p_mpi_block: usize,
     /// `SLUICE_STAGING_CACHE`, bytes.
     pub staging_cache: usize,
     /// `SLUICE_THREADS`: `None` is `auto` (the cores hwloc reports).
@@ -267,6 +283,8 @@ impl Config {
                 log: LogLevel::Warn,
                 datatype_engine: false,
                 p2p: false,
+                p2p_mpi_above: usize::MAX,
+                p2p_mpi_block: 64,
                 staging_cache: 0,
                 threads: Some(1),
                 parallel_min: usize::MAX,
@@ -281,6 +299,8 @@ impl Config {
             log: parse_log(param("SLUICE_LOG"), &value("SLUICE_LOG"))?,
             datatype_engine: parse_bool(param("SLUICE_DATATYPE"), &value("SLUICE_DATATYPE"))?,
             p2p: parse_bool(param("SLUICE_P2P"), &value("SLUICE_P2P"))?,
+            p2p_mpi_above: parse_bytes_or_off(param("SLUICE_P2P_MPI_ABOVE"), &value("SLUICE_P2P_MPI_ABOVE"))?,
+            p2p_mpi_block: parse_bytes(param("SLUICE_P2P_MPI_BLOCK"), &value("SLUICE_P2P_MPI_BLOCK"))?,
             staging_cache: parse_bytes(param("SLUICE_STAGING_CACHE"), &value("SLUICE_STAGING_CACHE"))?,
             threads: parse_threads(param("SLUICE_THREADS"), &value("SLUICE_THREADS"))?,
             parallel_min: parse_bytes_or_off(param("SLUICE_PARALLEL_MIN"), &value("SLUICE_PARALLEL_MIN"))?,
@@ -319,6 +339,8 @@ mod tests {
             log: LogLevel::Warn,
             datatype_engine: true,
             p2p: true,
+            p2p_mpi_above: 2 << 20,
+            p2p_mpi_block: 64,
             staging_cache: 64 << 20,
             threads: None,
             parallel_min: usize::MAX,
@@ -340,6 +362,9 @@ mod tests {
             assert_eq!(e.name, "SLUICE_STAGING_CACHE", "{bad:?}");
         }
         assert!(!parse(&[("SLUICE_P2P", "off")]).unwrap().p2p);
+        assert_eq!(parse(&[("SLUICE_P2P_MPI_ABOVE", "off")]).unwrap().p2p_mpi_above, usize::MAX);
+        assert_eq!(parse(&[("SLUICE_P2P_MPI_ABOVE", "4M")]).unwrap().p2p_mpi_above, 4 << 20);
+        assert_eq!(parse(&[("SLUICE_P2P_MPI_BLOCK", "x")]).unwrap_err().name, "SLUICE_P2P_MPI_BLOCK");
         assert_eq!(parse(&[("SLUICE_P2P", "sometimes")]).unwrap_err().name, "SLUICE_P2P");
     }
 

@@ -200,6 +200,16 @@ fn p2p_of_noncontiguous_types_runs_on_sluices_engine() {
         job.assert_pass("p2p_engine");
         assert!(job.stat_calls("ddt-engine").unwrap_or(0) > 0, "engine not used:\n{}", job.all());
     }
+    // The large-block 4 MiB message (section 8) goes to the MPI's engine by default: turning
+    // that rule off adds exactly one pack and one unpack per rank (each rank sends and receives
+    // it) to the engine's calls.
+    for np in [2u32, 4] {
+        let by_default = launch_shim(np, &exe, &[("SLUICE_STATS", "1")]);
+        let rule_off = launch_shim(np, &exe, &[("SLUICE_STATS", "1"), ("SLUICE_P2P_MPI_ABOVE", "off")]);
+        rule_off.assert_pass("p2p_engine");
+        let calls = |j: &Job| j.stat_calls("ddt-engine").unwrap_or(0);
+        assert_eq!(calls(&rule_off), calls(&by_default) + 2 * np as u64, "{}\n{}", by_default.all(), rule_off.all());
+    }
     // Protocol off: everything left to the MPI, same results.
     let job = launch_shim(2, &exe, &[("SLUICE_STATS", "1"), ("SLUICE_P2P", "0")]);
     job.assert_pass("p2p_engine");

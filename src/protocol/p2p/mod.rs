@@ -39,7 +39,8 @@ pub struct Layout {
 impl Layout {
     /// The engine path for `count` elements of `datatype` at `buf`, or `None` when the call goes
     /// to the MPI unchanged: protocol off, contiguous or uncompiled type, zero or invalid count,
-    /// `MPI_BOTTOM`, or more than `INT_MAX` packed bytes. Invalid arguments thus always reach
+    /// `MPI_BOTTOM`, more than `INT_MAX` packed bytes, or a large message of large blocks
+    /// (`SLUICE_P2P_MPI_ABOVE` / `SLUICE_P2P_MPI_BLOCK`). Invalid arguments thus always reach
     /// the MPI, which reports them with its own error class.
     #[inline]
     pub fn of(buf: *const c_void, count: i64, datatype: mpi::MPI_Datatype) -> Option<Layout> {
@@ -47,15 +48,21 @@ impl Layout {
             return None;
         }
         let ct = lookup(datatype)?;
-        if !crate::runtime::config().is_some_and(|c| c.p2p) {
-            return None;
-        }
+        let cfg = crate::runtime::config().filter(|c| c.p2p)?;
         let dl = ct.dataloop();
         if dl.contiguous && dl.extent == dl.size as i64 {
             return None; // contiguous in memory: the MPI sends it with no copy
         }
         let bytes = ct.size().checked_mul(count as usize)?;
         if bytes == 0 || bytes > c_int::MAX as usize {
+            return None;
+        }
+        if bytes >= cfg.p2p_mpi_above
+            && ct.kernel().min_block(count as usize, dl.extent).is_some_and(|b| b >= cfg.p2p_mpi_block)
+        {
+            // Large blocks, large message: the MPI pipelines its own packing with the transfer
+            // and beats pack-send-unpack in sequence here (docs/benchmarks.md, vect:128:64 at
+            // 4-16 MiB). The receiver decides for itself; any pairing reads correctly.
             return None;
         }
         Some(Layout { ct, count: count as usize, bytes })
