@@ -31,6 +31,7 @@ static TYPES: RwLock<Option<HashMap<usize, Arc<CompiledType>>>> = RwLock::new(No
 static MAYBE: [AtomicU32; FILTER_SLOTS] = [const { AtomicU32::new(0) }; FILTER_SLOTS];
 const FILTER_SLOTS: usize = 1024;
 
+#[inline]
 fn slot(key: usize) -> &'static AtomicU32 {
     // Fibonacci hashing: handles are pointers (Open MPI) or small tagged integers (MPICH).
     let h = (key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54;
@@ -38,11 +39,16 @@ fn slot(key: usize) -> &'static AtomicU32 {
 }
 
 /// The compiled form of `t`, if the engine is on and `t` is compiled.
+#[inline]
 pub(crate) fn lookup(t: mpi::MPI_Datatype) -> Option<Arc<CompiledType>> {
     let key = datatype_key(t);
     if slot(key).load(Ordering::Relaxed) == 0 {
         return None;
     }
+    lookup_compiled(key)
+}
+
+fn lookup_compiled(key: usize) -> Option<Arc<CompiledType>> {
     if !crate::runtime::config().is_some_and(|c| c.datatype_engine) {
         return None;
     }

@@ -92,10 +92,15 @@ pub fn track(request: mpi::MPI_Request, op: Op) {
 }
 
 /// Takes the entry of `request` out of the table, if sluice tracks it.
+#[inline]
 pub fn take(request: mpi::MPI_Request) -> Option<Op> {
     if !any() {
         return None;
     }
+    take_tracked(request)
+}
+
+fn take_tracked(request: mpi::MPI_Request) -> Option<Op> {
     let mut g = OPS.lock().unwrap_or_else(|e| e.into_inner());
     let op = g.as_mut()?.remove(&request_key(request))?;
     TRACKED.fetch_sub(1, Ordering::AcqRel);
@@ -116,10 +121,15 @@ pub fn detach(request: mpi::MPI_Request, op: Op) {
 
 /// Tests every detached request once (`wait`: waits for each instead, at MPI_Finalize) and
 /// finishes those that completed.
+#[inline]
 pub fn progress_detached(wait: bool) {
-    if DETACHED_N.load(Ordering::Acquire) == 0 {
-        return;
+    if DETACHED_N.load(Ordering::Acquire) != 0 {
+        progress_detached_now(wait);
     }
+}
+
+#[cold]
+fn progress_detached_now(wait: bool) {
     let mut g = DETACHED.lock().unwrap_or_else(|e| e.into_inner());
     if g.is_empty() {
         return;
