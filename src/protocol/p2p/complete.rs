@@ -27,20 +27,24 @@ impl Taken {
         self.0.is_empty()
     }
 
-    /// After the MPI call: finishes the requests for which `done(i)` holds, using status
-    /// `status(i)` and per-request code `code(i)`; puts back the live ones.
+    /// After the MPI call: finishes the requests that completed, using status `status(i)` and
+    /// per-request code `code(i)`, and puts back the live ones. A non-persistent request
+    /// completed exactly when the MPI set its handle to `MPI_REQUEST_NULL` (`now`; an erroneous
+    /// call that completed nothing must not release a staging buffer the MPI still writes); a
+    /// persistent one when the call says so (`done(i)`: the index, flag or outcount).
     ///
-    /// `before[i]` is the handle the request had when it was taken (a completed non-persistent
-    /// request is `MPI_REQUEST_NULL` in `reqs` now).
+    /// `before[i]` is the handle the request had when it was taken.
     fn settle(
         self,
         before: &[Req],
+        now: &[Req],
         done: impl Fn(usize) -> bool,
         status: impl Fn(usize) -> *const Status,
         code: impl Fn(usize) -> c_int,
     ) {
         for (i, mut op) in self.0 {
-            if done(i) {
+            let completed = if op.persistent { done(i) } else { now[i] == consts::request_null() };
+            if completed {
                 // SAFETY: the MPI completed request `i` and filled its status.
                 unsafe { op.finish(code(i), status(i)) };
                 if op.persistent {
@@ -194,8 +198,10 @@ pub unsafe fn waitall(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_
     // SAFETY: entry `i` of the filled status array.
     let codes: Vec<c_int> = (0..rs.len()).map(|i| unsafe { entry_code(rc, sts.at(i)) }).collect();
     let base = sts.ptr();
+    // SAFETY: the application's array of `count` requests, as written by the MPI.
+    let now = unsafe { requests(reqs, count) };
     // SAFETY: `i < count`.
-    taken.settle(&before, |i| done[i], |i| unsafe { base.add(i) }, |i| codes[i]);
+    taken.settle(&before, now, |i| done[i], |i| unsafe { base.add(i) }, |i| codes[i]);
     rc
 }
 
@@ -221,8 +227,10 @@ pub unsafe fn testall(count: c_int, reqs: *mut Req, flag: *mut c_int, statuses: 
     let base = sts.ptr();
     // SAFETY: entries below `count`.
     let codes: Vec<c_int> = (0..rs.len()).map(|i| unsafe { entry_code(rc, base.add(i)) }).collect();
-    // SAFETY: as above.
-    taken.settle(&before, |_| all, |i| unsafe { base.add(i) }, |i| codes[i]);
+    // SAFETY: the application's array of `count` requests, as written by the MPI.
+    let now = unsafe { requests(reqs, count) };
+    // SAFETY: entries below `count`.
+    taken.settle(&before, now, |_| all, |i| unsafe { base.add(i) }, |i| codes[i]);
     rc
 }
 
@@ -251,7 +259,9 @@ unsafe fn any_of(
     let rc = call(stp);
     // SAFETY: the MPI wrote the index (the application's pointer).
     let idx = if index.is_null() { crate::ffi::UNDEFINED } else { unsafe { *index } };
-    taken.settle(&before, |i| idx >= 0 && i == idx as usize, |_| stp, |_| rc);
+    // SAFETY: the application's array of `count` requests, as written by the MPI.
+    let now = unsafe { requests(reqs, count) };
+    taken.settle(&before, now, |i| idx >= 0 && i == idx as usize, |_| stp, |_| rc);
     rc
 }
 
@@ -315,8 +325,11 @@ unsafe fn some_of(
     let base = sts.ptr();
     // Status `k` belongs to request `indices[k]`.
     let slot = |i: usize| done_idx.iter().position(|&j| j == i);
+    // SAFETY: the application's array of `incount` requests, as written by the MPI.
+    let now = unsafe { requests(reqs, incount) };
     taken.settle(
         &before,
+        now,
         |i| slot(i).is_some(),
         // SAFETY: `k < outcount <= incount`.
         |i| unsafe { base.add(slot(i).unwrap_or(0)) },
