@@ -169,11 +169,11 @@ macro_rules! for_each_interposed_large_count {
                 sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void,
                 recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
                 comm: MPI_Comm, status: *mut MPI_Status) err(comm) bytes(sendcount, sendtype)
-                => forward;
+                => { $crate::protocol::p2p::recv::large_count::sendrecv_c };
             P2p fn MPI_Sendrecv_replace_c(buf: *mut c_void, count: MPI_Count,
                 datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int,
                 comm: MPI_Comm, status: *mut MPI_Status) err(comm) bytes(count, datatype)
-                => forward;
+                => { $crate::protocol::p2p::recv::large_count::sendrecv_replace_c };
             P2p fn MPI_Isend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
                 bytes(count, datatype) => { $crate::protocol::p2p::send::isend_c };

@@ -232,6 +232,26 @@ static void large_count(void) {
     pos = 0;
     MPI_CHECK(MPI_Unpack_c(buf, sizeof buf, &pos, w, 3, MPI_INT, MPI_COMM_WORLD));
     EXPECT(w[0] == rank && w[2] == 8 && sz >= 12, "pack_c");
+
+    /* Non-contiguous Sendrecv_c / Sendrecv_replace_c (sluice's engine path). */
+    MPI_Datatype vec;
+    MPI_CHECK(MPI_Type_vector(4, 2, 3, MPI_INT, &vec));
+    MPI_CHECK(MPI_Type_commit(&vec));
+    int sv[12], rv[12];
+    for (int i = 0; i < 12; i++) { sv[i] = 100 * rank + i; rv[i] = -1; }
+    MPI_CHECK(MPI_Sendrecv_c(sv, 1, vec, right, 82, rv, 1, vec, left, 82, MPI_COMM_WORLD, &st));
+    MPI_CHECK(MPI_Get_count_c(&st, MPI_INT, &n));
+    EXPECT(n == 8, "sendrecv_c vector count %lld", (long long)n);
+    for (int i = 0; i < 12; i++) {
+        int want = (i % 3 == 2) ? -1 : 100 * left + i;
+        EXPECT(rv[i] == want, "sendrecv_c vector [%d] = %d, want %d", i, rv[i], want);
+    }
+    MPI_CHECK(MPI_Sendrecv_replace_c(sv, 1, vec, right, 83, left, 83, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    for (int i = 0; i < 12; i++) {
+        int want = (i % 3 == 2) ? 100 * rank + i : 100 * left + i;
+        EXPECT(sv[i] == want, "sendrecv_replace_c vector [%d] = %d, want %d", i, sv[i], want);
+    }
+    MPI_CHECK(MPI_Type_free(&vec));
 }
 #endif
 

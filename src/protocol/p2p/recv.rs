@@ -161,13 +161,32 @@ pub unsafe fn sendrecv(
     recvbuf: *mut c_void, recvcount: c_int, recvtype: Dt, source: c_int, recvtag: c_int,
     comm: Comm, status: *mut Status,
 ) -> c_int {
-    let sl = Layout::of(sendbuf, sendcount.into(), sendtype).filter(|_| !is_proc_null(dest));
-    let rl = recv_layout(recvbuf, recvcount.into(), recvtype, source);
-    if sl.is_none() && rl.is_none() {
-        // SAFETY: forwarded unchanged.
-        return unsafe {
+    // SAFETY: forwarded contract; `forward` is the application's call unchanged.
+    unsafe {
+        sendrecv_any(sendbuf, sendcount.into(), sendtype, dest, sendtag, recvbuf, recvcount.into(), recvtype, source, recvtag, comm, status, || {
             next::MPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
-        };
+        })
+    }
+}
+
+/// Sendrecv with counts of either width: sluice's path when a side is non-contiguous and both
+/// counts fit the MPI's `int` arguments, else `forward`.
+///
+/// # Safety
+/// As `MPI_Sendrecv`; `forward` is the application's call.
+#[allow(clippy::too_many_arguments)]
+unsafe fn sendrecv_any(
+    sendbuf: *const c_void, sendcount: i64, sendtype: Dt, dest: c_int, sendtag: c_int,
+    recvbuf: *mut c_void, recvcount: i64, recvtype: Dt, source: c_int, recvtag: c_int,
+    comm: Comm, status: *mut Status, forward: impl FnOnce() -> c_int,
+) -> c_int {
+    let sl = Layout::of(sendbuf, sendcount, sendtype).filter(|_| !is_proc_null(dest));
+    let rl = recv_layout(recvbuf, recvcount, recvtype, source);
+    let (Ok(sendcount), Ok(recvcount)) = (c_int::try_from(sendcount), c_int::try_from(recvcount)) else {
+        return forward();
+    };
+    if sl.is_none() && rl.is_none() {
+        return forward();
     }
     // SAFETY: the application's send buffer is valid for its typemap.
     let mut sst = sl.as_ref().map(|l| unsafe { l.packed(sendbuf) });
@@ -198,10 +217,26 @@ pub unsafe fn sendrecv_replace(
     buf: *mut c_void, count: c_int, datatype: Dt, dest: c_int, sendtag: c_int, source: c_int,
     recvtag: c_int, comm: Comm, status: *mut Status,
 ) -> c_int {
-    let layout = Layout::of(buf, count.into(), datatype).filter(|_| !(is_proc_null(dest) && is_proc_null(source)));
-    let Some(l) = layout else {
-        // SAFETY: forwarded unchanged.
-        return unsafe { next::MPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status) };
+    // SAFETY: forwarded contract; `forward` is the application's call unchanged.
+    unsafe {
+        sendrecv_replace_any(buf, count.into(), datatype, dest, sendtag, source, recvtag, comm, status, || {
+            next::MPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
+        })
+    }
+}
+
+/// Sendrecv_replace with a count of either width (see [`sendrecv_any`]).
+///
+/// # Safety
+/// As `MPI_Sendrecv_replace`; `forward` is the application's call.
+#[allow(clippy::too_many_arguments)]
+unsafe fn sendrecv_replace_any(
+    buf: *mut c_void, count: i64, datatype: Dt, dest: c_int, sendtag: c_int, source: c_int,
+    recvtag: c_int, comm: Comm, status: *mut Status, forward: impl FnOnce() -> c_int,
+) -> c_int {
+    let layout = Layout::of(buf, count, datatype).filter(|_| !(is_proc_null(dest) && is_proc_null(source)));
+    let (Some(l), Ok(count)) = (layout, c_int::try_from(count)) else {
+        return forward();
     };
     // SAFETY: the application's buffer is valid for its typemap.
     let mut sst = unsafe { l.packed(buf) };
@@ -298,6 +333,41 @@ pub mod large_count {
             }),
             // SAFETY: forwarded unchanged.
             None => unsafe { next::MPI_Imrecv_c(buf, count, datatype, message, request) },
+        }
+    }
+
+    /// `MPI_Sendrecv_c`.
+    ///
+    /// # Safety
+    /// As `MPI_Sendrecv_c`.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn sendrecv_c(
+        sendbuf: *const c_void, sendcount: mpi::MPI_Count, sendtype: Dt, dest: c_int, sendtag: c_int,
+        recvbuf: *mut c_void, recvcount: mpi::MPI_Count, recvtype: Dt, source: c_int, recvtag: c_int,
+        comm: Comm, status: *mut Status,
+    ) -> c_int {
+        // SAFETY: as in `sendrecv`.
+        unsafe {
+            sendrecv_any(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, || {
+                next::MPI_Sendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+            })
+        }
+    }
+
+    /// `MPI_Sendrecv_replace_c`.
+    ///
+    /// # Safety
+    /// As `MPI_Sendrecv_replace_c`.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn sendrecv_replace_c(
+        buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, dest: c_int, sendtag: c_int, source: c_int,
+        recvtag: c_int, comm: Comm, status: *mut Status,
+    ) -> c_int {
+        // SAFETY: as in `sendrecv_replace`.
+        unsafe {
+            sendrecv_replace_any(buf, count, datatype, dest, sendtag, source, recvtag, comm, status, || {
+                next::MPI_Sendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
+            })
         }
     }
 }
