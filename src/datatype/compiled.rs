@@ -99,4 +99,30 @@ impl CompiledType {
         // when unpacking.
         unsafe { self.kernel.run::<false>(self.isa, &self.dl, dst, count, input.as_ptr().cast_mut()) }
     }
+
+    /// Packs stream bytes `[first, last)` of `count` elements at `src` into `out[..last - first]`
+    /// (a range kernel, [`Kernel::run_range`]; the interpreter for interpreter types).
+    ///
+    /// # Safety
+    /// As [`CompiledType::pack`] for the bytes of the range.
+    pub unsafe fn pack_range(&self, src: *const u8, count: usize, first: usize, last: usize, out: &mut [u8]) {
+        assert!(first <= last && last <= self.dl.size * count, "range [{first}, {last}) outside the stream");
+        assert!(out.len() >= last - first, "output too short");
+        // SAFETY: forwarded contract; `out` holds the range (checked above); `isa` is this
+        // CPU's. The kernel only reads through `src` when packing.
+        unsafe { self.kernel.run_range::<true>(self.isa, &self.dl, src.cast_mut(), count, first, last, out.as_mut_ptr()) }
+    }
+
+    /// Unpacks `input[..last - first]`, stream bytes `[first, last)` of `count` elements, into
+    /// the elements at `dst`.
+    ///
+    /// # Safety
+    /// As [`CompiledType::unpack`] for the bytes of the range.
+    pub unsafe fn unpack_range(&self, input: &[u8], count: usize, first: usize, last: usize, dst: *mut u8) {
+        assert!(first <= last && last <= self.dl.size * count, "range [{first}, {last}) outside the stream");
+        assert!(input.len() >= last - first, "input too short");
+        // SAFETY: forwarded contract; the kernel only reads through the buffer pointer when
+        // unpacking.
+        unsafe { self.kernel.run_range::<false>(self.isa, &self.dl, dst, count, first, last, input.as_ptr().cast_mut()) }
+    }
 }

@@ -31,6 +31,7 @@ macro_rules! by_block {
         }
     };
 }
+pub(super) use by_block;
 
 /// The kernel loops compiled for one instruction-set level (see the `entries!` instances).
 pub(super) trait Entries {
@@ -130,7 +131,7 @@ impl Kernel {
 ///
 /// # Safety
 /// As [`Kernel::run`]; the CPU runs `S`'s level.
-unsafe fn body<S: Entries, const PACK: bool>(k: &Kernel, dl: &DataLoop, mem: *mut u8, count: usize, buf: *mut u8) {
+pub(super) unsafe fn body<S: Entries, const PACK: bool>(k: &Kernel, dl: &DataLoop, mem: *mut u8, count: usize, buf: *mut u8) {
     if count == 0 || dl.size == 0 {
         return;
     }
@@ -156,7 +157,7 @@ unsafe fn body<S: Entries, const PACK: bool>(k: &Kernel, dl: &DataLoop, mem: *mu
                     q = by_block!(inner.block, S::table, PACK, (mem, k as i64 * ext, displs, inner, q));
                 }
             }
-            Kernel::Indexed { runs } => {
+            Kernel::Indexed { runs, .. } => {
                 let mut q = buf;
                 for k in 0..count {
                     let base = mem.wrapping_offset((k as i64 * ext) as isize);

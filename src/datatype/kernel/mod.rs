@@ -34,6 +34,7 @@
 mod copy;
 mod exec;
 mod isa;
+mod range;
 mod small_runs;
 mod strided;
 mod transpose;
@@ -146,8 +147,10 @@ pub enum Kernel {
     Strided(Strided),
     /// The blocks of `inner` at each displacement of the table, in table order.
     BlockIndexed { displs: Vec<i64>, inner: Strided },
-    /// The memory runs `(offset, len)` of one element, in stream order.
-    Indexed { runs: Vec<(i64, usize)> },
+    /// The memory runs `(offset, len)` of one element, in stream order, and where each ends
+    /// in the element's stream (prefix sums of the lengths: a range finds its run by binary
+    /// search).
+    Indexed { runs: Vec<(i64, usize)>, ends: Vec<usize> },
     /// A few short, disjoint runs per element, elements disjoint too (an array of structs):
     /// fixed-width moves `(width index into MOVE_WIDTHS, memory offset, buffer offset)`, each
     /// run over a tile of elements as one strided loop of plain moves.
@@ -181,7 +184,7 @@ impl Kernel {
         match self {
             Kernel::Strided(s) => Some(s.for_count(count, extent).unwrap_or(*s).block),
             Kernel::BlockIndexed { inner, .. } => Some(inner.block),
-            Kernel::Indexed { runs } => runs.iter().map(|r| r.1).min(),
+            Kernel::Indexed { runs, .. } => runs.iter().map(|r| r.1).min(),
             Kernel::SmallRuns { moves } => moves.iter().map(|m| MOVE_WIDTHS[m.0]).min(),
             Kernel::Interp => None,
         }
@@ -274,7 +277,13 @@ pub fn compile(dl: &DataLoop) -> Kernel {
             _ => runs.push((o, l)),
         });
         let disjoint_elements = dl.true_ub - dl.true_lb <= dl.extent.abs();
-        return disjoint_elements.then(|| small_runs(&runs)).flatten().unwrap_or(Kernel::Indexed { runs });
+        return disjoint_elements.then(|| small_runs(&runs)).flatten().unwrap_or_else(|| {
+            let ends = runs.iter().scan(0, |at, r| {
+                *at += r.1;
+                Some(*at)
+            });
+            Kernel::Indexed { ends: ends.collect(), runs }
+        });
     }
     Kernel::Interp
 }
