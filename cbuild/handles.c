@@ -1,6 +1,8 @@
 #include "handles.h"
 
 MPI_Comm sluice_c_comm_world(void) { return MPI_COMM_WORLD; }
+MPI_Op sluice_c_op_min(void) { return MPI_MIN; }
+MPI_Op sluice_c_op_max(void) { return MPI_MAX; }
 MPI_Comm sluice_c_comm_self(void) { return MPI_COMM_SELF; }
 MPI_Comm sluice_c_comm_null(void) { return MPI_COMM_NULL; }
 MPI_Datatype sluice_c_datatype_null(void) { return MPI_DATATYPE_NULL; }

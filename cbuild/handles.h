@@ -8,6 +8,8 @@
 #include <mpi.h>
 
 MPI_Comm sluice_c_comm_world(void);
+MPI_Op sluice_c_op_min(void);
+MPI_Op sluice_c_op_max(void);
 MPI_Comm sluice_c_comm_self(void);
 MPI_Comm sluice_c_comm_null(void);
 MPI_Datatype sluice_c_datatype_null(void);

@@ -72,6 +72,24 @@ pub const PARAMS: &[Param] = &[
         doc: "Bytes of idle staging buffers the point-to-point protocol keeps for reuse (per process); buffers beyond it are returned to the system.",
     },
     Param {
+        name: "SLUICE_PIPELINE_THRESHOLD",
+        default: "256K",
+        accepted: "off, or a byte count from 128 with optional K, M or G suffix (powers of 1024), e.g. 256K; the same on every rank",
+        doc: "Point-to-point messages of at least this many packed bytes of a non-contiguous type travel pipelined (pack, transfer and unpack overlap in chunks; docs/protocol.md). The size itself is reserved: a message of exactly this many bytes is always pipelined. Must be equal on all ranks (checked at MPI_Init); off never pipelines.",
+    },
+    Param {
+        name: "SLUICE_PIPELINE_CHUNK",
+        default: "128K",
+        accepted: "a byte count from 64 to 1G with optional K, M or G suffix (powers of 1024), e.g. 128K",
+        doc: "Chunk size of a pipelined transfer, chosen by the sender.",
+    },
+    Param {
+        name: "SLUICE_PIPELINE_DEPTH",
+        default: "4",
+        accepted: "a chunk count from 1 to 64",
+        doc: "Chunks a pipelined receive has in flight at once (its staging ring, in chunks).",
+    },
+    Param {
         name: "SLUICE_THREADS",
         default: "auto",
         accepted: "auto, or a worker count from 1 to 1024",
@@ -153,6 +171,12 @@ pub struct Config {
     pub p2p_mpi_block: usize,
     /// `SLUICE_STAGING_CACHE`, bytes.
     pub staging_cache: usize,
+    /// `SLUICE_PIPELINE_THRESHOLD`, bytes (`usize::MAX`: off).
+    pub pipeline_threshold: usize,
+    /// `SLUICE_PIPELINE_CHUNK`, bytes.
+    pub pipeline_chunk: usize,
+    /// `SLUICE_PIPELINE_DEPTH`, chunks.
+    pub pipeline_depth: usize,
     /// `SLUICE_THREADS`: `None` is `auto` (the cores hwloc reports).
     pub threads: Option<usize>,
     /// `SLUICE_PARALLEL_MIN`, packed bytes.
@@ -233,6 +257,16 @@ fn parse_bytes_or_off(p: &'static Param, v: &str) -> Result<usize, ConfigError> 
     parse_bytes(p, v)
 }
 
+/// A byte count (or plain count) in `[min, max]`; `off` (`usize::MAX`) where `off_ok`.
+fn parse_bytes_in(p: &'static Param, v: &str, min: usize, max: usize, off_ok: bool) -> Result<usize, ConfigError> {
+    let n = if off_ok { parse_bytes_or_off(p, v)? } else { parse_bytes(p, v)? };
+    if (off_ok && n == usize::MAX) || (min..=max).contains(&n) {
+        Ok(n)
+    } else {
+        Err(ConfigError { name: p.name, value: v.to_string(), accepted: p.accepted })
+    }
+}
+
 fn parse_threads(p: &'static Param, v: &str) -> Result<Option<usize>, ConfigError> {
     let t = v.trim();
     if t.eq_ignore_ascii_case("auto") {
@@ -286,6 +320,9 @@ impl Config {
                 p2p_mpi_above: usize::MAX,
                 p2p_mpi_block: 64,
                 staging_cache: 0,
+                pipeline_threshold: usize::MAX,
+                pipeline_chunk: 128 << 10,
+                pipeline_depth: 4,
                 threads: Some(1),
                 parallel_min: usize::MAX,
                 ckpt_epsilon: 0.2,
@@ -302,6 +339,9 @@ impl Config {
             p2p_mpi_above: parse_bytes_or_off(param("SLUICE_P2P_MPI_ABOVE"), &value("SLUICE_P2P_MPI_ABOVE"))?,
             p2p_mpi_block: parse_bytes(param("SLUICE_P2P_MPI_BLOCK"), &value("SLUICE_P2P_MPI_BLOCK"))?,
             staging_cache: parse_bytes(param("SLUICE_STAGING_CACHE"), &value("SLUICE_STAGING_CACHE"))?,
+            pipeline_threshold: parse_bytes_in(param("SLUICE_PIPELINE_THRESHOLD"), &value("SLUICE_PIPELINE_THRESHOLD"), 128, usize::MAX, true)?,
+            pipeline_chunk: parse_bytes_in(param("SLUICE_PIPELINE_CHUNK"), &value("SLUICE_PIPELINE_CHUNK"), 64, 1 << 30, false)?,
+            pipeline_depth: parse_bytes_in(param("SLUICE_PIPELINE_DEPTH"), &value("SLUICE_PIPELINE_DEPTH"), 1, 64, false)?,
             threads: parse_threads(param("SLUICE_THREADS"), &value("SLUICE_THREADS"))?,
             parallel_min: parse_bytes_or_off(param("SLUICE_PARALLEL_MIN"), &value("SLUICE_PARALLEL_MIN"))?,
             ckpt_epsilon: parse_epsilon(param("SLUICE_CKPT_EPSILON"), &value("SLUICE_CKPT_EPSILON"))?,
@@ -342,6 +382,9 @@ mod tests {
             p2p_mpi_above: 2 << 20,
             p2p_mpi_block: 64,
             staging_cache: 64 << 20,
+            pipeline_threshold: 256 << 10,
+            pipeline_chunk: 128 << 10,
+            pipeline_depth: 4,
             threads: None,
             parallel_min: usize::MAX,
             ckpt_epsilon: 0.2,
@@ -366,6 +409,25 @@ mod tests {
         assert_eq!(parse(&[("SLUICE_P2P_MPI_ABOVE", "4M")]).unwrap().p2p_mpi_above, 4 << 20);
         assert_eq!(parse(&[("SLUICE_P2P_MPI_BLOCK", "x")]).unwrap_err().name, "SLUICE_P2P_MPI_BLOCK");
         assert_eq!(parse(&[("SLUICE_P2P", "sometimes")]).unwrap_err().name, "SLUICE_P2P");
+    }
+
+    #[test]
+    fn pipeline_settings_are_range_checked() {
+        assert_eq!(parse(&[("SLUICE_PIPELINE_THRESHOLD", "off")]).unwrap().pipeline_threshold, usize::MAX);
+        assert_eq!(parse(&[("SLUICE_PIPELINE_THRESHOLD", "128")]).unwrap().pipeline_threshold, 128);
+        assert_eq!(parse(&[("SLUICE_PIPELINE_CHUNK", "64")]).unwrap().pipeline_chunk, 64);
+        assert_eq!(parse(&[("SLUICE_PIPELINE_DEPTH", "64")]).unwrap().pipeline_depth, 64);
+        for (var, bad) in [
+            ("SLUICE_PIPELINE_THRESHOLD", "127"),
+            ("SLUICE_PIPELINE_THRESHOLD", "big"),
+            ("SLUICE_PIPELINE_CHUNK", "63"),
+            ("SLUICE_PIPELINE_CHUNK", "2G"),
+            ("SLUICE_PIPELINE_CHUNK", "off"),
+            ("SLUICE_PIPELINE_DEPTH", "0"),
+            ("SLUICE_PIPELINE_DEPTH", "65"),
+        ] {
+            assert_eq!(parse(&[(var, bad)]).unwrap_err().name, var, "{bad:?}");
+        }
     }
 
     #[test]

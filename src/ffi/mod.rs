@@ -44,6 +44,10 @@ pub mod errclass {
 pub const PROC_NULL: std::ffi::c_int = mpi::MPI_PROC_NULL as std::ffi::c_int;
 #[allow(missing_docs)]
 pub const UNDEFINED: std::ffi::c_int = mpi::MPI_UNDEFINED as std::ffi::c_int;
+/// `MPI_ANY_SOURCE` and `MPI_ANY_TAG` as `c_int`.
+pub const ANY_SOURCE: std::ffi::c_int = mpi::MPI_ANY_SOURCE as std::ffi::c_int;
+#[allow(missing_docs)]
+pub const ANY_TAG: std::ffi::c_int = mpi::MPI_ANY_TAG as std::ffi::c_int;
 
 /// Fortran `INTEGER` as MPI's C side sees it (`MPI_Fint`). Both supported MPIs, built with
 /// gfortran's default integer kind, use C `int`; `cbuild/handles.c` asserts this at compile time.

@@ -58,7 +58,7 @@ pub extern "C" fn sluice_enable() -> c_int {
 #[no_mangle]
 pub extern "C" fn sluice_disable() -> c_int {
     guarded(|| {
-        if crate::protocol::p2p::ops::any() {
+        if crate::protocol::p2p::ops::any() || crate::protocol::p2p::pipeline::track::any() || crate::protocol::p2p::pipeline::send::in_flight() {
             return -1;
         }
         runtime::disable();

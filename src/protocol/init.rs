@@ -12,8 +12,10 @@ fn after_init(rc: c_int, t0: u64, mpi_ns: u64) -> c_int {
     if rc != errclass::SUCCESS {
         return rc;
     }
-    match runtime::start() {
-        Ok(()) => {
+    let started = runtime::start().and_then(|()| Ok(start_pipeline()));
+    match started {
+        Ok(Err(msg)) => errors::raise(consts::comm_world(), errclass::ERR_ARG, &format!("MPI_Init: {msg}")),
+        Ok(Ok(())) => {
             // Statistics start inside this call, so MPI_Init records itself once they are on.
             if runtime::config().is_some_and(|c| c.stats) {
                 stats::record(stats::Family::Init, 0, stats::now_ns() - t0, mpi_ns);
@@ -26,6 +28,23 @@ fn after_init(rc: c_int, t0: u64, mpi_ns: u64) -> c_int {
             &format!("MPI_Init: {e}"),
         ),
     }
+}
+
+/// Agrees on the pipelined protocol's reserved size with every rank (collective: every rank
+/// takes part, a disabled sluice too) and starts the pipeline.
+fn start_pipeline() -> Result<(), String> {
+    let off = crate::config::Config { pipeline_threshold: usize::MAX, ..runtime::config().cloned().unwrap_or_else(off_config) };
+    let cfg = match runtime::config() {
+        Some(c) if !c.disable => c.clone(),
+        _ => off,
+    };
+    crate::protocol::p2p::pipeline::start(&cfg)
+}
+
+/// A configuration with everything off (a process whose configuration did not parse).
+fn off_config() -> crate::config::Config {
+    crate::config::Config::from_lookup(|k| (k == "SLUICE_DISABLE").then(|| "1".to_string()), &|_| false)
+        .expect("the disabled configuration parses")
 }
 
 /// `MPI_Init`.
@@ -79,6 +98,7 @@ fn finish_p2p() {
     use crate::protocol::p2p::ops;
     use crate::transfer::staging;
     ops::progress_detached(true);
+    crate::protocol::p2p::pipeline::finish();
     let live = ops::clear();
     if live > 0 {
         log::warn!("{live} point-to-point request(s) of non-contiguous data were never completed or freed by the application");

@@ -8,6 +8,7 @@
 use std::ffi::c_int;
 
 use super::ops::{self, Op};
+use super::pipeline::track;
 use super::{blank_status, status_or};
 use crate::ffi::{consts, errclass, mpi, next};
 
@@ -118,7 +119,7 @@ unsafe fn requests<'a>(reqs: *mut Req, n: c_int) -> &'a mut [Req] {
 ///
 /// # Safety
 /// As `MPI_Wait`.
-pub unsafe fn wait(request: *mut Req, status: *mut Status) -> c_int {
+pub(crate) unsafe fn wait_mpi(request: *mut Req, status: *mut Status) -> c_int {
     ops::progress_detached(false);
     // SAFETY: a non-null request pointer is the application's handle.
     let Some(mut op) = (!request.is_null()).then(|| ops::take(unsafe { *request })).flatten() else {
@@ -147,7 +148,7 @@ pub unsafe fn wait(request: *mut Req, status: *mut Status) -> c_int {
 ///
 /// # Safety
 /// As `MPI_Test`.
-pub unsafe fn test(request: *mut Req, flag: *mut c_int, status: *mut Status) -> c_int {
+pub(crate) unsafe fn test_mpi(request: *mut Req, flag: *mut c_int, status: *mut Status) -> c_int {
     ops::progress_detached(false);
     // SAFETY: a non-null request pointer is the application's handle.
     let Some(mut op) = (!request.is_null()).then(|| ops::take(unsafe { *request })).flatten() else {
@@ -177,7 +178,7 @@ pub unsafe fn test(request: *mut Req, flag: *mut c_int, status: *mut Status) -> 
 ///
 /// # Safety
 /// As `MPI_Waitall`.
-pub unsafe fn waitall(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_int {
+pub(crate) unsafe fn waitall_mpi(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_int {
     ops::progress_detached(false);
     // SAFETY: the application's array of `count` requests.
     let rs = unsafe { requests(reqs, count) };
@@ -209,7 +210,7 @@ pub unsafe fn waitall(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_
 ///
 /// # Safety
 /// As `MPI_Testall`.
-pub unsafe fn testall(count: c_int, reqs: *mut Req, flag: *mut c_int, statuses: *mut Status) -> c_int {
+pub(crate) unsafe fn testall_mpi(count: c_int, reqs: *mut Req, flag: *mut c_int, statuses: *mut Status) -> c_int {
     ops::progress_detached(false);
     // SAFETY: the application's array of `count` requests.
     let rs = unsafe { requests(reqs, count) };
@@ -269,7 +270,7 @@ unsafe fn any_of(
 ///
 /// # Safety
 /// As `MPI_Waitany`.
-pub unsafe fn waitany(count: c_int, reqs: *mut Req, index: *mut c_int, status: *mut Status) -> c_int {
+pub(crate) unsafe fn waitany_mpi(count: c_int, reqs: *mut Req, index: *mut c_int, status: *mut Status) -> c_int {
     // SAFETY: forwarded contract.
     unsafe {
         any_of(count, reqs, index, status, |s| next::MPI_Waitany(count, reqs, index, s), || {
@@ -282,7 +283,7 @@ pub unsafe fn waitany(count: c_int, reqs: *mut Req, index: *mut c_int, status: *
 ///
 /// # Safety
 /// As `MPI_Testany`.
-pub unsafe fn testany(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mut c_int, status: *mut Status) -> c_int {
+pub(crate) unsafe fn testany_mpi(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mut c_int, status: *mut Status) -> c_int {
     // SAFETY: forwarded contract.
     unsafe {
         any_of(count, reqs, index, status, |s| next::MPI_Testany(count, reqs, index, flag, s), || {
@@ -343,7 +344,7 @@ unsafe fn some_of(
 ///
 /// # Safety
 /// As `MPI_Waitsome`.
-pub unsafe fn waitsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
+pub(crate) unsafe fn waitsome_mpi(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
     // SAFETY: forwarded contract.
     unsafe {
         some_of(incount, reqs, outcount, indices, statuses, |s| next::MPI_Waitsome(incount, reqs, outcount, indices, s), || {
@@ -356,7 +357,7 @@ pub unsafe fn waitsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, ind
 ///
 /// # Safety
 /// As `MPI_Testsome`.
-pub unsafe fn testsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
+pub(crate) unsafe fn testsome_mpi(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
     // SAFETY: forwarded contract.
     unsafe {
         some_of(incount, reqs, outcount, indices, statuses, |s| next::MPI_Testsome(incount, reqs, outcount, indices, s), || {
@@ -370,7 +371,7 @@ pub unsafe fn testsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, ind
 ///
 /// # Safety
 /// As `MPI_Request_get_status`.
-pub unsafe fn request_get_status(request: Req, flag: *mut c_int, status: *mut Status) -> c_int {
+pub(crate) unsafe fn request_get_status_mpi(request: Req, flag: *mut c_int, status: *mut Status) -> c_int {
     ops::progress_detached(false);
     let Some(mut op) = ops::take(request) else {
         // SAFETY: forwarded unchanged.
@@ -395,7 +396,7 @@ pub unsafe fn request_get_status(request: Req, flag: *mut c_int, status: *mut St
 ///
 /// # Safety
 /// As `MPI_Request_free`.
-pub unsafe fn request_free(request: *mut Req) -> c_int {
+pub(crate) unsafe fn request_free_mpi(request: *mut Req) -> c_int {
     ops::progress_detached(false);
     // SAFETY: a non-null pointer to the application's handle.
     let Some(op) = (!request.is_null()).then(|| ops::take(unsafe { *request })).flatten() else {
@@ -487,4 +488,226 @@ pub unsafe fn iprobe(source: c_int, tag: c_int, comm: mpi::MPI_Comm, flag: *mut 
     ops::progress_detached(false);
     // SAFETY: forwarded unchanged.
     unsafe { next::MPI_Iprobe(source, tag, comm, flag, status) }
+}
+
+// ---- the application's entry points: pipelined receives first, then the calls above --------
+
+/// `MPI_Wait`.
+///
+/// # Safety
+/// As `MPI_Wait`.
+pub unsafe fn wait(request: *mut Req, status: *mut Status) -> c_int {
+    if !track::any() || request.is_null() {
+        super::pipeline::send::progress();
+        // SAFETY: forwarded contract.
+        return unsafe { wait_mpi(request, status) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { track::wait(request, status, |r, s| wait_mpi(r, s)) }
+}
+
+/// `MPI_Test`.
+///
+/// # Safety
+/// As `MPI_Test`.
+pub unsafe fn test(request: *mut Req, flag: *mut c_int, status: *mut Status) -> c_int {
+    if !track::any() || request.is_null() || flag.is_null() {
+        super::pipeline::send::progress();
+        // SAFETY: forwarded contract.
+        return unsafe { test_mpi(request, flag, status) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { track::test(request, flag, status, |r, f, s| test_mpi(r, f, s)) }
+}
+
+/// `MPI_Request_get_status`.
+///
+/// # Safety
+/// As `MPI_Request_get_status`.
+pub unsafe fn request_get_status(request: Req, flag: *mut c_int, status: *mut Status) -> c_int {
+    if !track::any() || flag.is_null() {
+        super::pipeline::send::progress();
+        // SAFETY: forwarded contract.
+        return unsafe { request_get_status_mpi(request, flag, status) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { track::get_status(request, flag, status, |r, f, s| request_get_status_mpi(r, f, s)) }
+}
+
+/// `MPI_Request_free`.
+///
+/// # Safety
+/// As `MPI_Request_free`.
+pub unsafe fn request_free(request: *mut Req) -> c_int {
+    if !track::any() || request.is_null() {
+        // SAFETY: forwarded contract.
+        return unsafe { request_free_mpi(request) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { track::request_free(request, |r| request_free_mpi(r)) }
+}
+
+/// `MPI_Waitall`.
+///
+/// # Safety
+/// As `MPI_Waitall`.
+pub unsafe fn waitall(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_int {
+    if !track::any() {
+        super::pipeline::send::progress();
+        // SAFETY: forwarded contract.
+        return unsafe { waitall_mpi(count, reqs, statuses) };
+    }
+    // SAFETY: the application's array of `count` requests.
+    let rs = unsafe { requests(reqs, count) };
+    // SAFETY: forwarded contract.
+    unsafe { track::all(rs, std::ptr::null_mut(), statuses, true, |st| waitall_mpi(count, reqs, st)) }
+}
+
+/// `MPI_Testall`.
+///
+/// # Safety
+/// As `MPI_Testall`.
+pub unsafe fn testall(count: c_int, reqs: *mut Req, flag: *mut c_int, statuses: *mut Status) -> c_int {
+    if !track::any() || flag.is_null() {
+        super::pipeline::send::progress();
+        // SAFETY: forwarded contract.
+        return unsafe { testall_mpi(count, reqs, flag, statuses) };
+    }
+    // SAFETY: the application's array of `count` requests.
+    let rs = unsafe { requests(reqs, count) };
+    // SAFETY: forwarded contract.
+    unsafe { track::all(rs, flag, statuses, false, |st| testall_mpi(count, reqs, flag, st)) }
+}
+
+/// `MPI_Waitany` / `MPI_Testany` with pipelined receives among the requests.
+///
+/// # Safety
+/// As the MPI call.
+unsafe fn any_tracked(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mut c_int, status: *mut Status, wait: bool) -> c_int {
+    // SAFETY: the application's array of `count` requests.
+    let rs = unsafe { requests(reqs, count) };
+    let masked = |copy: &mut [Req]| {
+        let mut f = 0;
+        // SAFETY: a copy of the application's array; index and status are the application's.
+        let rc = unsafe { testany_mpi(count, copy.as_mut_ptr(), index, &mut f, status) };
+        // SAFETY: the MPI wrote the index.
+        let i = unsafe { *index };
+        (rc, Some(if f != 0 && i >= 0 { vec![i as usize] } else { Vec::new() }))
+    };
+    let blocking = || {
+        // SAFETY: forwarded contract (nothing hidden).
+        let rc = unsafe { waitany_mpi(count, reqs, index, status) };
+        // SAFETY: the MPI wrote the index.
+        let i = unsafe { *index };
+        (rc, Some(if i >= 0 { vec![i as usize] } else { Vec::new() }))
+    };
+    let none = || {
+        // SAFETY: the application's output pointers.
+        unsafe {
+            *index = crate::ffi::UNDEFINED;
+            if !flag.is_null() {
+                *flag = 0;
+            }
+        }
+    };
+    // SAFETY: forwarded contract.
+    let rc = unsafe { track::any_or_some(rs, wait, status, true, masked, blocking, none) };
+    if !flag.is_null() && wait {
+        // SAFETY: unused for Waitany.
+        unsafe { *flag = 1 };
+    }
+    rc
+}
+
+/// `MPI_Waitany`.
+///
+/// # Safety
+/// As `MPI_Waitany`.
+pub unsafe fn waitany(count: c_int, reqs: *mut Req, index: *mut c_int, status: *mut Status) -> c_int {
+    if !track::any() || index.is_null() {
+        super::pipeline::send::progress();
+        // SAFETY: forwarded contract.
+        return unsafe { waitany_mpi(count, reqs, index, status) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { any_tracked(count, reqs, index, std::ptr::null_mut(), status, true) }
+}
+
+/// `MPI_Testany`.
+///
+/// # Safety
+/// As `MPI_Testany`.
+pub unsafe fn testany(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mut c_int, status: *mut Status) -> c_int {
+    if !track::any() || index.is_null() || flag.is_null() {
+        super::pipeline::send::progress();
+        // SAFETY: forwarded contract.
+        return unsafe { testany_mpi(count, reqs, index, flag, status) };
+    }
+    // SAFETY: forwarded contract.
+    let rc = unsafe { any_tracked(count, reqs, index, flag, status, false) };
+    // SAFETY: the application's pointers; a completed index means flag is set.
+    unsafe {
+        if *index >= 0 {
+            *flag = 1;
+        }
+    }
+    rc
+}
+
+/// `MPI_Waitsome` / `MPI_Testsome` with pipelined receives among the requests.
+///
+/// # Safety
+/// As the MPI call.
+unsafe fn some_tracked(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status, wait: bool) -> c_int {
+    // SAFETY: the application's array of `incount` requests.
+    let rs = unsafe { requests(reqs, incount) };
+    let read = |rc: c_int| {
+        // SAFETY: the MPI wrote outcount and that many indices.
+        let n = unsafe { *outcount };
+        let done = if n > 0 && n != crate::ffi::UNDEFINED {
+            // SAFETY: as above.
+            unsafe { std::slice::from_raw_parts(indices, n as usize) }.iter().map(|&i| i as usize).collect()
+        } else {
+            Vec::new()
+        };
+        (rc, Some(done))
+    };
+    let masked = |copy: &mut [Req]| {
+        // SAFETY: a copy of the application's array; the outputs are the application's.
+        read(unsafe { testsome_mpi(incount, copy.as_mut_ptr(), outcount, indices, statuses) })
+    };
+    // SAFETY: forwarded contract (nothing hidden).
+    let blocking = || read(unsafe { waitsome_mpi(incount, reqs, outcount, indices, statuses) });
+    // SAFETY: the application's output.
+    let none = || unsafe { *outcount = 0 };
+    // SAFETY: forwarded contract.
+    unsafe { track::any_or_some(rs, wait, statuses, false, masked, blocking, none) }
+}
+
+/// `MPI_Waitsome`.
+///
+/// # Safety
+/// As `MPI_Waitsome`.
+pub unsafe fn waitsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
+    if !track::any() || outcount.is_null() || indices.is_null() {
+        super::pipeline::send::progress();
+        // SAFETY: forwarded contract.
+        return unsafe { waitsome_mpi(incount, reqs, outcount, indices, statuses) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { some_tracked(incount, reqs, outcount, indices, statuses, true) }
+}
+
+/// `MPI_Testsome`.
+///
+/// # Safety
+/// As `MPI_Testsome`.
+pub unsafe fn testsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
+    if !track::any() || outcount.is_null() || indices.is_null() {
+        super::pipeline::send::progress();
+        // SAFETY: forwarded contract.
+        return unsafe { testsome_mpi(incount, reqs, outcount, indices, statuses) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { some_tracked(incount, reqs, outcount, indices, statuses, false) }
 }

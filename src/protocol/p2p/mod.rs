@@ -15,6 +15,7 @@
 
 pub mod complete;
 pub mod ops;
+pub mod pipeline;
 pub mod recv;
 pub mod send;
 
@@ -98,6 +99,26 @@ impl Layout {
         // SAFETY: forwarded contract.
         unsafe { self.pack(buf, &mut st) };
         st
+    }
+
+    /// Packs stream bytes `[first, last)` of the user's elements at `buf` into `out`.
+    ///
+    /// # Safety
+    /// As [`Layout::pack`]; `out` is sluice's own memory of `last - first` bytes.
+    pub unsafe fn pack_range(&self, buf: *const c_void, first: usize, last: usize, out: &mut [u8]) {
+        // SAFETY: forwarded contract.
+        unsafe { self.ct.pack_range(buf.cast(), self.count, first, last, out) };
+        crate::stats::engine_bytes(last - first);
+    }
+
+    /// Unpacks `input`, stream bytes `[first, first + input.len())`, into the user's elements.
+    ///
+    /// # Safety
+    /// As [`Layout::unpack`].
+    pub unsafe fn unpack_range(&self, input: &[u8], first: usize, buf: *mut c_void) {
+        // SAFETY: forwarded contract.
+        unsafe { self.ct.unpack_range(input, self.count, first, first + input.len(), buf.cast()) };
+        crate::stats::engine_bytes(input.len());
     }
 
     /// Unpacks the first `received` bytes of `st` (a received, possibly short or truncated,
@@ -192,5 +213,12 @@ pub(crate) fn is_proc_null(rank: c_int) -> bool {
 
 /// Requests and staging buffers sluice still holds (leak checks; `sluice_p2p_outstanding`).
 pub fn outstanding() -> (i64, i64) {
-    (ops::tracked() as i64, staging::in_use())
+    // Chunks of pipelined sends complete when the receiver has them; let them finish first.
+    for _ in 0..10_000 {
+        if !pipeline::send::in_flight() {
+            break;
+        }
+        pipeline::track::progress_all();
+    }
+    ((ops::tracked() + pipeline::track::tracked()) as i64, staging::in_use())
 }

@@ -7,6 +7,7 @@
 use std::ffi::{c_int, c_void};
 
 use super::ops::{self, Dir, Op};
+use super::pipeline;
 use super::{is_proc_null, status_or, Layout};
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::transfer::staging;
@@ -24,12 +25,25 @@ unsafe fn blocking(
     layout: Layout,
     buf: *mut c_void,
     status: *mut Status,
+    pipe: Option<Comm>,
     receive: impl FnOnce(*mut c_void, c_int, *mut Status) -> c_int,
 ) -> c_int {
     let mut st = staging::take_for_receive(layout.bytes());
     let mut local = super::blank_status();
     let stp = status_or(status, &mut local);
     let rc = receive(st.as_mut_ptr().cast(), layout.count_arg(), stp);
+    if let Some(comm) = pipe {
+        // SAFETY: the MPI filled `stp` for this receive.
+        if rc == errclass::SUCCESS && unsafe { super::received_bytes(stp) } == pipeline::reserved() {
+            let op = Op { dir: Dir::Recv, layout: layout.clone(), user: buf as usize, staging: st, persistent: false, active: true };
+            let cap = layout.bytes();
+            // SAFETY: M0 landed in the operation's staging; the user buffer is the receive's.
+            match unsafe { pipeline::track::receive_rest(pipeline::incoming::Dest::Engine(op), cap, comm) } {
+                (Some(o), _) => return pipeline::track::blocking_code(rc, Some(o), stp),
+                (None, op) => st = op.expect("engine receive keeps its operation").staging,
+            }
+        }
+    }
     // SAFETY: the MPI filled `stp` for this receive.
     let n = unsafe { super::delivered_bytes(rc, stp, layout.bytes()) };
     // SAFETY: as above.
@@ -65,6 +79,53 @@ fn with_request(
     rc
 }
 
+/// The communicator of a receive of `capacity` bytes that may get a pipelined message (at least
+/// the reserved size, an intracommunicator), or `None`.
+fn pipe_for(capacity: usize, source: c_int, comm: Comm) -> Option<Comm> {
+    let s = pipeline::reserved();
+    (s != 0 && capacity >= s && !is_proc_null(source) && comm != consts::comm_null() && !pipeline::is_inter(comm)).then_some(comm)
+}
+
+/// A blocking receive of contiguous data that may get a pipelined message: the MPI receives
+/// into the application's buffer; an M0 is followed by its chunks.
+///
+/// # Safety
+/// As `MPI_Recv`; `receive(status)` is the application's receive.
+unsafe fn contiguous_blocking(
+    buf: *mut c_void,
+    datatype: Dt,
+    capacity: usize,
+    comm: Comm,
+    status: *mut Status,
+    receive: impl FnOnce(*mut Status) -> c_int,
+) -> c_int {
+    let mut local = super::blank_status();
+    let stp = status_or(status, &mut local);
+    let rc = receive(stp);
+    // SAFETY: the MPI filled `stp`.
+    if rc != errclass::SUCCESS || unsafe { super::received_bytes(stp) } != pipeline::reserved() {
+        return rc;
+    }
+    // SAFETY: the data of a contiguous type starts at its true lower bound.
+    let base = unsafe { buf.cast::<u8>().offset(pipeline::true_lb(datatype)) };
+    // SAFETY: M0 landed at `base`; the buffer holds `capacity` bytes.
+    let (o, _) = unsafe { pipeline::track::receive_rest(pipeline::incoming::Dest::Bytes(base), capacity, comm) };
+    pipeline::track::blocking_code(rc, o, stp)
+}
+
+/// Arms pipelined-message detection on a nonblocking receive the MPI just posted.
+fn arm(rc: c_int, request: *mut Req, bytes: Option<*mut u8>, capacity: usize, pipe: Option<Comm>, persistent: bool) {
+    if let (errclass::SUCCESS, Some(comm)) = (rc, pipe) {
+        // SAFETY: the MPI wrote the new request.
+        pipeline::track::arm(unsafe { *request }, pipeline::track::Entry::new(bytes, capacity, comm, persistent));
+    }
+}
+
+/// The data start of a contiguous receive buffer.
+fn contiguous_base(buf: *mut c_void, datatype: Dt) -> *mut u8 {
+    buf.cast::<u8>().wrapping_offset(pipeline::true_lb(datatype))
+}
+
 /// The engine layout of a receive, if sluice serves it.
 fn recv_layout(buf: *mut c_void, count: i64, datatype: Dt, source: c_int) -> Option<Layout> {
     Layout::of(buf, count, datatype).filter(|_| !is_proc_null(source))
@@ -78,10 +139,49 @@ pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, 
     match recv_layout(buf, count.into(), datatype, source) {
         // SAFETY: forwarded contract; the staging buffer has `n` bytes.
         Some(l) => unsafe {
-            blocking(l, buf, status, |p, n, s| next::MPI_Recv(p, n, consts::packed(), source, tag, comm, s))
+            let pipe = pipe_for(l.bytes(), source, comm);
+            blocking(l, buf, status, pipe, |p, n, s| next::MPI_Recv(p, n, consts::packed(), source, tag, comm, s))
         },
-        // SAFETY: forwarded unchanged.
-        None => unsafe { next::MPI_Recv(buf, count, datatype, source, tag, comm, status) },
+        None => match pipeline::bytes_if_large(count.into(), datatype).and_then(|c| pipe_for(c, source, comm).map(|p| (c, p))) {
+            // SAFETY: forwarded contract.
+            Some((cap, comm)) => unsafe {
+                contiguous_blocking(buf, datatype, cap, comm, status, |s| next::MPI_Recv(buf, count, datatype, source, tag, comm, s))
+            },
+            // SAFETY: forwarded unchanged.
+            None => unsafe { next::MPI_Recv(buf, count, datatype, source, tag, comm, status) },
+        },
+    }
+}
+
+/// A nonblocking or persistent receive: the engine path (`receive` into staging) or the MPI's
+/// (`forward`), armed for pipelined messages when its capacity reaches the reserved size.
+#[allow(clippy::too_many_arguments)]
+fn nonblocking(
+    buf: *mut c_void,
+    count: i64,
+    datatype: Dt,
+    source: c_int,
+    comm: Comm,
+    request: *mut Req,
+    persistent: bool,
+    receive: impl FnOnce(*mut c_void, c_int) -> c_int,
+    forward: impl FnOnce() -> c_int,
+) -> c_int {
+    match recv_layout(buf, count, datatype, source).filter(|_| !request.is_null()) {
+        Some(l) => {
+            let (cap, pipe) = (l.bytes(), pipe_for(l.bytes(), source, comm));
+            let rc = with_request(l, buf, request, persistent, receive);
+            arm(rc, request, None, cap, pipe, persistent);
+            rc
+        }
+        None => {
+            let large = pipeline::bytes_if_large(count, datatype).filter(|_| !request.is_null());
+            let rc = forward();
+            if let Some(cap) = large {
+                arm(rc, request, Some(contiguous_base(buf, datatype)), cap, pipe_for(cap, source, comm), persistent);
+            }
+            rc
+        }
     }
 }
 
@@ -90,15 +190,14 @@ pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, 
 /// # Safety
 /// As `MPI_Irecv`.
 pub unsafe fn irecv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
-    match recv_layout(buf, count.into(), datatype, source).filter(|_| !request.is_null()) {
+    nonblocking(buf, count.into(), datatype, source, comm, request, false, |p, n| {
         // SAFETY: forwarded contract; the staging buffer has `n` bytes and lives in the table
         // until the request completes.
-        Some(l) => with_request(l, buf, request, false, |p, n| unsafe {
-            next::MPI_Irecv(p, n, consts::packed(), source, tag, comm, request)
-        }),
+        unsafe { next::MPI_Irecv(p, n, consts::packed(), source, tag, comm, request) }
+    }, || {
         // SAFETY: forwarded unchanged.
-        None => unsafe { next::MPI_Irecv(buf, count, datatype, source, tag, comm, request) },
-    }
+        unsafe { next::MPI_Irecv(buf, count, datatype, source, tag, comm, request) }
+    })
 }
 
 /// `MPI_Recv_init`: the staging buffer lives as long as the request.
@@ -106,14 +205,13 @@ pub unsafe fn irecv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int,
 /// # Safety
 /// As `MPI_Recv_init`.
 pub unsafe fn recv_init(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
-    match recv_layout(buf, count.into(), datatype, source).filter(|_| !request.is_null()) {
+    nonblocking(buf, count.into(), datatype, source, comm, request, true, |p, n| {
         // SAFETY: as in `irecv`.
-        Some(l) => with_request(l, buf, request, true, |p, n| unsafe {
-            next::MPI_Recv_init(p, n, consts::packed(), source, tag, comm, request)
-        }),
+        unsafe { next::MPI_Recv_init(p, n, consts::packed(), source, tag, comm, request) }
+    }, || {
         // SAFETY: forwarded unchanged.
-        None => unsafe { next::MPI_Recv_init(buf, count, datatype, source, tag, comm, request) },
-    }
+        unsafe { next::MPI_Recv_init(buf, count, datatype, source, tag, comm, request) }
+    })
 }
 
 /// Whether a matched-receive call is served by sluice (`MPI_MESSAGE_NO_PROC` and invalid
@@ -130,7 +228,7 @@ fn message_ok(message: *mut mpi::MPI_Message) -> bool {
 pub unsafe fn mrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut mpi::MPI_Message, status: *mut Status) -> c_int {
     match Layout::of(buf, count.into(), datatype).filter(|_| message_ok(message)) {
         // SAFETY: forwarded contract.
-        Some(l) => unsafe { blocking(l, buf, status, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
+        Some(l) => unsafe { blocking(l, buf, status, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
         // SAFETY: forwarded unchanged.
         None => unsafe { next::MPI_Mrecv(buf, count, datatype, message, status) },
     }
@@ -182,11 +280,25 @@ unsafe fn sendrecv_any(
 ) -> c_int {
     let sl = Layout::of(sendbuf, sendcount, sendtype).filter(|_| !is_proc_null(dest));
     let rl = recv_layout(recvbuf, recvcount, recvtype, source);
+    // A contiguous receive that may get a pipelined message.
+    let rpipe = if rl.is_none() {
+        pipeline::bytes_if_large(recvcount, recvtype).and_then(|c| pipe_for(c, source, comm).map(|p| (c, p)))
+    } else {
+        None
+    };
     let (Ok(sendcount), Ok(recvcount)) = (c_int::try_from(sendcount), c_int::try_from(recvcount)) else {
         return forward();
     };
     if sl.is_none() && rl.is_none() {
-        return forward();
+        return match rpipe {
+            // SAFETY: forwarded contract.
+            Some((cap, comm)) => unsafe {
+                contiguous_blocking(recvbuf, recvtype, cap, comm, status, |s| {
+                    next::MPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, s)
+                })
+            },
+            None => forward(),
+        };
     }
     // SAFETY: the application's send buffer is valid for its typemap.
     let mut sst = sl.as_ref().map(|l| unsafe { l.packed(sendbuf) });
@@ -194,15 +306,22 @@ unsafe fn sendrecv_any(
         (Some(l), Some(st)) => (st.as_mut_ptr() as *const c_void, l.count_arg(), consts::packed()),
         _ => (sendbuf, sendcount, sendtype),
     };
-    match rl {
+    match (rl, rpipe) {
         // SAFETY: forwarded contract.
-        Some(l) => unsafe {
-            blocking(l, recvbuf, status, |rp, rn, s| {
+        (Some(l), _) => unsafe {
+            let pipe = pipe_for(l.bytes(), source, comm);
+            blocking(l, recvbuf, status, pipe, |rp, rn, s| {
                 next::MPI_Sendrecv(sp, sc, stype, dest, sendtag, rp, rn, consts::packed(), source, recvtag, comm, s)
             })
         },
         // SAFETY: forwarded, with the packed send side.
-        None => unsafe {
+        (None, Some((cap, comm))) => unsafe {
+            contiguous_blocking(recvbuf, recvtype, cap, comm, status, |s| {
+                next::MPI_Sendrecv(sp, sc, stype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, s)
+            })
+        },
+        // SAFETY: forwarded, with the packed send side.
+        (None, None) => unsafe {
             next::MPI_Sendrecv(sp, sc, stype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
         },
     }
@@ -219,8 +338,8 @@ pub unsafe fn sendrecv_replace(
 ) -> c_int {
     // SAFETY: forwarded contract; `forward` is the application's call unchanged.
     unsafe {
-        sendrecv_replace_any(buf, count.into(), datatype, dest, sendtag, source, recvtag, comm, status, || {
-            next::MPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
+        sendrecv_replace_any(buf, count.into(), datatype, dest, sendtag, source, recvtag, comm, status, |s| {
+            next::MPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, s)
         })
     }
 }
@@ -232,11 +351,17 @@ pub unsafe fn sendrecv_replace(
 #[allow(clippy::too_many_arguments)]
 unsafe fn sendrecv_replace_any(
     buf: *mut c_void, count: i64, datatype: Dt, dest: c_int, sendtag: c_int, source: c_int,
-    recvtag: c_int, comm: Comm, status: *mut Status, forward: impl FnOnce() -> c_int,
+    recvtag: c_int, comm: Comm, status: *mut Status, forward_with_status: impl FnOnce(*mut Status) -> c_int,
 ) -> c_int {
     let layout = Layout::of(buf, count, datatype).filter(|_| !(is_proc_null(dest) && is_proc_null(source)));
+    if layout.is_none() {
+        if let Some((cap, comm)) = pipeline::bytes_if_large(count, datatype).and_then(|c| pipe_for(c, source, comm).map(|p| (c, p))) {
+            // SAFETY: forwarded contract.
+            return unsafe { contiguous_blocking(buf, datatype, cap, comm, status, |s| forward_with_status(s)) };
+        }
+    }
     let (Some(l), Ok(count)) = (layout, c_int::try_from(count)) else {
-        return forward();
+        return forward_with_status(status);
     };
     // SAFETY: the application's buffer is valid for its typemap.
     let mut sst = unsafe { l.packed(buf) };
@@ -249,9 +374,10 @@ unsafe fn sendrecv_replace_any(
             next::MPI_Sendrecv(sp, sc, consts::packed(), dest, sendtag, buf, count, datatype, source, recvtag, comm, status)
         };
     }
+    let pipe = pipe_for(l.bytes(), source, comm);
     // SAFETY: forwarded contract; send and receive staging are distinct buffers.
     unsafe {
-        blocking(l.clone(), buf, status, |rp, rn, s| {
+        blocking(l.clone(), buf, status, pipe, |rp, rn, s| {
             next::MPI_Sendrecv(sp, sc, consts::packed(), dest, sendtag, rp, rn, consts::packed(), source, recvtag, comm, s)
         })
     }
@@ -271,10 +397,17 @@ pub mod large_count {
         match recv_layout(buf, count, datatype, source) {
             // SAFETY: as in `recv`.
             Some(l) => unsafe {
-                blocking(l, buf, status, |p, n, s| next::MPI_Recv(p, n, consts::packed(), source, tag, comm, s))
+                let pipe = pipe_for(l.bytes(), source, comm);
+                blocking(l, buf, status, pipe, |p, n, s| next::MPI_Recv(p, n, consts::packed(), source, tag, comm, s))
             },
-            // SAFETY: forwarded unchanged.
-            None => unsafe { next::MPI_Recv_c(buf, count, datatype, source, tag, comm, status) },
+            None => match pipeline::bytes_if_large(count, datatype).and_then(|c| pipe_for(c, source, comm).map(|p| (c, p))) {
+                // SAFETY: forwarded contract.
+                Some((cap, comm)) => unsafe {
+                    contiguous_blocking(buf, datatype, cap, comm, status, |s| next::MPI_Recv_c(buf, count, datatype, source, tag, comm, s))
+                },
+                // SAFETY: forwarded unchanged.
+                None => unsafe { next::MPI_Recv_c(buf, count, datatype, source, tag, comm, status) },
+            },
         }
     }
 
@@ -283,14 +416,13 @@ pub mod large_count {
     /// # Safety
     /// As `MPI_Irecv_c`.
     pub unsafe fn irecv_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
-        match recv_layout(buf, count, datatype, source).filter(|_| !request.is_null()) {
+        nonblocking(buf, count, datatype, source, comm, request, false, |p, n| {
             // SAFETY: as in `irecv`.
-            Some(l) => with_request(l, buf, request, false, |p, n| unsafe {
-                next::MPI_Irecv(p, n, consts::packed(), source, tag, comm, request)
-            }),
+            unsafe { next::MPI_Irecv(p, n, consts::packed(), source, tag, comm, request) }
+        }, || {
             // SAFETY: forwarded unchanged.
-            None => unsafe { next::MPI_Irecv_c(buf, count, datatype, source, tag, comm, request) },
-        }
+            unsafe { next::MPI_Irecv_c(buf, count, datatype, source, tag, comm, request) }
+        })
     }
 
     /// `MPI_Recv_init_c`.
@@ -298,14 +430,13 @@ pub mod large_count {
     /// # Safety
     /// As `MPI_Recv_init_c`.
     pub unsafe fn recv_init_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
-        match recv_layout(buf, count, datatype, source).filter(|_| !request.is_null()) {
+        nonblocking(buf, count, datatype, source, comm, request, true, |p, n| {
             // SAFETY: as in `irecv`.
-            Some(l) => with_request(l, buf, request, true, |p, n| unsafe {
-                next::MPI_Recv_init(p, n, consts::packed(), source, tag, comm, request)
-            }),
+            unsafe { next::MPI_Recv_init(p, n, consts::packed(), source, tag, comm, request) }
+        }, || {
             // SAFETY: forwarded unchanged.
-            None => unsafe { next::MPI_Recv_init_c(buf, count, datatype, source, tag, comm, request) },
-        }
+            unsafe { next::MPI_Recv_init_c(buf, count, datatype, source, tag, comm, request) }
+        })
     }
 
     /// `MPI_Mrecv_c`.
@@ -315,7 +446,7 @@ pub mod large_count {
     pub unsafe fn mrecv_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, message: *mut mpi::MPI_Message, status: *mut Status) -> c_int {
         match Layout::of(buf, count, datatype).filter(|_| message_ok(message)) {
             // SAFETY: as in `mrecv`.
-            Some(l) => unsafe { blocking(l, buf, status, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
+            Some(l) => unsafe { blocking(l, buf, status, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
             // SAFETY: forwarded unchanged.
             None => unsafe { next::MPI_Mrecv_c(buf, count, datatype, message, status) },
         }
@@ -365,8 +496,8 @@ pub mod large_count {
     ) -> c_int {
         // SAFETY: as in `sendrecv_replace`.
         unsafe {
-            sendrecv_replace_any(buf, count, datatype, dest, sendtag, source, recvtag, comm, status, || {
-                next::MPI_Sendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
+            sendrecv_replace_any(buf, count, datatype, dest, sendtag, source, recvtag, comm, status, |s| {
+                next::MPI_Sendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, s)
             })
         }
     }

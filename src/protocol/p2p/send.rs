@@ -6,6 +6,7 @@
 use std::ffi::{c_int, c_void};
 
 use super::ops::{self, Dir, Op};
+use super::pipeline::{self, send::PostFn, send::Source};
 use super::{is_proc_null, Layout};
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::transfer::staging;
@@ -31,11 +32,20 @@ unsafe fn blocking(
     tag: c_int,
     comm: Comm,
     mpi_send: BlockingFn,
+    post: PostFn,
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
     let Some(layout) = Layout::of(buf, count, datatype).filter(|_| !is_proc_null(dest)) else {
-        return forward();
+        return match reserved_contiguous(buf, count, datatype, dest, comm) {
+            // SAFETY: forwarded contract.
+            Some(src) => unsafe { pipelined_blocking(src, pipeline::reserved(), dest, tag, comm, post) },
+            None => forward(),
+        };
     };
+    if pipeline::send::applies(layout.bytes(), comm) {
+        // SAFETY: forwarded contract.
+        return unsafe { pipelined_blocking(Source::Engine(&layout, buf), layout.bytes(), dest, tag, comm, post) };
+    }
     // SAFETY: the application's send buffer is valid for its typemap (MPI contract).
     let mut st = unsafe { layout.packed(buf) };
     // SAFETY: sluice's staging buffer holds `bytes` packed bytes; the other arguments are the
@@ -62,8 +72,18 @@ unsafe fn with_request(
 ) -> c_int {
     let layout = Layout::of(buf, count, datatype).filter(|_| !is_proc_null(dest) && !request.is_null());
     let Some(layout) = layout else {
+        if !persistent && !request.is_null() {
+            if let Some(src) = reserved_contiguous(buf, count, datatype, dest, comm) {
+                // SAFETY: forwarded contract; `request` is the application's non-null pointer.
+                return unsafe { pipelined_request(src, pipeline::reserved(), dest, tag, comm, mpi_send, request) };
+            }
+        }
         return forward();
     };
+    if !persistent && pipeline::send::applies(layout.bytes(), comm) {
+        // SAFETY: forwarded contract.
+        return unsafe { pipelined_request(Source::Engine(&layout, buf), layout.bytes(), dest, tag, comm, mpi_send, request) };
+    }
     let st = if persistent {
         staging::take(layout.bytes()) // packed at every MPI_Start
     } else {
@@ -82,6 +102,44 @@ unsafe fn with_request(
     rc
 }
 
+/// A contiguous send of exactly the reserved size: it must travel pipelined, so that no
+/// ordinary message from sluice has that size (docs/protocol.md).
+fn reserved_contiguous(buf: *const c_void, count: i64, datatype: Dt, dest: c_int, comm: Comm) -> Option<Source<'static>> {
+    let n = pipeline::bytes_if_large(count, datatype)?;
+    (n == pipeline::reserved() && !buf.is_null() && !is_proc_null(dest) && pipeline::send::applies(n, comm))
+        .then(|| Source::Bytes(buf.cast::<u8>().wrapping_offset(pipeline::true_lb(datatype))))
+}
+
+/// A blocking pipelined send: M0 and every chunk posted, then M0 completed in the
+/// application's mode (the chunks complete on their own, docs/protocol.md rule 1).
+///
+/// # Safety
+/// As the MPI send call.
+unsafe fn pipelined_blocking(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm: Comm, post: PostFn) -> c_int {
+    // SAFETY: forwarded contract.
+    let (rc, mut req) = unsafe { pipeline::send::start(src, total, dest, tag, comm, post) };
+    if rc != errclass::SUCCESS {
+        return rc;
+    }
+    // SAFETY: M0's request, sluice's own.
+    unsafe { next::MPI_Wait(&mut req, consts::status_ignore()) }
+}
+
+/// A nonblocking pipelined send: the application's request is M0's.
+///
+/// # Safety
+/// As the MPI send call; `request` is non-null.
+#[allow(clippy::too_many_arguments)]
+unsafe fn pipelined_request(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm: Comm, post: PostFn, request: *mut Req) -> c_int {
+    // SAFETY: forwarded contract.
+    let (rc, req) = unsafe { pipeline::send::start(src, total, dest, tag, comm, post) };
+    if rc == errclass::SUCCESS {
+        // SAFETY: the application's non-null output pointer.
+        unsafe { *request = req };
+    }
+    rc
+}
+
 /// Defines the exported handlers of one send mode (int and, on MPICH, large-count variants).
 macro_rules! send_mode {
     ($(#[$doc:meta])* $blocking:ident / $blocking_c:ident => $mpi_blocking:ident / $mpi_blocking_c:ident,
@@ -94,7 +152,7 @@ macro_rules! send_mode {
         pub unsafe fn $blocking(buf: *const c_void, count: c_int, datatype: Dt, dest: c_int, tag: c_int, comm: Comm) -> c_int {
             // SAFETY: forwarded contract.
             unsafe {
-                blocking(buf, count.into(), datatype, dest, tag, comm, next::$mpi_blocking, || {
+                blocking(buf, count.into(), datatype, dest, tag, comm, next::$mpi_blocking, next::$mpi_nonblocking, || {
                     next::$mpi_blocking(buf, count, datatype, dest, tag, comm)
                 })
             }
@@ -140,7 +198,7 @@ macro_rules! send_mode {
         ) -> c_int {
             // SAFETY: forwarded contract.
             unsafe {
-                blocking(buf, count, datatype, dest, tag, comm, next::$mpi_blocking, || {
+                blocking(buf, count, datatype, dest, tag, comm, next::$mpi_blocking, next::$mpi_nonblocking, || {
                     next::$mpi_blocking_c(buf, count, datatype, dest, tag, comm)
                 })
             }

@@ -1,0 +1,238 @@
+//! The receiving side of one pipelined transfer, from the moment its M0 arrived: chunk
+//! receives on the private communicator, at most `SLUICE_PIPELINE_DEPTH` in flight. A
+//! contiguous receive takes chunks straight into the application's buffer. A non-contiguous one
+//! takes them into a ring of staging chunks and unpacks each as a byte range of the stream.
+//! Chunks past the receive's capacity land in staging and only their fitting prefix is kept
+//! (a truncated receive).
+
+use std::collections::VecDeque;
+use std::ffi::{c_int, c_void};
+
+use super::{depth, m0_data, private, Header};
+use crate::ffi::{consts, errclass, mpi, next, request_from_key, request_key};
+use crate::protocol::p2p::ops::Op;
+use crate::transfer::staging::{self, Staging};
+
+/// Where the stream goes.
+pub enum Dest {
+    /// Contiguous memory of the application: the stream lands in place.
+    Bytes(*mut u8),
+    /// A non-contiguous type: the receive's tracked operation (layout, user buffer, and the
+    /// staging buffer M0 landed in).
+    Engine(Op),
+}
+
+/// One chunk receive in flight.
+struct Slot {
+    req: usize,
+    off: usize,
+    len: usize,
+    /// Staging the chunk lands in (`None`: straight into the application's buffer).
+    buf: Option<Staging>,
+}
+
+/// How a finished transfer ends, for the status and return code.
+#[derive(Clone, Copy, Debug)]
+pub struct Outcome {
+    /// Packed bytes the sender sent.
+    pub total: usize,
+    /// Bytes the receive could hold.
+    pub capacity: usize,
+    /// The receive's communicator (its error handler reports truncation).
+    comm: usize,
+    /// Source and tag to report, when the MPI's status of the request does not carry them
+    /// (a receive served from the probe stash completes a placeholder request).
+    origin: Option<(c_int, c_int)>,
+}
+
+// SAFETY: `Dest::Bytes` and `Op` hold addresses of the application's buffer, which the
+// application keeps valid until the receive completes, from whichever thread completes it.
+unsafe impl Send for Incoming {}
+
+/// One pipelined receive in progress.
+pub struct Incoming {
+    peer: c_int,
+    tag: c_int,
+    total: usize,
+    capacity: usize,
+    chunk: usize,
+    next_off: usize,
+    slots: VecDeque<Slot>,
+    spare: Vec<Staging>,
+    dest: Dest,
+    comm: usize,
+    origin: Option<(c_int, c_int)>,
+}
+
+impl Incoming {
+    /// Starts receiving the chunks of the transfer whose M0 (`header`) just arrived. M0's data
+    /// is already in place for `Dest::Bytes`; for `Dest::Engine` it is in the operation's
+    /// staging buffer and is unpacked here.
+    ///
+    /// # Safety
+    /// The destination buffers are the live receive's; `capacity` is its size in bytes.
+    pub unsafe fn begin(header: Header, capacity: usize, dest: Dest, comm: mpi::MPI_Comm) -> Incoming {
+        let d = m0_data();
+        if let Dest::Engine(op) = &dest {
+            let n = d.min(capacity);
+            // SAFETY: the staging buffer holds M0; the user buffer is the receive's.
+            unsafe { op.layout.unpack_range(&op.staging.bytes()[..n], 0, op.user as *mut c_void) };
+        }
+        let mut t = Incoming {
+            peer: header.sender,
+            tag: header.tag,
+            total: header.total as usize,
+            capacity,
+            chunk: header.chunk as usize,
+            next_off: d,
+            slots: VecDeque::new(),
+            spare: Vec::new(),
+            dest,
+            comm: comm_key(comm),
+            origin: None,
+        };
+        t.post();
+        t
+    }
+
+    /// Reports `source` and `tag` in the status (see [`Outcome`]).
+    pub fn with_origin(mut self, source: c_int, tag: c_int) -> Incoming {
+        self.origin = Some((source, tag));
+        self
+    }
+
+    /// Posts chunk receives up to the depth.
+    fn post(&mut self) {
+        let pc = private();
+        while self.slots.len() < depth() && self.next_off < self.total {
+            let (off, len) = (self.next_off, self.chunk.min(self.total - self.next_off));
+            let mut req = consts::request_null();
+            let buf = match self.dest {
+                Dest::Bytes(base) if off + len <= self.capacity => {
+                    // SAFETY: the chunk lies inside the application's contiguous buffer.
+                    unsafe { next::MPI_Irecv(base.add(off).cast(), len as c_int, consts::byte(), self.peer, self.tag, pc, &mut req) };
+                    None
+                }
+                _ => {
+                    let mut b = self.spare.pop().unwrap_or_else(|| staging::take_for_receive(self.chunk));
+                    // SAFETY: sluice's staging of at least one chunk.
+                    unsafe { next::MPI_Irecv(b.as_mut_ptr().cast(), len as c_int, consts::byte(), self.peer, self.tag, pc, &mut req) };
+                    Some(b)
+                }
+            };
+            self.slots.push_back(Slot { req: request_key(req), off, len, buf });
+            self.next_off += len;
+        }
+    }
+
+    /// Tests the chunks in flight (`block`: waits for each in turn instead); returns whether
+    /// the whole stream has arrived.
+    ///
+    /// # Safety
+    /// The destination buffers are still the live receive's.
+    pub unsafe fn advance(&mut self, block: bool) -> bool {
+        while let Some(front) = self.slots.front() {
+            let mut req = request_from_key(front.req);
+            let mut flag = 1;
+            // SAFETY: sluice's own chunk request.
+            unsafe {
+                if block {
+                    next::MPI_Wait(&mut req, consts::status_ignore());
+                } else {
+                    next::MPI_Test(&mut req, &mut flag, consts::status_ignore());
+                }
+            }
+            if flag == 0 {
+                break;
+            }
+            let slot = self.slots.pop_front().expect("front slot");
+            // SAFETY: forwarded contract.
+            unsafe { self.land(slot) };
+            self.post();
+        }
+        self.slots.is_empty() && self.next_off >= self.total
+    }
+
+    /// Moves a chunk that arrived in staging to its destination (the part within capacity).
+    ///
+    /// # Safety
+    /// As [`Incoming::advance`].
+    unsafe fn land(&mut self, slot: Slot) {
+        let Some(buf) = slot.buf else { return };
+        let keep = slot.len.min(self.capacity.saturating_sub(slot.off));
+        if keep > 0 {
+            let data = &buf.bytes()[..keep];
+            match &self.dest {
+                // SAFETY: `[off, off + keep)` lies inside the application's buffer.
+                Dest::Bytes(base) => unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), base.add(slot.off), keep) },
+                // SAFETY: the range lies inside the stream of the receive's elements.
+                Dest::Engine(op) => unsafe { op.layout.unpack_range(data, slot.off, op.user as *mut c_void) },
+            }
+        }
+        self.spare.push(buf);
+    }
+
+    /// The outcome, once [`Incoming::advance`] returned true; gives back the receive's
+    /// operation (its staging and, for a persistent receive, its entry).
+    pub fn finish(self) -> (Outcome, Option<Op>) {
+        let o = Outcome { total: self.total, capacity: self.capacity, comm: self.comm, origin: self.origin };
+        match self.dest {
+            Dest::Engine(op) => (o, Some(op)),
+            Dest::Bytes(_) => (o, None),
+        }
+    }
+}
+
+impl Outcome {
+    /// Whether the message was longer than the receive.
+    pub fn truncated(&self) -> bool {
+        self.total > self.capacity
+    }
+
+    /// Writes the byte count the MPI itself reports into `st` (on truncation Open MPI reports
+    /// the message's size and MPICH 0, measured).
+    ///
+    /// # Safety
+    /// `st` is a status of the completed receive (or null / ignore, then nothing is written).
+    pub unsafe fn patch(&self, st: *mut mpi::MPI_Status) {
+        if st.is_null() || st == consts::status_ignore() {
+            return;
+        }
+        let n = if !self.truncated() || cfg!(sluice_mpi = "openmpi") { self.total } else { 0 };
+        // SAFETY: a valid status.
+        unsafe {
+            mpi::PMPI_Status_set_elements_x(st, consts::byte(), n as mpi::MPI_Count);
+            mpi::PMPI_Status_set_cancelled(st, 0);
+            if let Some((source, tag)) = self.origin {
+                (*st).MPI_SOURCE = source;
+                (*st).MPI_TAG = tag;
+            }
+        }
+    }
+
+    /// The return code of the completion: `MPI_ERR_TRUNCATE` through the communicator's error
+    /// handler when the message was longer than the receive, else success.
+    pub fn code(&self) -> c_int {
+        if !self.truncated() {
+            return errclass::SUCCESS;
+        }
+        // SAFETY: the receive's communicator, valid while the receive was.
+        unsafe { mpi::PMPI_Comm_call_errhandler(comm_from_key(self.comm), errclass::ERR_TRUNCATE) };
+        errclass::ERR_TRUNCATE
+    }
+
+    /// As [`Outcome::code`] for a multiple completion: `MPI_ERR_IN_STATUS`.
+    pub fn code_in_status(&self) -> c_int {
+        // SAFETY: as in `code`.
+        unsafe { mpi::PMPI_Comm_call_errhandler(comm_from_key(self.comm), errclass::ERR_IN_STATUS) };
+        errclass::ERR_IN_STATUS
+    }
+}
+
+fn comm_key(c: mpi::MPI_Comm) -> usize {
+    super::comm_key(c)
+}
+
+fn comm_from_key(k: usize) -> mpi::MPI_Comm {
+    super::comm_from_key(k)
+}

@@ -1,0 +1,259 @@
+//! The pipelined protocol for large messages (docs/protocol.md, "Pipelined protocol").
+//!
+//! A transfer is a first message M0 of exactly the reserved size S\* on the application's
+//! (communicator, tag), carrying the first S\*-64 bytes of the packed stream and a 64-byte
+//! [`Header`], followed by chunks on one private duplicate of `MPI_COMM_WORLD`, tagged with the
+//! transfer's tag and addressed by world rank. A received message of S\* bytes is an M0; any
+//! other size is an ordinary message, so application data is never read as a header.
+//!
+//! The sender packs and posts everything when the send is posted and never waits for sluice
+//! code on the receiver ([`send`]); the receiver's completion calls post the chunk receives
+//! and unpack them through a bounded ring ([`incoming`], [`track`]).
+
+pub mod incoming;
+pub mod send;
+pub mod track;
+
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::ffi::{consts, errclass, mpi};
+
+/// Bytes of the header at the end of M0.
+pub const HEADER: usize = 64;
+/// First word of every header: a sanity check on top of the size rule.
+const MAGIC: u64 = u64::from_le_bytes(*b"SLUICEP1");
+
+/// S\*, the reserved size (0: the pipeline is off).
+static RESERVED: AtomicUsize = AtomicUsize::new(0);
+static CHUNK: AtomicUsize = AtomicUsize::new(128 << 10);
+static DEPTH: AtomicUsize = AtomicUsize::new(4);
+static TAG_UB: AtomicI32 = AtomicI32::new(32767);
+static WORLD_RANK: AtomicI32 = AtomicI32::new(-1);
+static NEXT_TAG: AtomicU32 = AtomicU32::new(0);
+/// The private communicator, as an integer (see [`comm_key`]).
+static PRIVATE: Mutex<Option<usize>> = Mutex::new(None);
+
+/// The reserved size S\*, or 0 when the pipeline is off.
+#[inline]
+pub fn reserved() -> usize {
+    RESERVED.load(Ordering::Relaxed)
+}
+
+/// Chunk size this process sends with.
+pub fn chunk() -> usize {
+    CHUNK.load(Ordering::Relaxed)
+}
+
+/// Chunk receives a transfer keeps in flight.
+pub fn depth() -> usize {
+    DEPTH.load(Ordering::Relaxed)
+}
+
+/// Bytes of the packed stream that M0 carries.
+pub fn m0_data() -> usize {
+    reserved() - HEADER
+}
+
+/// This process's rank in `MPI_COMM_WORLD`.
+pub fn world_rank() -> c_int {
+    WORLD_RANK.load(Ordering::Relaxed)
+}
+
+fn comm_key(c: mpi::MPI_Comm) -> usize {
+    #[cfg(sluice_mpi = "openmpi")]
+    {
+        c as usize
+    }
+    #[cfg(sluice_mpi = "mpich")]
+    {
+        c as u32 as usize
+    }
+}
+
+fn comm_from_key(k: usize) -> mpi::MPI_Comm {
+    #[cfg(sluice_mpi = "openmpi")]
+    {
+        k as mpi::MPI_Comm
+    }
+    #[cfg(sluice_mpi = "mpich")]
+    {
+        k as u32 as mpi::MPI_Comm
+    }
+}
+
+/// The private communicator for chunks.
+pub fn private() -> mpi::MPI_Comm {
+    comm_from_key(PRIVATE.lock().unwrap_or_else(|e| e.into_inner()).expect("pipeline started"))
+}
+
+/// A new transfer tag on the private communicator: 1..=MPI_TAG_UB (tag 0 is unused).
+pub fn next_tag() -> c_int {
+    let ub = TAG_UB.load(Ordering::Relaxed).max(1) as u32;
+    (NEXT_TAG.fetch_add(1, Ordering::Relaxed) % ub) as c_int + 1
+}
+
+/// The header M0 carries after its data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Packed bytes of the whole message.
+    pub total: u64,
+    /// Chunk size the sender uses.
+    pub chunk: u64,
+    /// Tag of the chunks on the private communicator.
+    pub tag: c_int,
+    /// The sender's rank in `MPI_COMM_WORLD`.
+    pub sender: c_int,
+}
+
+impl Header {
+    /// The 64 header bytes.
+    pub fn encode(&self) -> [u8; HEADER] {
+        let mut b = [0u8; HEADER];
+        b[0..8].copy_from_slice(&MAGIC.to_le_bytes());
+        b[8..16].copy_from_slice(&self.total.to_le_bytes());
+        b[16..24].copy_from_slice(&self.chunk.to_le_bytes());
+        b[24..28].copy_from_slice(&self.tag.to_le_bytes());
+        b[28..32].copy_from_slice(&self.sender.to_le_bytes());
+        b
+    }
+
+    /// Reads a header; `None` if the bytes are not one (checked on top of the size rule).
+    pub fn decode(b: &[u8]) -> Option<Header> {
+        let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+        let half = |i: usize| c_int::from_le_bytes(b[i..i + 4].try_into().unwrap());
+        if b.len() < HEADER || word(0) != MAGIC {
+            return None;
+        }
+        let h = Header { total: word(8), chunk: word(16), tag: half(24), sender: half(28) };
+        (h.total as usize >= reserved() && h.chunk > 0 && h.tag > 0 && h.sender >= 0).then_some(h)
+    }
+}
+
+/// Starts the pipeline at `MPI_Init`: checks that every rank uses the same threshold (the
+/// reserved size must be agreed on), makes the private communicator.
+pub fn start(cfg: &crate::config::Config) -> Result<(), String> {
+    let world = consts::comm_world();
+    let mine: u64 = if cfg.p2p && cfg.datatype_engine { cfg.pipeline_threshold as u64 } else { u64::MAX };
+    let (mut lo, mut hi) = (0u64, 0u64);
+    let mut rank = 0;
+    // SAFETY: collective over MPI_COMM_WORLD, called by every rank from MPI_Init; one u64 each.
+    unsafe {
+        mpi::PMPI_Comm_rank(world, &mut rank);
+        let p = (&mine as *const u64).cast::<c_void>();
+        mpi::PMPI_Allreduce(p, (&mut lo as *mut u64).cast(), 1, consts::uint64(), mpi_min(), world);
+        mpi::PMPI_Allreduce(p, (&mut hi as *mut u64).cast(), 1, consts::uint64(), mpi_max(), world);
+    }
+    if lo != hi {
+        return Err(format!(
+            "SLUICE_PIPELINE_THRESHOLD (and SLUICE_P2P/SLUICE_DATATYPE) must be the same on every rank: the reserved message size differs between ranks ({} vs {})",
+            show(lo),
+            show(hi)
+        ));
+    }
+    if mine == u64::MAX {
+        return Ok(());
+    }
+    let mut private = consts::comm_null();
+    let (mut flag, mut ub) = (0, std::ptr::null_mut::<c_int>());
+    // SAFETY: collective over MPI_COMM_WORLD from MPI_Init; the attribute value of MPI_TAG_UB
+    // is a pointer to the MPI's int.
+    unsafe {
+        if mpi::PMPI_Comm_dup(world, &mut private) != errclass::SUCCESS {
+            return Err("could not create the pipeline's private communicator".into());
+        }
+        mpi::PMPI_Comm_get_attr(world, mpi::MPI_TAG_UB as c_int, (&mut ub as *mut *mut c_int).cast(), &mut flag);
+        if flag != 0 && !ub.is_null() {
+            TAG_UB.store(*ub, Ordering::Relaxed);
+        }
+    }
+    *PRIVATE.lock().unwrap_or_else(|e| e.into_inner()) = Some(comm_key(private));
+    WORLD_RANK.store(rank, Ordering::Relaxed);
+    CHUNK.store(cfg.pipeline_chunk, Ordering::Relaxed);
+    DEPTH.store(cfg.pipeline_depth, Ordering::Relaxed);
+    RESERVED.store(cfg.pipeline_threshold, Ordering::Release);
+    Ok(())
+}
+
+fn show(v: u64) -> String {
+    if v == u64::MAX {
+        "off".into()
+    } else {
+        v.to_string()
+    }
+}
+
+fn mpi_min() -> mpi::MPI_Op {
+    // SAFETY: a predefined handle accessor.
+    unsafe { mpi::sluice_c_op_min() }
+}
+
+fn mpi_max() -> mpi::MPI_Op {
+    // SAFETY: a predefined handle accessor.
+    unsafe { mpi::sluice_c_op_max() }
+}
+
+/// Stops the pipeline at `MPI_Finalize`: every chunk this process sent is delivered (orphans
+/// of truncated transfers are drained on every rank) before the private communicator is freed.
+pub fn finish() {
+    if reserved() == 0 {
+        return;
+    }
+    track::finish();
+    send::drain_all();
+    RESERVED.store(0, Ordering::Release);
+    if let Some(k) = PRIVATE.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let mut c = comm_from_key(k);
+        // SAFETY: sluice's own communicator; nothing is pending on it any more.
+        unsafe { mpi::PMPI_Comm_free(&mut c) };
+    }
+}
+
+/// Whether the communicator is an intercommunicator (the pipeline serves intracommunicators).
+pub fn is_inter(comm: mpi::MPI_Comm) -> bool {
+    let mut flag = 0;
+    // SAFETY: writes one int; an invalid communicator leaves it 0 and the MPI call that follows
+    // reports the error.
+    unsafe { mpi::PMPI_Comm_test_inter(comm, &mut flag) };
+    flag != 0
+}
+
+/// Bytes of `count` elements of `datatype` when the product may reach S\* (cheap for the common
+/// small message: predefined types are at most 32 bytes), else `None`.
+#[inline]
+pub fn bytes_if_large(count: i64, datatype: mpi::MPI_Datatype) -> Option<usize> {
+    let s = reserved();
+    if s == 0 || count <= 0 || ((count as u64).saturating_mul(32) < s as u64 && crate::protocol::datatype::lookup(datatype).is_none()) {
+        return None;
+    }
+    let mut size: mpi::MPI_Count = 0;
+    // SAFETY: writes one count; an invalid type returns an error and leaves 0.
+    unsafe { mpi::PMPI_Type_size_x(datatype, &mut size) };
+    (size > 0).then(|| (size as u64).saturating_mul(count as u64) as usize)
+}
+
+/// The lower bound of the data of a contiguous type (its true lower bound).
+pub fn true_lb(datatype: mpi::MPI_Datatype) -> isize {
+    let (mut lb, mut extent): (mpi::MPI_Count, mpi::MPI_Count) = (0, 0);
+    // SAFETY: writes two counts.
+    unsafe { mpi::PMPI_Type_get_true_extent_x(datatype, &mut lb, &mut extent) };
+    lb as isize
+}
+
+/// Translates `rank` of intracommunicator `comm` into its `MPI_COMM_WORLD` rank (`None`: not
+/// in the world, e.g. a spawned process).
+pub fn world_rank_of(comm: mpi::MPI_Comm, rank: c_int) -> Option<c_int> {
+    // SAFETY: MPI_Group is a plain handle (pointer or int); all-zero is overwritten below.
+    let (mut gc, mut gw): (mpi::MPI_Group, mpi::MPI_Group) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    let mut out = crate::ffi::UNDEFINED;
+    // SAFETY: group handles are created and freed here; one rank translated.
+    unsafe {
+        mpi::PMPI_Comm_group(comm, &mut gc);
+        mpi::PMPI_Comm_group(consts::comm_world(), &mut gw);
+        mpi::PMPI_Group_translate_ranks(gc, 1, &rank, gw, &mut out);
+        mpi::PMPI_Group_free(&mut gc);
+        mpi::PMPI_Group_free(&mut gw);
+    }
+    (out >= 0).then_some(out)
+}

@@ -1,0 +1,199 @@
+//! The sending side of a pipelined transfer.
+//!
+//! Everything happens when the send is posted: M0 (the first S\*-64 packed bytes and the
+//! header) goes out with the application's send mode, then each chunk is packed and its
+//! `MPI_Isend` posted at once, so the receiver can pull chunk i while chunk i+1 is packed. The
+//! sender never waits for the receiver's sluice code (docs/protocol.md, rule 1): the chunk
+//! requests are kept in [`OUTGOING`], tested by every intercepted completion call and drained
+//! at `MPI_Finalize`, where orphaned chunks of truncated transfers are received and dropped.
+
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use super::{chunk, m0_data, next_tag, private, reserved, world_rank, world_rank_of, Header, HEADER};
+use crate::ffi::{consts, errclass, mpi, next, request_from_key, request_key};
+use crate::protocol::p2p::Layout;
+use crate::transfer::staging::{self, Staging};
+
+type Comm = mpi::MPI_Comm;
+type Dt = mpi::MPI_Datatype;
+type Req = mpi::MPI_Request;
+
+/// The nonblocking MPI call of the application's send mode (`MPI_Isend`, `MPI_Issend`, ...).
+pub type PostFn = unsafe fn(*const c_void, c_int, Dt, c_int, c_int, Comm, *mut Req) -> c_int;
+
+/// What a pipelined send reads.
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    /// Elements of a non-contiguous type at the application's buffer.
+    Engine(&'a Layout, *const c_void),
+    /// Contiguous bytes (a send of exactly S\* bytes of a contiguous type).
+    Bytes(*const u8),
+}
+
+impl Source<'_> {
+    /// Writes stream bytes `[first, last)` to `out`.
+    ///
+    /// # Safety
+    /// The application's buffer is readable for the whole stream; `out` holds `last - first`
+    /// bytes of sluice's own memory.
+    unsafe fn pack(&self, first: usize, last: usize, out: *mut u8) {
+        // SAFETY: forwarded contract.
+        let out = unsafe { std::slice::from_raw_parts_mut(out, last - first) };
+        match *self {
+            // SAFETY: forwarded contract.
+            Source::Engine(l, buf) => unsafe { l.pack_range(buf, first, last, out) },
+            // SAFETY: forwarded contract; the application's bytes cannot overlap staging.
+            Source::Bytes(p) => unsafe { std::ptr::copy_nonoverlapping(p.add(first), out.as_mut_ptr(), last - first) },
+        }
+    }
+}
+
+/// Chunks of one transfer still in flight, with the memory they are sent from.
+struct Outgoing {
+    reqs: Vec<usize>,
+    _m0: Staging,
+    _stream: Staging,
+}
+
+/// Most chunks one transfer is cut into (the chunk size grows beyond `SLUICE_PIPELINE_CHUNK`
+/// for larger messages).
+const MAX_CHUNKS: usize = 1024;
+
+static OUTGOING: Mutex<Vec<Outgoing>> = Mutex::new(Vec::new());
+static OUTGOING_N: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether a send of `total` packed bytes on `comm` is pipelined.
+pub fn applies(total: usize, comm: Comm) -> bool {
+    let s = reserved();
+    s != 0 && total >= s && comm != consts::comm_null() && !super::is_inter(comm)
+}
+
+/// Posts a pipelined send of `total` stream bytes to `dest`: M0 through `post` on the
+/// application's communicator and tag, then every chunk. Returns the MPI's code for M0 and
+/// its request (the application's request for a nonblocking send).
+///
+/// # Safety
+/// The application's send buffer is valid for the stream; the arguments are the application's.
+pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm: Comm, post: PostFn) -> (c_int, Req) {
+    let (s, d) = (reserved(), m0_data());
+    let ctag = next_tag();
+    let mut m0 = staging::take(s);
+    let m0p = m0.as_mut_ptr();
+    // At most MAX_CHUNKS chunks: tens of thousands of tiny sends in flight stall Open MPI's
+    // shared-memory transport (measured with 64-byte chunks of a 4 MiB message).
+    let c = chunk().max((total - d).div_ceil(MAX_CHUNKS));
+    let header = Header { total: total as u64, chunk: c as u64, tag: ctag, sender: world_rank() };
+    // SAFETY: `m0` holds S* bytes: data then header.
+    unsafe {
+        src.pack(0, d, m0p);
+        std::ptr::copy_nonoverlapping(header.encode().as_ptr(), m0p.add(d), HEADER);
+    }
+    let mut req = consts::request_null();
+    // SAFETY: M0 is sluice's buffer of S* bytes; the rest are the application's arguments, which
+    // the MPI validates and reports as for the original call.
+    let rc = unsafe { post(m0p.cast_const().cast(), s as c_int, consts::packed(), dest, tag, comm, &mut req) };
+    if rc != errclass::SUCCESS {
+        return (rc, req);
+    }
+    let Some(peer) = world_rank_of(comm, dest) else {
+        log::error!("pipelined send to a process outside MPI_COMM_WORLD: set SLUICE_PIPELINE_THRESHOLD=off for dynamic processes");
+        return (crate::errors::raise(comm, errclass::ERR_INTERN, "pipelined send to a process outside MPI_COMM_WORLD"), req);
+    };
+    let rest = total - d;
+    let mut stream = staging::take(rest);
+    let sp = stream.as_mut_ptr();
+    let pc = private();
+    let mut reqs = Vec::with_capacity(rest.div_ceil(c));
+    let mut off = 0;
+    while off < rest {
+        let len = c.min(rest - off);
+        let mut r = consts::request_null();
+        // SAFETY: `stream` holds `rest` bytes; the chunk is packed before its send is posted
+        // and not written again.
+        unsafe {
+            src.pack(d + off, d + off + len, sp.add(off));
+            next::MPI_Isend(sp.add(off).cast_const().cast(), len as c_int, consts::byte(), peer, ctag, pc, &mut r);
+        }
+        reqs.push(request_key(r));
+        off += len;
+    }
+    OUTGOING.lock().unwrap_or_else(|e| e.into_inner()).push(Outgoing { reqs, _m0: m0, _stream: stream });
+    OUTGOING_N.fetch_add(1, Ordering::AcqRel);
+    (rc, req)
+}
+
+/// Whether chunks of pipelined sends are still in flight.
+pub fn in_flight() -> bool {
+    OUTGOING_N.load(Ordering::Acquire) != 0
+}
+
+/// Tests the chunks in flight and releases the memory of finished transfers.
+#[inline]
+pub fn progress() {
+    if OUTGOING_N.load(Ordering::Acquire) != 0 {
+        progress_now();
+    }
+}
+
+#[cold]
+fn progress_now() {
+    let Ok(mut g) = OUTGOING.try_lock() else {
+        return; // another thread is testing them
+    };
+    g.retain_mut(|o| {
+        let mut reqs: Vec<Req> = o.reqs.iter().map(|&k| request_from_key(k)).collect();
+        let mut flag = 0;
+        // SAFETY: sluice's own requests; statuses ignored.
+        unsafe { next::MPI_Testall(reqs.len() as c_int, reqs.as_mut_ptr(), &mut flag, consts::statuses_ignore()) };
+        o.reqs = reqs.iter().map(|&r| request_key(r)).collect();
+        if flag != 0 {
+            OUTGOING_N.fetch_sub(1, Ordering::AcqRel);
+        }
+        flag == 0
+    });
+}
+
+/// `MPI_Finalize`: delivers every chunk this process sent, receiving and dropping chunks
+/// nobody will read (their M0 was truncated by a receive smaller than S\*). Each rank drains
+/// until its own chunks are done, then keeps draining until every rank is (an `MPI_Ibarrier`
+/// on the private communicator), so no rank leaves while a chunk to it is in flight.
+pub fn drain_all() {
+    let pc = private();
+    while OUTGOING_N.load(Ordering::Acquire) != 0 {
+        progress_now();
+        drain_orphans(pc);
+    }
+    let mut barrier = consts::request_null();
+    // SAFETY: collective over the private communicator, called by every rank from MPI_Finalize.
+    unsafe { mpi::PMPI_Ibarrier(pc, &mut barrier) };
+    loop {
+        let mut flag = 0;
+        // SAFETY: sluice's own request.
+        unsafe { mpi::PMPI_Test(&mut barrier, &mut flag, consts::status_ignore()) };
+        if flag != 0 {
+            break;
+        }
+        drain_orphans(pc);
+    }
+}
+
+/// Receives and drops one pending message on the private communicator, if any.
+fn drain_orphans(pc: Comm) {
+    let (mut flag, mut st) = (0, crate::protocol::p2p::blank_status());
+    // SAFETY: probes sluice's own communicator.
+    unsafe { mpi::PMPI_Iprobe(crate::ffi::ANY_SOURCE, crate::ffi::ANY_TAG, pc, &mut flag, &mut st) };
+    if flag == 0 {
+        return;
+    }
+    let mut n = 0;
+    // SAFETY: the status of the probed message.
+    unsafe { mpi::PMPI_Get_count(&st, consts::byte(), &mut n) };
+    let mut scratch = vec![0u8; n.max(1) as usize];
+    // SAFETY: receives exactly the probed message into a buffer of its size.
+    unsafe {
+        mpi::PMPI_Recv(scratch.as_mut_ptr().cast(), n, consts::byte(), st.MPI_SOURCE, st.MPI_TAG, pc, consts::status_ignore())
+    };
+    log::debug!("dropped an orphaned chunk of {n} bytes from rank {} (its first message was truncated)", st.MPI_SOURCE);
+}

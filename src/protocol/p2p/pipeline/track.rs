@@ -1,0 +1,589 @@
+//! Nonblocking receives that may receive an M0 (capacity at least S\*), and the completion
+//! calls' handling of them.
+//!
+//! The application's handle is the real request of the receive, **kept alive** until the
+//! whole transfer has arrived: sluice tests it with `PMPI_Request_get_status`, which never frees
+//! it, and hides it from the MPI's completion calls (`MPI_REQUEST_NULL` in a copy of the array)
+//! while chunks are outstanding. Once the transfer is complete the request is complete in the
+//! MPI too; the completion call then lets the MPI complete it and sluice corrects the status
+//! (the byte count of the whole message, truncation).
+//!
+//! Entries are taken out of the table while a thread works on them; another thread asking
+//! about the same request meanwhile sees it as not yet complete.
+
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use super::incoming::{Dest, Incoming, Outcome};
+use super::{m0_data, reserved, Header, HEADER};
+use crate::ffi::{consts, errclass, mpi, request_from_key, request_key};
+use crate::protocol::p2p::{blank_status, ops, received_bytes};
+
+type Req = mpi::MPI_Request;
+type Status = mpi::MPI_Status;
+
+enum State {
+    /// M0 not seen yet: the request may still turn out to be an ordinary message.
+    Armed,
+    /// M0 arrived; chunks are arriving.
+    Busy(Box<Incoming>),
+    /// Every chunk arrived; the MPI request is complete and waits for the application.
+    Done(Outcome),
+}
+
+/// A tracked receive.
+pub struct Entry {
+    state: State,
+    /// The application's contiguous buffer (data start), or `None` for the engine path (the
+    /// staging buffer is in the receive's `ops` entry).
+    bytes: Option<usize>,
+    capacity: usize,
+    comm: usize,
+    persistent: bool,
+    /// The application freed the request: sluice completes the transfer on its own.
+    freed: bool,
+}
+
+impl Entry {
+    /// A receive of `capacity` bytes into contiguous memory at `bytes` (or the engine path).
+    pub fn new(bytes: Option<*mut u8>, capacity: usize, comm: mpi::MPI_Comm, persistent: bool) -> Entry {
+        Entry { state: State::Armed, bytes: bytes.map(|p| p as usize), capacity, comm: super::comm_key(comm), persistent, freed: false }
+    }
+}
+
+/// `None`: taken out by a thread working on it.
+static TABLE: Mutex<Option<HashMap<usize, Option<Entry>>>> = Mutex::new(None);
+static TRACKED: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether any receive is tracked or any chunk is in flight (the completion calls' fast test).
+#[inline]
+pub fn any() -> bool {
+    TRACKED.load(Ordering::Acquire) != 0
+}
+
+/// Number of tracked receives (leak checks).
+pub fn tracked() -> usize {
+    TRACKED.load(Ordering::Acquire)
+}
+
+/// Tracks the receive the MPI just returned as `req`.
+pub fn arm(req: Req, e: Entry) {
+    let mut g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    if g.get_or_insert_with(HashMap::new).insert(request_key(req), Some(e)).is_none() {
+        TRACKED.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+enum Taken {
+    /// Not tracked.
+    No,
+    /// Another thread is working on it.
+    InUse,
+    Yes(Entry),
+}
+
+fn take(req: Req) -> Taken {
+    let mut g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    match g.as_mut().and_then(|m| m.get_mut(&request_key(req))) {
+        None => Taken::No,
+        Some(slot) => slot.take().map_or(Taken::InUse, Taken::Yes),
+    }
+}
+
+fn restore(req: Req, e: Entry) {
+    let mut g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    g.get_or_insert_with(HashMap::new).insert(request_key(req), Some(e));
+}
+
+fn forget(req: Req) {
+    let mut g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    if g.as_mut().and_then(|m| m.remove(&request_key(req))).is_some() {
+        TRACKED.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What a completion call may do with a request.
+#[derive(Clone, Copy)]
+pub enum Gate {
+    /// Not sluice's concern (untracked, or an ordinary message): the MPI completes it.
+    Plain,
+    /// Not complete: hide it from the MPI.
+    Hidden,
+    /// Complete: the MPI completes it, sluice corrects the status.
+    Finished(Outcome),
+}
+
+/// Advances the tracked receive `req` as far as it goes without blocking.
+fn gate(req: Req) -> Gate {
+    let mut e = match take(req) {
+        Taken::No => return Gate::Plain,
+        Taken::InUse => return Gate::Hidden,
+        Taken::Yes(e) => e,
+    };
+    // SAFETY: a tracked receive is live; its buffers are valid until it completes.
+    let g = unsafe { advance(req, &mut e) };
+    if matches!(g, Gate::Plain) && !e.persistent {
+        forget(req); // an ordinary message: the MPI finishes it
+    } else {
+        restore(req, e);
+    }
+    g
+}
+
+/// # Safety
+/// `req` is the live receive of `e`.
+unsafe fn advance(req: Req, e: &mut Entry) -> Gate {
+    if matches!(e.state, State::Armed) {
+        let (mut flag, mut st) = (0, blank_status());
+        // SAFETY: a live request; does not free it.
+        unsafe { mpi::PMPI_Request_get_status(req, &mut flag, &mut st) };
+        if flag == 0 {
+            return Gate::Hidden;
+        }
+        // SAFETY: the status of the completed receive.
+        if unsafe { received_bytes(&st) } != reserved() {
+            return Gate::Plain;
+        }
+        // SAFETY: forwarded contract.
+        match unsafe { begin(req, e) } {
+            Some(t) => e.state = State::Busy(Box::new(t)),
+            None => return Gate::Plain,
+        }
+    }
+    if let State::Busy(t) = &mut e.state {
+        // SAFETY: forwarded contract.
+        if !unsafe { t.advance(false) } {
+            return Gate::Hidden;
+        }
+        let State::Busy(t) = std::mem::replace(&mut e.state, State::Armed) else { unreachable!() };
+        let (o, op) = t.finish();
+        if let Some(mut op) = op {
+            if e.persistent {
+                op.active = false; // delivered: the completion must not unpack M0's bytes again
+                ops::restore(req, op);
+            }
+        }
+        e.state = State::Done(o);
+    }
+    match e.state {
+        State::Done(o) => Gate::Finished(o),
+        _ => Gate::Hidden,
+    }
+}
+
+/// Reads M0's header and starts the chunk receives; `None` if the message is not an M0 after
+/// all (no valid header: it is then an ordinary message).
+///
+/// # Safety
+/// `req` completed with S\* bytes into `e`'s buffer.
+unsafe fn begin(req: Req, e: &mut Entry) -> Option<Incoming> {
+    let d = m0_data();
+    let comm = super::comm_from_key(e.comm);
+    match e.bytes {
+        Some(base) => {
+            // SAFETY: M0's S* bytes landed at `base` (capacity >= S*).
+            let h = Header::decode(unsafe { std::slice::from_raw_parts((base as *const u8).add(d), HEADER) })?;
+            // SAFETY: forwarded contract.
+            Some(unsafe { Incoming::begin(h, e.capacity, Dest::Bytes(base as *mut u8), comm) })
+        }
+        None => {
+            let op = ops::take(req)?;
+            let Some(h) = Header::decode(&op.staging.bytes()[d..d + HEADER]) else {
+                ops::restore(req, op);
+                return None;
+            };
+            // SAFETY: forwarded contract.
+            Some(unsafe { Incoming::begin(h, e.capacity, Dest::Engine(op), comm) })
+        }
+    }
+}
+
+/// Advances every tracked receive (chunks keep flowing while the application completes other
+/// requests) and finishes those the application freed.
+pub fn progress_all() {
+    super::send::progress();
+    if !any() {
+        return;
+    }
+    let keys: Vec<usize> = {
+        let g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+        g.as_ref().map_or_else(Vec::new, |m| m.iter().filter(|(_, v)| v.is_some()).map(|(k, _)| *k).collect())
+    };
+    for k in keys {
+        let req = request_from_key(k);
+        let freed = {
+            let g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+            matches!(g.as_ref().and_then(|m| m.get(&k)), Some(Some(e)) if e.freed)
+        };
+        let g = gate(req);
+        if freed && !matches!(g, Gate::Hidden) {
+            release_freed(req, g);
+        }
+    }
+}
+
+/// The application freed `req` earlier; now the MPI may free it.
+fn release_freed(req: Req, g: Gate) {
+    forget(req);
+    let mut r = req;
+    if let Gate::Plain = g {
+        // An ordinary message: the point-to-point layer finishes it (unpack, staging).
+        // SAFETY: sluice's request (the application freed its handle).
+        unsafe { crate::protocol::p2p::complete::request_free_mpi(&mut r) };
+    } else {
+        // SAFETY: a complete request sluice owns.
+        unsafe { mpi::PMPI_Request_free(&mut r) };
+    }
+}
+
+/// Takes the finished tracked requests among `reqs` out of the table for one completion call
+/// and tells whether any is still hidden. Hidden ones stay in the table.
+fn prepare(reqs: &[Req]) -> (Vec<(usize, Entry, Outcome)>, Vec<usize>) {
+    let (mut fin, mut hidden) = (Vec::new(), Vec::new());
+    for (i, &r) in reqs.iter().enumerate() {
+        if r == consts::request_null() {
+            continue;
+        }
+        match gate(r) {
+            Gate::Plain => {}
+            Gate::Hidden => hidden.push(i),
+            Gate::Finished(o) => {
+                if let Taken::Yes(e) = take(r) {
+                    fin.push((i, e, o));
+                }
+            }
+        }
+    }
+    (fin, hidden)
+}
+
+/// After the MPI call: corrects the statuses of finished transfers it completed (`done(i)`;
+/// their status is entry `pos(i)` of `statuses`, or `single`) and puts back the others.
+/// Returns the truncated ones: (status position, outcome).
+#[allow(clippy::too_many_arguments)]
+fn settle(
+    fin: Vec<(usize, Entry, Outcome)>,
+    before: &[Req],
+    now: &[Req],
+    done: impl Fn(usize) -> bool,
+    pos: impl Fn(usize) -> usize,
+    statuses: *mut Status,
+    single: bool,
+) -> Vec<(usize, Outcome)> {
+    let mut trunc = Vec::new();
+    for (i, mut e, o) in fin {
+        let completed = if e.persistent { done(i) } else { now[i] == consts::request_null() };
+        if !completed {
+            restore(before[i], e);
+            continue;
+        }
+        let st = if single { statuses } else { status_at(statuses, pos(i)) };
+        // SAFETY: the status the MPI filled for this completion (or ignore/null).
+        unsafe { o.patch(st) };
+        if o.truncated() {
+            trunc.push((pos(i), o));
+        }
+        if e.persistent {
+            e.state = State::Armed;
+            restore(before[i], e);
+        } else {
+            forget(before[i]);
+        }
+    }
+    trunc
+}
+
+/// Puts back entries taken by [`prepare`] that the call will not see.
+fn put_back(fin: Vec<(usize, Entry, Outcome)>, reqs: &[Req]) {
+    for (i, e, _) in fin {
+        restore(reqs[i], e);
+    }
+}
+
+fn status_at(base: *mut Status, i: usize) -> *mut Status {
+    if base.is_null() || base == consts::statuses_ignore() {
+        std::ptr::null_mut()
+    } else {
+        // SAFETY: `i` is below the array length of the call.
+        unsafe { base.add(i) }
+    }
+}
+
+/// The code of a single completion: the transfer's truncation, if the MPI saw no error.
+fn single_code(rc: c_int, trunc: &[(usize, Outcome)]) -> c_int {
+    match trunc.first() {
+        Some((_, o)) if rc == errclass::SUCCESS => o.code(),
+        _ => rc,
+    }
+}
+
+/// The code of a multiple completion over `n` completed status entries: with truncation,
+/// MPI_ERR_IN_STATUS and each entry's MPI_ERROR set (as the MPI does).
+///
+/// # Safety
+/// `statuses` holds `n` statuses (or is ignore/null).
+unsafe fn multi_code(rc: c_int, trunc: &[(usize, Outcome)], statuses: *mut Status, n: usize) -> c_int {
+    let Some((_, o)) = trunc.first() else { return rc };
+    if rc != errclass::SUCCESS && rc != errclass::ERR_IN_STATUS {
+        return rc;
+    }
+    if rc == errclass::SUCCESS {
+        for k in 0..n {
+            let st = status_at(statuses, k);
+            if !st.is_null() {
+                // SAFETY: entry `k` of the application's status array.
+                unsafe { (*st).MPI_ERROR = errclass::SUCCESS };
+            }
+        }
+    }
+    for &(k, _) in trunc {
+        let st = status_at(statuses, k);
+        if !st.is_null() {
+            // SAFETY: as above.
+            unsafe { (*st).MPI_ERROR = errclass::ERR_TRUNCATE };
+        }
+    }
+    o.code_in_status()
+}
+
+/// `MPI_Wait` of a tracked receive (`inner`: the point-to-point layer's Wait).
+///
+/// # Safety
+/// As `MPI_Wait`.
+pub unsafe fn wait(request: *mut Req, status: *mut Status, inner: impl FnOnce(*mut Req, *mut Status) -> c_int) -> c_int {
+    // SAFETY: the application's handle.
+    let r = unsafe { *request };
+    loop {
+        progress_all();
+        if !matches!(gate(r), Gate::Hidden) {
+            break;
+        }
+    }
+    let (fin, _) = prepare(&[r]);
+    if fin.is_empty() {
+        return inner(request, status);
+    }
+    let mut local = blank_status();
+    let stp = crate::protocol::p2p::status_or(status, &mut local);
+    let rc = inner(request, stp);
+    // SAFETY: as above.
+    let now = [unsafe { *request }];
+    let t = settle(fin, &[r], &now, |_| true, |_| 0, stp, true);
+    single_code(rc, &t)
+}
+
+/// `MPI_Test` of a tracked receive.
+///
+/// # Safety
+/// As `MPI_Test`.
+pub unsafe fn test(request: *mut Req, flag: *mut c_int, status: *mut Status, inner: impl FnOnce(*mut Req, *mut c_int, *mut Status) -> c_int) -> c_int {
+    progress_all();
+    // SAFETY: the application's handle.
+    let r = unsafe { *request };
+    let (fin, hidden) = prepare(&[r]);
+    if !hidden.is_empty() {
+        put_back(fin, &[r]);
+        // SAFETY: the application's flag.
+        unsafe { *flag = 0 };
+        return errclass::SUCCESS;
+    }
+    if fin.is_empty() {
+        return inner(request, flag, status);
+    }
+    let mut local = blank_status();
+    let stp = crate::protocol::p2p::status_or(status, &mut local);
+    let rc = inner(request, flag, stp);
+    // SAFETY: as above; the MPI wrote the flag.
+    let (now, f) = ([unsafe { *request }], unsafe { *flag } != 0);
+    let t = settle(fin, &[r], &now, |_| f, |_| 0, stp, true);
+    single_code(rc, &t)
+}
+
+/// `MPI_Request_get_status` of a tracked receive.
+///
+/// # Safety
+/// As `MPI_Request_get_status`.
+pub unsafe fn get_status(request: Req, flag: *mut c_int, status: *mut Status, inner: impl FnOnce(Req, *mut c_int, *mut Status) -> c_int) -> c_int {
+    progress_all();
+    match gate(request) {
+        Gate::Hidden => {
+            // SAFETY: the application's flag.
+            unsafe { *flag = 0 };
+            errclass::SUCCESS
+        }
+        Gate::Plain => inner(request, flag, status),
+        Gate::Finished(o) => {
+            let rc = inner(request, flag, status);
+            // SAFETY: the status the MPI filled (or ignore).
+            unsafe { o.patch(status) };
+            rc
+        }
+    }
+}
+
+/// `MPI_Waitall` / `MPI_Testall` with tracked receives among `reqs` (`wait`: block).
+///
+/// # Safety
+/// As `MPI_Waitall` / `MPI_Testall`.
+pub unsafe fn all(
+    reqs: &mut [Req],
+    flag: *mut c_int,
+    statuses: *mut Status,
+    wait: bool,
+    inner: impl FnOnce(*mut Status) -> c_int,
+) -> c_int {
+    let fin = loop {
+        progress_all();
+        let (fin, hidden) = prepare(reqs);
+        if hidden.is_empty() {
+            break fin;
+        }
+        put_back(fin, reqs);
+        if !wait {
+            // SAFETY: the application's flag.
+            unsafe { *flag = 0 };
+            return errclass::SUCCESS;
+        }
+    };
+    let before = reqs.to_vec();
+    let rc = inner(statuses);
+    // SAFETY: the MPI wrote the flag (Testall).
+    let f = wait || unsafe { *flag } != 0;
+    let t = settle(fin, &before, reqs, |_| f, |i| i, statuses, false);
+    // SAFETY: `statuses` holds one status per request.
+    unsafe { multi_code(rc, &t, statuses, reqs.len()) }
+}
+
+/// `MPI_Waitany`/`MPI_Testany` (`some == false`) or `MPI_Waitsome`/`MPI_Testsome` with tracked
+/// receives among `reqs`. `masked(copy, statuses)` runs the MPI's *test* call on a copy of the
+/// array in which hidden requests are `MPI_REQUEST_NULL` and returns (code, completed indices);
+/// `blocking(statuses)` runs the application's call on the real array once nothing is hidden.
+///
+/// # Safety
+/// As the MPI call.
+pub unsafe fn any_or_some(
+    reqs: &mut [Req],
+    wait: bool,
+    statuses: *mut Status,
+    single_status: bool,
+    mut masked: impl FnMut(&mut [Req]) -> (c_int, Option<Vec<usize>>),
+    blocking: impl FnOnce() -> (c_int, Option<Vec<usize>>),
+    report_none: impl FnOnce(),
+) -> c_int {
+    loop {
+        progress_all();
+        let (fin, hidden) = prepare(reqs);
+        let before = reqs.to_vec();
+        let pos_in = |done: &[usize], i: usize| if single_status { 0 } else { done.iter().position(|&j| j == i).unwrap_or(0) };
+        if hidden.is_empty() && wait {
+            let (rc, done) = blocking();
+            let done = done.unwrap_or_default();
+            let t = settle(fin, &before, reqs, |i| done.contains(&i), |i| pos_in(&done, i), statuses, single_status);
+            return finish_some(rc, &t, single_status, statuses, done.len());
+        }
+        let mut copy = reqs.to_vec();
+        for &i in &hidden {
+            copy[i] = consts::request_null();
+        }
+        let (rc, done) = masked(&mut copy);
+        match done {
+            Some(done) if !done.is_empty() => {
+                for &i in &done {
+                    reqs[i] = copy[i];
+                }
+                let t = settle(fin, &before, reqs, |i| done.contains(&i), |i| pos_in(&done, i), statuses, single_status);
+                return finish_some(rc, &t, single_status, statuses, done.len());
+            }
+            _ => {
+                put_back(fin, reqs);
+                if rc != errclass::SUCCESS || !wait {
+                    if hidden.is_empty() {
+                        // Nothing hidden: the MPI's answer (including "all inactive") stands.
+                        return rc;
+                    }
+                    report_none();
+                    return rc;
+                }
+            }
+        }
+    }
+}
+
+fn finish_some(rc: c_int, t: &[(usize, Outcome)], single_status: bool, statuses: *mut Status, n: usize) -> c_int {
+    if single_status {
+        single_code(rc, t)
+    } else {
+        // SAFETY: `statuses` holds at least `n` statuses.
+        unsafe { multi_code(rc, t, statuses, n) }
+    }
+}
+
+/// `MPI_Request_free` of a tracked receive: an inactive persistent request is freed; a
+/// receive still in progress is finished by sluice later.
+///
+/// # Safety
+/// As `MPI_Request_free`.
+pub unsafe fn request_free(request: *mut Req, inner: impl FnOnce(*mut Req) -> c_int) -> c_int {
+    // SAFETY: the application's handle.
+    let r = unsafe { *request };
+    match gate(r) {
+        Gate::Hidden | Gate::Finished(_) => {
+            let mut g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(Some(e)) = g.as_mut().and_then(|m| m.get_mut(&request_key(r))) {
+                e.freed = true;
+                drop(g);
+                // SAFETY: as above.
+                unsafe { *request = consts::request_null() };
+                return errclass::SUCCESS;
+            }
+            drop(g);
+            inner(request)
+        }
+        Gate::Plain => {
+            forget(r); // a persistent receive's entry goes with it
+            inner(request)
+        }
+    }
+}
+
+/// `MPI_Finalize`: finishes the transfers of receives the application freed.
+pub fn finish() {
+    while TABLE.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|m| m.values().flatten().any(|e| e.freed)) {
+        progress_all();
+    }
+    let left = TABLE.lock().unwrap_or_else(|e| e.into_inner()).take().map_or(0, |m| m.len());
+    TRACKED.fetch_sub(left, Ordering::AcqRel);
+}
+
+/// A blocking receive that got S\* bytes: reads the header and receives the rest. Returns the
+/// outcome, or `None` if it was an ordinary message after all; gives back the operation.
+///
+/// # Safety
+/// The receive completed with S\* bytes into `dest`'s memory; `capacity` is its size.
+pub unsafe fn receive_rest(dest: Dest, capacity: usize, comm: mpi::MPI_Comm) -> (Option<Outcome>, Option<crate::protocol::p2p::ops::Op>) {
+    let d = m0_data();
+    let header = match &dest {
+        // SAFETY: M0 landed at `base`.
+        Dest::Bytes(base) => Header::decode(unsafe { std::slice::from_raw_parts(base.add(d), HEADER) }),
+        Dest::Engine(op) => Header::decode(&op.staging.bytes()[d..d + HEADER]),
+    };
+    let Some(h) = header else {
+        return (None, match dest { Dest::Engine(op) => Some(op), Dest::Bytes(_) => None });
+    };
+    // SAFETY: forwarded contract.
+    let mut t = unsafe { Incoming::begin(h, capacity, dest, comm) };
+    // SAFETY: as above.
+    while !unsafe { t.advance(true) } {}
+    let (o, op) = t.finish();
+    (Some(o), op)
+}
+
+/// The code of a blocking receive whose transfer ended with `o` (status corrected).
+pub fn blocking_code(rc: c_int, o: Option<Outcome>, status: *mut Status) -> c_int {
+    let Some(o) = o else { return rc };
+    // SAFETY: the receive's status (or ignore).
+    unsafe { o.patch(status) };
+    single_code(rc, &[(0, o)])
+}
