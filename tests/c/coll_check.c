@@ -529,6 +529,11 @@ int main(int argc, char **argv) {
                 int ip = c == C_GATHER || c == C_GATHERV || c == C_SCATTER || c == C_SCATTERV || c == C_ALLGATHER ||
                          c == C_ALLGATHERV || c == C_ALLTOALL || c == C_ALLTOALLV || c == C_ALLTOALLW;
                 /* MPI_IN_PLACE: the receive type describes both directions. */
+#ifdef MPICH_VERSION
+                /* MPICH 4.0.2's MPI_Ialltoallw with MPI_IN_PLACE delivers wrong data at 3 ranks and
+                 * fails with MPI_ERR_TRUNCATE at 4, bare (found here; its blocking form is right). */
+                if (c == C_ALLTOALLW && mode == M_WAIT) ip = 0;
+#endif
                 if (ip && mode <= M_WAIT && pairs[p][0] == pairs[p][1]) run_case(casenum++, c, mode, pairs[p][1], pairs[p][1], 1);
                 if (ip && mode <= M_WAIT && p == 1) run_case(casenum++, c, mode, T_COL, T_COL, 1);
                 if (mode == M_BLOCKING && p == 0) {
