@@ -57,4 +57,11 @@ enum {
     SLUICE_COMBINER_F90_INTEGER = MPI_COMBINER_F90_INTEGER,
     SLUICE_COMBINER_RESIZED = MPI_COMBINER_RESIZED,
 };
+
+/* Topology kinds (MPI_Topo_test) under one name: MPICH declares them in a named enum. */
+enum {
+    SLUICE_TOPO_GRAPH = MPI_GRAPH,
+    SLUICE_TOPO_CART = MPI_CART,
+    SLUICE_TOPO_DIST_GRAPH = MPI_DIST_GRAPH,
+};
 #endif

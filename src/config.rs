@@ -54,6 +54,12 @@ pub const PARAMS: &[Param] = &[
         doc: "Point-to-point protocol: sends and receives of non-contiguous datatypes are packed/unpacked by sluice's engine and travel as contiguous bytes; 0 leaves them to the MPI (needs SLUICE_DATATYPE=1).",
     },
     Param {
+        name: "SLUICE_COLL",
+        default: "1",
+        accepted: BOOL,
+        doc: "Collective protocol: data-movement collectives (and their nonblocking forms) with a non-contiguous buffer are packed/unpacked by sluice's engine and run on contiguous bytes; 0 leaves them to the MPI (needs SLUICE_DATATYPE=1).",
+    },
+    Param {
         name: "SLUICE_P2P_MPI_ABOVE",
         default: "2M",
         accepted: "off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 4M",
@@ -165,6 +171,8 @@ pub struct Config {
     pub datatype_engine: bool,
     /// `SLUICE_P2P`.
     pub p2p: bool,
+    /// `SLUICE_COLL`.
+    pub coll: bool,
     /// `SLUICE_P2P_MPI_ABOVE`, bytes (`usize::MAX`: off).
     pub p2p_mpi_above: usize,
     /// `SLUICE_P2P_MPI_BLOCK`, bytes.
@@ -317,6 +325,7 @@ impl Config {
                 log: LogLevel::Warn,
                 datatype_engine: false,
                 p2p: false,
+                coll: false,
                 p2p_mpi_above: usize::MAX,
                 p2p_mpi_block: 64,
                 staging_cache: 0,
@@ -336,6 +345,7 @@ impl Config {
             log: parse_log(param("SLUICE_LOG"), &value("SLUICE_LOG"))?,
             datatype_engine: parse_bool(param("SLUICE_DATATYPE"), &value("SLUICE_DATATYPE"))?,
             p2p: parse_bool(param("SLUICE_P2P"), &value("SLUICE_P2P"))?,
+            coll: parse_bool(param("SLUICE_COLL"), &value("SLUICE_COLL"))?,
             p2p_mpi_above: parse_bytes_or_off(param("SLUICE_P2P_MPI_ABOVE"), &value("SLUICE_P2P_MPI_ABOVE"))?,
             p2p_mpi_block: parse_bytes(param("SLUICE_P2P_MPI_BLOCK"), &value("SLUICE_P2P_MPI_BLOCK"))?,
             staging_cache: parse_bytes(param("SLUICE_STAGING_CACHE"), &value("SLUICE_STAGING_CACHE"))?,
@@ -379,6 +389,7 @@ mod tests {
             log: LogLevel::Warn,
             datatype_engine: true,
             p2p: true,
+            coll: true,
             p2p_mpi_above: 2 << 20,
             p2p_mpi_block: 64,
             staging_cache: 64 << 20,
@@ -409,6 +420,8 @@ mod tests {
         assert_eq!(parse(&[("SLUICE_P2P_MPI_ABOVE", "4M")]).unwrap().p2p_mpi_above, 4 << 20);
         assert_eq!(parse(&[("SLUICE_P2P_MPI_BLOCK", "x")]).unwrap_err().name, "SLUICE_P2P_MPI_BLOCK");
         assert_eq!(parse(&[("SLUICE_P2P", "sometimes")]).unwrap_err().name, "SLUICE_P2P");
+        assert!(!parse(&[("SLUICE_COLL", "0")]).unwrap().coll);
+        assert_eq!(parse(&[("SLUICE_COLL", "2")]).unwrap_err().name, "SLUICE_COLL");
     }
 
     #[test]

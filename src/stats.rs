@@ -29,6 +29,9 @@ pub enum Family {
     Pack,
     /// Comm_dup, Comm_free.
     Comm,
+    /// Data-movement collectives (Bcast, Gather(v), Scatter(v), Allgather(v), Alltoall(v,w),
+    /// the neighborhood ones) and their nonblocking forms.
+    Coll,
     /// Not a call family: pack/unpack operations served by sluice's datatype engine (calls =
     /// operations, bytes = packed bytes), whichever MPI call asked for them.
     Engine,
@@ -41,7 +44,7 @@ pub enum Family {
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 11] = [
+    pub const ALL: [Family; 12] = [
         Family::Init,
         Family::P2p,
         Family::Persistent,
@@ -50,6 +53,7 @@ impl Family {
         Family::Datatype,
         Family::Pack,
         Family::Comm,
+        Family::Coll,
         Family::Engine,
         Family::Parallel,
         Family::Checkpoints,
@@ -66,6 +70,7 @@ impl Family {
             Family::Datatype => "datatype",
             Family::Pack => "pack",
             Family::Comm => "comm",
+            Family::Coll => "coll",
             Family::Engine => "ddt-engine",
             Family::Parallel => "ddt-parallel",
             Family::Checkpoints => "ddt-ckpt",

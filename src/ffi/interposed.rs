@@ -141,6 +141,124 @@ macro_rules! for_each_interposed {
             // ---- communicators ------------------------------------------------------------------
             Comm fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) err(comm) => forward;
             Comm fn MPI_Comm_free(comm: *mut MPI_Comm) err(world) => forward;
+
+            // ---- collectives (data movement; reductions are not intercepted) -----------------
+            Coll fn MPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root:
+                c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => {
+                $crate::protocol::coll::rooted::bcast };
+            Coll fn MPI_Gather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm:
+                MPI_Comm) err(comm) => { $crate::protocol::coll::rooted::gather };
+            Coll fn MPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype:
+                MPI_Datatype, root: c_int, comm: MPI_Comm) err(comm) => {
+                $crate::protocol::coll::rooted::gatherv };
+            Coll fn MPI_Scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm:
+                MPI_Comm) err(comm) => { $crate::protocol::coll::rooted::scatter };
+            Coll fn MPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const
+                c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype:
+                MPI_Datatype, root: c_int, comm: MPI_Comm) err(comm) => {
+                $crate::protocol::coll::rooted::scatterv };
+            Coll fn MPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
+                err(comm) => { $crate::protocol::coll::alltoall::allgather };
+            Coll fn MPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype:
+                MPI_Datatype, comm: MPI_Comm) err(comm) => {
+                $crate::protocol::coll::alltoall::allgatherv };
+            Coll fn MPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
+                err(comm) => { $crate::protocol::coll::alltoall::alltoall };
+            Coll fn MPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const
+                c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
+                rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) err(comm) => {
+                $crate::protocol::coll::alltoall::alltoallv };
+            Coll fn MPI_Alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const
+                c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const
+                c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm)
+                err(comm) => { $crate::protocol::coll::alltoall::alltoallw };
+            Coll fn MPI_Neighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype:
+                MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm:
+                MPI_Comm) err(comm) => { $crate::protocol::coll::neighbor::neighbor_allgather };
+            Coll fn MPI_Neighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype:
+                MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
+                recvtype: MPI_Datatype, comm: MPI_Comm) err(comm) => {
+                $crate::protocol::coll::neighbor::neighbor_allgatherv };
+            Coll fn MPI_Neighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype:
+                MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm:
+                MPI_Comm) err(comm) => { $crate::protocol::coll::neighbor::neighbor_alltoall };
+            Coll fn MPI_Neighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int,
+                sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts:
+                *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
+                err(comm) => { $crate::protocol::coll::neighbor::neighbor_alltoallv };
+            Coll fn MPI_Neighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int,
+                sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void,
+                recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype,
+                comm: MPI_Comm) err(comm) => { $crate::protocol::coll::neighbor::neighbor_alltoallw
+                };
+            Coll fn MPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root:
+                c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm) bytes(count, datatype)
+                => { $crate::protocol::coll::rooted::ibcast };
+            Coll fn MPI_Igather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm:
+                MPI_Comm, request: *mut MPI_Request) err(comm) => {
+                $crate::protocol::coll::rooted::igather };
+            Coll fn MPI_Igatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype:
+                MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm) => {
+                $crate::protocol::coll::rooted::igatherv };
+            Coll fn MPI_Iscatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm:
+                MPI_Comm, request: *mut MPI_Request) err(comm) => {
+                $crate::protocol::coll::rooted::iscatter };
+            Coll fn MPI_Iscatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const
+                c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype:
+                MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm) => {
+                $crate::protocol::coll::rooted::iscatterv };
+            Coll fn MPI_Iallgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
+                request: *mut MPI_Request) err(comm) => {
+                $crate::protocol::coll::alltoall::iallgather };
+            Coll fn MPI_Iallgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype:
+                MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
+                recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) err(comm) => {
+                $crate::protocol::coll::alltoall::iallgatherv };
+            Coll fn MPI_Ialltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+                recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
+                request: *mut MPI_Request) err(comm) => {
+                $crate::protocol::coll::alltoall::ialltoall };
+            Coll fn MPI_Ialltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const
+                c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
+                rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut
+                MPI_Request) err(comm) => { $crate::protocol::coll::alltoall::ialltoallv };
+            Coll fn MPI_Ialltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const
+                c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const
+                c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
+                request: *mut MPI_Request) err(comm) => {
+                $crate::protocol::coll::alltoall::ialltoallw };
+            Coll fn MPI_Ineighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype:
+                MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm:
+                MPI_Comm, request: *mut MPI_Request) err(comm) => {
+                $crate::protocol::coll::neighbor::ineighbor_allgather };
+            Coll fn MPI_Ineighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype:
+                MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
+                recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) err(comm) => {
+                $crate::protocol::coll::neighbor::ineighbor_allgatherv };
+            Coll fn MPI_Ineighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype:
+                MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm:
+                MPI_Comm, request: *mut MPI_Request) err(comm) => {
+                $crate::protocol::coll::neighbor::ineighbor_alltoall };
+            Coll fn MPI_Ineighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int,
+                sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts:
+                *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
+                request: *mut MPI_Request) err(comm) => {
+                $crate::protocol::coll::neighbor::ineighbor_alltoallv };
+            Coll fn MPI_Ineighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int,
+                sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void,
+                recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype,
+                comm: MPI_Comm, request: *mut MPI_Request) err(comm) => {
+                $crate::protocol::coll::neighbor::ineighbor_alltoallw };
         }}
     };
 }

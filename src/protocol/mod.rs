@@ -2,12 +2,16 @@
 //! handler here (instead of `forward`) lands in this module with the C function's exact
 //! signature. Today: the environment (`init`: init/finalize) and datatypes (`datatype`: commit,
 //! free, dup, pack, unpack, pack size) and point-to-point (`p2p`: sends, receives and the
-//! completion family for non-contiguous datatypes); the collective protocol adds its own.
+//! completion family for non-contiguous datatypes) and collectives (`coll`: data-movement
+//! collectives with non-contiguous datatypes run on bytes). `layout` is the engine's view of a
+//! typed buffer, shared by both protocols.
 //! `hints` (the datatype attribute keyvals) and `parallel` (when MPI_Pack/MPI_Unpack run on
 //! several workers) serve `datatype`.
 
+pub mod coll;
 pub mod datatype;
 pub mod hints;
 pub mod init;
+pub mod layout;
 pub mod p2p;
 pub mod parallel;

@@ -7,7 +7,7 @@
 
 use std::ffi::c_int;
 
-use super::ops::{self, Op};
+use super::ops::{self, Entry};
 use super::pipeline::track;
 use super::{blank_status, status_or};
 use crate::ffi::{consts, errclass, mpi, next};
@@ -16,7 +16,7 @@ type Req = mpi::MPI_Request;
 type Status = mpi::MPI_Status;
 
 /// Tracked requests taken out of the table for one call: `(index, op)`.
-struct Taken(Vec<(usize, Op)>);
+struct Taken(Vec<(usize, Entry)>);
 
 impl Taken {
     /// Takes the tracked requests among `reqs`.
@@ -44,11 +44,11 @@ impl Taken {
         code: impl Fn(usize) -> c_int,
     ) {
         for (i, mut op) in self.0 {
-            let completed = if op.persistent { done(i) } else { now[i] == consts::request_null() };
+            let completed = if op.persistent() { done(i) } else { now[i] == consts::request_null() };
             if completed {
                 // SAFETY: the MPI completed request `i` and filled its status.
                 unsafe { op.finish(code(i), status(i)) };
-                if op.persistent {
+                if op.persistent() {
                     ops::restore(before[i], op);
                 }
             } else {
@@ -134,11 +134,11 @@ pub(crate) unsafe fn wait_mpi(request: *mut Req, status: *mut Status) -> c_int {
     let rc = unsafe { next::MPI_Wait(request, stp) };
     // SAFETY: as above.
     let now = unsafe { *request };
-    if op.persistent || now == consts::request_null() {
+    if op.persistent() || now == consts::request_null() {
         // SAFETY: completed; `stp` is its status.
         unsafe { op.finish(rc, stp) };
     }
-    if op.persistent || now != consts::request_null() {
+    if op.persistent() || now != consts::request_null() {
         ops::restore(before, op);
     }
     rc
@@ -168,7 +168,7 @@ pub(crate) unsafe fn test_mpi(request: *mut Req, flag: *mut c_int, status: *mut 
         unsafe { op.finish(rc, stp) };
     }
     // SAFETY: as above.
-    if op.persistent || unsafe { *request } != consts::request_null() {
+    if op.persistent() || unsafe { *request } != consts::request_null() {
         ops::restore(before, op);
     }
     rc
@@ -403,7 +403,7 @@ pub(crate) unsafe fn request_free_mpi(request: *mut Req) -> c_int {
         // SAFETY: forwarded unchanged.
         return unsafe { next::MPI_Request_free(request) };
     };
-    if op.persistent && !op.active {
+    if op.persistent() && !op.active() {
         drop(op); // staging back to the pool
         // SAFETY: forwarded unchanged.
         return unsafe { next::MPI_Request_free(request) };
@@ -431,7 +431,7 @@ pub unsafe fn start(request: *mut Req) -> c_int {
     let before = unsafe { *request };
     // SAFETY: forwarded unchanged.
     let rc = unsafe { next::MPI_Start(request) };
-    op.active = rc == errclass::SUCCESS;
+    set_active(&mut op, rc == errclass::SUCCESS);
     ops::restore(before, op);
     rc
 }
@@ -453,14 +453,22 @@ pub unsafe fn startall(count: c_int, reqs: *mut Req) -> c_int {
     // SAFETY: forwarded unchanged.
     let rc = unsafe { next::MPI_Startall(count, reqs) };
     for (i, mut op) in taken.0 {
-        op.active = rc == errclass::SUCCESS;
+        set_active(&mut op, rc == errclass::SUCCESS);
         ops::restore(before[i], op);
     }
     rc
 }
 
+/// Records whether a persistent operation was started (only point-to-point ones are).
+fn set_active(op: &mut Entry, started: bool) {
+    if let Entry::P2p(op) = op {
+        op.active = started;
+    }
+}
+
 /// Prepares a persistent operation for one more activation.
-fn activate(op: &mut Op) {
+fn activate(op: &mut Entry) {
+    let Entry::P2p(op) = op else { return };
     if op.dir == ops::Dir::Send {
         let layout = op.layout.clone();
         // SAFETY: the buffer given to MPI_Send_init stays valid for the request's lifetime.

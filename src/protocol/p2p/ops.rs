@@ -9,6 +9,10 @@
 //! entry. Two threads may not complete the same request concurrently (MPI forbids it), so taking
 //! an entry out never hides it from a legal concurrent call.
 //!
+//! Besides point-to-point operations ([`Op`]) the table holds other protocols' operations as
+//! [`Finish`] trait objects (nonblocking collectives: `protocol::coll`), so the one completion
+//! family finishes every kind, mixed in one request array.
+//!
 //! Requests the application frees with MPI_Request_free while sluice still has work to do are
 //! *detached*: sluice keeps the real request, tests it inside later completion calls and waits
 //! for it at MPI_Finalize.
@@ -65,8 +69,64 @@ impl Op {
     }
 }
 
-static OPS: Mutex<Option<HashMap<usize, Op>>> = Mutex::new(None);
-static DETACHED: Mutex<Vec<(usize, Op)>> = Mutex::new(Vec::new());
+/// What another protocol's tracked operation does when its request completes.
+pub trait Finish: Send + std::fmt::Debug {
+    /// Finishes the operation after its request completed with code `rc` (unpack received
+    /// data, release staging). May be called more than once (`MPI_Request_get_status`, then a
+    /// completion call): only the first call acts.
+    ///
+    /// # Safety
+    /// The request completed; the application's buffers are still valid (MPI requires it
+    /// until completion).
+    unsafe fn finish(&mut self, rc: c_int);
+}
+
+/// One tracked request: a point-to-point operation or another protocol's.
+#[derive(Debug)]
+pub enum Entry {
+    /// Sends and receives (`protocol::p2p`).
+    P2p(Op),
+    /// Anything else that completes through the Wait/Test family (never persistent).
+    Other(Box<dyn Finish>),
+}
+
+impl From<Op> for Entry {
+    fn from(op: Op) -> Entry {
+        Entry::P2p(op)
+    }
+}
+
+impl Entry {
+    /// A persistent request (lives on after completion).
+    pub fn persistent(&self) -> bool {
+        matches!(self, Entry::P2p(op) if op.persistent)
+    }
+
+    /// Started and not yet delivered.
+    pub fn active(&self) -> bool {
+        match self {
+            Entry::P2p(op) => op.active,
+            Entry::Other(_) => true,
+        }
+    }
+
+    /// Finishes one completion (see [`Op::finish`] and [`Finish::finish`]).
+    ///
+    /// # Safety
+    /// As [`Op::finish`].
+    pub unsafe fn finish(&mut self, rc: c_int, status: *const mpi::MPI_Status) {
+        // SAFETY: forwarded contract.
+        unsafe {
+            match self {
+                Entry::P2p(op) => op.finish(rc, status),
+                Entry::Other(work) => work.finish(rc),
+            }
+        }
+    }
+}
+
+static OPS: Mutex<Option<HashMap<usize, Entry>>> = Mutex::new(None);
+static DETACHED: Mutex<Vec<(usize, Entry)>> = Mutex::new(Vec::new());
 /// Entries in OPS plus DETACHED: zero means every completion call is a plain forward.
 static TRACKED: AtomicUsize = AtomicUsize::new(0);
 /// Entries in DETACHED (checked without the lock on every progressing call).
@@ -84,23 +144,23 @@ pub fn tracked() -> usize {
 }
 
 /// Starts tracking `op` under the request the MPI just returned.
-pub fn track(request: mpi::MPI_Request, op: Op) {
+pub fn track(request: mpi::MPI_Request, op: impl Into<Entry>) {
     let mut g = OPS.lock().unwrap_or_else(|e| e.into_inner());
-    if g.get_or_insert_with(HashMap::new).insert(request_key(request), op).is_none() {
+    if g.get_or_insert_with(HashMap::new).insert(request_key(request), op.into()).is_none() {
         TRACKED.fetch_add(1, Ordering::AcqRel);
     }
 }
 
 /// Takes the entry of `request` out of the table, if sluice tracks it.
 #[inline]
-pub fn take(request: mpi::MPI_Request) -> Option<Op> {
+pub fn take(request: mpi::MPI_Request) -> Option<Entry> {
     if !any() {
         return None;
     }
     take_tracked(request)
 }
 
-fn take_tracked(request: mpi::MPI_Request) -> Option<Op> {
+fn take_tracked(request: mpi::MPI_Request) -> Option<Entry> {
     let mut g = OPS.lock().unwrap_or_else(|e| e.into_inner());
     let op = g.as_mut()?.remove(&request_key(request))?;
     TRACKED.fetch_sub(1, Ordering::AcqRel);
@@ -108,12 +168,12 @@ fn take_tracked(request: mpi::MPI_Request) -> Option<Op> {
 }
 
 /// Puts an entry back (the request is still alive: not completed, or persistent).
-pub fn restore(request: mpi::MPI_Request, op: Op) {
+pub fn restore(request: mpi::MPI_Request, op: Entry) {
     track(request, op);
 }
 
 /// Keeps finishing `op` after the application freed its request.
-pub fn detach(request: mpi::MPI_Request, op: Op) {
+pub fn detach(request: mpi::MPI_Request, op: Entry) {
     DETACHED.lock().unwrap_or_else(|e| e.into_inner()).push((request_key(request), op));
     DETACHED_N.fetch_add(1, Ordering::AcqRel);
     TRACKED.fetch_add(1, Ordering::AcqRel);
@@ -157,7 +217,7 @@ fn progress_detached_now(wait: bool) {
         TRACKED.fetch_sub(1, Ordering::AcqRel);
         // SAFETY: the request completed; the application promised to keep the buffer alive.
         unsafe { op.finish(rc, &st) };
-        if op.persistent && req != crate::ffi::consts::request_null() {
+        if op.persistent() && req != crate::ffi::consts::request_null() {
             // SAFETY: a persistent request the application freed while active: free it now.
             unsafe { mpi::PMPI_Request_free(&mut req) };
         }

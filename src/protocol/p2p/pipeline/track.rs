@@ -162,7 +162,7 @@ unsafe fn advance(req: Req, e: &mut Entry) -> Gate {
         if let Some(mut op) = op {
             if e.persistent {
                 op.active = false; // delivered: the completion must not unpack M0's bytes again
-                ops::restore(req, op);
+                ops::restore(req, op.into());
             }
         }
         e.state = State::Done(o);
@@ -189,9 +189,15 @@ unsafe fn begin(req: Req, e: &mut Entry) -> Option<Incoming> {
             Some(unsafe { Incoming::begin(h, e.capacity, Dest::Bytes(base as *mut u8), comm) })
         }
         None => {
-            let op = ops::take(req)?;
+            let op = match ops::take(req)? {
+                ops::Entry::P2p(op) => op,
+                other => {
+                    ops::restore(req, other);
+                    return None;
+                }
+            };
             let Some(h) = Header::decode(&op.staging.bytes()[d..d + HEADER]) else {
-                ops::restore(req, op);
+                ops::restore(req, op.into());
                 return None;
             };
             // SAFETY: forwarded contract.

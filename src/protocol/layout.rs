@@ -1,0 +1,192 @@
+//! The engine's view of one typed buffer argument: `count` elements of a compiled datatype,
+//! packed into and unpacked from contiguous bytes. Used by the point-to-point protocol
+//! ([`Layout::of`], with its rules for when a message takes sluice's path) and by the collective
+//! protocol ([`Layout::new`], which decides per buffer itself and packs many buffers into one
+//! staging buffer at offsets: [`Layout::pack_into`], [`Layout::unpack_from`]).
+
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+use crate::datatype::compiled::CompiledType;
+use crate::datatype::interp;
+use crate::ffi::mpi;
+use crate::protocol::datatype::lookup;
+use crate::transfer::staging::{self, Staging};
+
+/// A typed buffer that sluice's engine moves: `count` elements of a compiled type, `bytes`
+/// packed bytes in all.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    ct: Arc<CompiledType>,
+    count: usize,
+    bytes: usize,
+    /// The application's handle: its hints decide whether large buffers go parallel.
+    datatype: mpi::MPI_Datatype,
+}
+
+// SAFETY: the datatype handle is an opaque value (a pointer into the MPI library on Open MPI)
+// only passed back to the MPI; sluice never dereferences it.
+unsafe impl Send for Layout {}
+// SAFETY: as above; shared references only read the handle value.
+unsafe impl Sync for Layout {}
+
+impl Layout {
+    /// The engine path for `count` elements of `datatype` at `buf`, or `None` when the call goes
+    /// to the MPI unchanged: protocol off, contiguous or uncompiled type, zero or invalid count,
+    /// `MPI_BOTTOM`, more than `INT_MAX` packed bytes, or a large message of large blocks
+    /// (`SLUICE_P2P_MPI_ABOVE` / `SLUICE_P2P_MPI_BLOCK`). Invalid arguments thus always reach
+    /// the MPI, which reports them with its own error class.
+    #[inline]
+    pub fn of(buf: *const c_void, count: i64, datatype: mpi::MPI_Datatype) -> Option<Layout> {
+        if count <= 0 || buf.is_null() {
+            return None;
+        }
+        let ct = lookup(datatype)?;
+        let cfg = crate::runtime::config().filter(|c| c.p2p)?;
+        let dl = ct.dataloop();
+        if dl.contiguous && dl.extent == dl.size as i64 {
+            return None; // contiguous in memory: the MPI sends it with no copy
+        }
+        let bytes = ct.size().checked_mul(count as usize)?;
+        if bytes == 0 || bytes > c_int::MAX as usize {
+            return None;
+        }
+        if bytes >= cfg.p2p_mpi_above
+            && ct.kernel().min_block(count as usize, dl.extent).is_some_and(|b| b >= cfg.p2p_mpi_block)
+        {
+            // Large blocks, large message: the MPI pipelines its own packing with the transfer
+            // and beats pack-send-unpack in sequence here (docs/benchmarks.md, vect:128:64 at
+            // 4-16 MiB). The receiver decides for itself; any pairing reads correctly.
+            return None;
+        }
+        Some(Layout { ct, count: count as usize, bytes, datatype })
+    }
+
+    /// The engine path for `count` elements of the compiled form `ct` of `datatype`, whatever its
+    /// layout (contiguous or not), without the point-to-point rules; `None` when nothing is moved
+    /// or the packed size exceeds `INT_MAX` (the MPI's count arguments).
+    pub fn new(ct: Arc<CompiledType>, count: usize, datatype: mpi::MPI_Datatype) -> Option<Layout> {
+        let bytes = ct.size().checked_mul(count)?;
+        (bytes > 0 && bytes <= c_int::MAX as usize).then_some(Layout { ct, count, bytes, datatype })
+    }
+
+    /// The engine path for a receive of `count` elements of `datatype` at `buf` that may get a
+    /// pipelined message: any compiled type, contiguous or not, without the point-to-point
+    /// rules (the stream is unpacked by ranges whatever the type).
+    pub fn any_compiled(buf: *const c_void, count: i64, datatype: mpi::MPI_Datatype) -> Option<Layout> {
+        if count <= 0 || buf.is_null() {
+            return None;
+        }
+        Layout::new(lookup(datatype)?, count as usize, datatype)
+    }
+
+    /// Packs stream bytes `[first, last)` of the user's elements at `buf` into `out`.
+    ///
+    /// # Safety
+    /// As [`Layout::pack`]; `out` is sluice's own memory of `last - first` bytes.
+    pub unsafe fn pack_range(&self, buf: *const c_void, first: usize, last: usize, out: &mut [u8]) {
+        // SAFETY: forwarded contract.
+        unsafe { self.ct.pack_range(buf.cast(), self.count, first, last, out) };
+        crate::stats::engine_bytes(last - first);
+    }
+
+    /// Unpacks `input`, stream bytes `[first, first + input.len())`, into the user's elements.
+    ///
+    /// # Safety
+    /// As [`Layout::unpack`].
+    pub unsafe fn unpack_range(&self, input: &[u8], first: usize, buf: *mut c_void) {
+        // SAFETY: forwarded contract.
+        unsafe { self.ct.unpack_range(input, self.count, first, first + input.len(), buf.cast()) };
+        crate::stats::engine_bytes(input.len());
+    }
+
+    /// Extent of one element (the stride between consecutive elements), bytes.
+    pub fn extent(&self) -> i64 {
+        self.ct.dataloop().extent
+    }
+
+    /// Packed bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// `bytes` as the MPI's count argument (checked in [`Layout::of`]).
+    pub fn count_arg(&self) -> c_int {
+        self.bytes as c_int
+    }
+
+    /// Packs the user's elements at `buf` into `st`.
+    ///
+    /// # Safety
+    /// `buf` is the application's send buffer for this layout (valid for its typemap).
+    pub unsafe fn pack(&self, buf: *const c_void, st: &mut Staging) {
+        // SAFETY: the caller guarantees the typemap is readable at `buf`; `st` is sluice's own
+        // buffer of at least `bytes` bytes and cannot overlap the application's memory.
+        unsafe { self.ct.pack(buf.cast(), self.count, st.bytes_mut()) };
+        crate::stats::engine_bytes(self.bytes);
+    }
+
+    /// A staging buffer holding the packed elements at `buf`.
+    ///
+    /// # Safety
+    /// As [`Layout::pack`].
+    pub unsafe fn packed(&self, buf: *const c_void) -> Staging {
+        let mut st = staging::take(self.bytes);
+        // SAFETY: forwarded contract.
+        unsafe { self.pack(buf, &mut st) };
+        st
+    }
+
+    /// Unpacks the first `received` bytes of `st` (a received, possibly short or truncated,
+    /// stream) into the user's elements at `buf`.
+    ///
+    /// # Safety
+    /// `buf` is the application's receive buffer for this layout (writable for its typemap).
+    pub unsafe fn unpack(&self, st: &Staging, received: usize, buf: *mut c_void) {
+        let n = received.min(self.bytes);
+        let input = &st.bytes()[..n];
+        if n == self.bytes {
+            // SAFETY: the caller guarantees the typemap is writable at `buf`; `input` is
+            // sluice's own memory.
+            unsafe { self.ct.unpack(input, self.count, buf.cast()) };
+        } else if n > 0 {
+            // A short message fills a prefix of the stream, as in the MPI.
+            // SAFETY: as above; the range [0, n) lies inside the stream of `count` elements.
+            unsafe { interp::unpack(self.ct.dataloop(), self.count, buf.cast(), 0, n, input) };
+        }
+        crate::stats::engine_bytes(n);
+    }
+
+    /// Packs the user's elements at `buf` into `out` (exactly [`Layout::bytes`] long), on the
+    /// worker pool when the operation qualifies (`protocol::parallel`), else serially.
+    ///
+    /// # Safety
+    /// `buf` is the application's buffer for this layout (readable for its typemap).
+    pub unsafe fn pack_into(&self, buf: *const c_void, out: &mut [u8]) {
+        debug_assert_eq!(out.len(), self.bytes);
+        // SAFETY: the caller guarantees the typemap is readable at `buf`; `out` is sluice's own
+        // memory of the stream's length.
+        unsafe {
+            if !crate::protocol::parallel::try_pack(self.datatype, &self.ct, self.count, buf.cast(), out) {
+                self.ct.pack(buf.cast(), self.count, out);
+            }
+        }
+        crate::stats::engine_bytes(self.bytes);
+    }
+
+    /// Unpacks `input` (exactly [`Layout::bytes`] long) into the user's elements at `buf`.
+    ///
+    /// # Safety
+    /// `buf` is the application's receive buffer for this layout (writable for its typemap, no
+    /// byte addressed twice: MPI makes receiving into overlapping entries erroneous).
+    pub unsafe fn unpack_from(&self, input: &[u8], buf: *mut c_void) {
+        debug_assert_eq!(input.len(), self.bytes);
+        // SAFETY: as above; `input` is sluice's own memory.
+        unsafe {
+            if !crate::protocol::parallel::try_unpack(self.datatype, &self.ct, self.count, input, buf.cast()) {
+                self.ct.unpack(input, self.count, buf.cast());
+            }
+        }
+        crate::stats::engine_bytes(self.bytes);
+    }
+}
