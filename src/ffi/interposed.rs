@@ -84,9 +84,9 @@ macro_rules! for_each_interposed {
             Probe fn MPI_Iprobe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int,
                 status: *mut MPI_Status) err(comm) => { $crate::protocol::p2p::complete::iprobe };
             Probe fn MPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, message: *mut MPI_Message,
-                status: *mut MPI_Status) err(comm) => forward;
+                status: *mut MPI_Status) err(comm) => { $crate::protocol::p2p::complete::mprobe };
             Probe fn MPI_Improbe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int,
-                message: *mut MPI_Message, status: *mut MPI_Status) err(comm) => forward;
+                message: *mut MPI_Message, status: *mut MPI_Status) err(comm) => { $crate::protocol::p2p::complete::improbe };
             Probe fn MPI_Mrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
                 message: *mut MPI_Message, status: *mut MPI_Status) err(world) => { $crate::protocol::p2p::recv::mrecv };
             Probe fn MPI_Imrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,

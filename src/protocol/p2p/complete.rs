@@ -484,6 +484,11 @@ fn activate(op: &mut Entry) {
 /// As `MPI_Probe`.
 pub unsafe fn probe(source: c_int, tag: c_int, comm: mpi::MPI_Comm, status: *mut Status) -> c_int {
     ops::progress_detached(false);
+    if super::pipeline::reserved() != 0 {
+        track::progress_all();
+        // SAFETY: forwarded contract (a null flag: blocking).
+        return unsafe { super::pipeline::stash::probe(source, tag, comm, std::ptr::null_mut(), status) };
+    }
     // SAFETY: forwarded unchanged.
     unsafe { next::MPI_Probe(source, tag, comm, status) }
 }
@@ -494,8 +499,50 @@ pub unsafe fn probe(source: c_int, tag: c_int, comm: mpi::MPI_Comm, status: *mut
 /// As `MPI_Iprobe`.
 pub unsafe fn iprobe(source: c_int, tag: c_int, comm: mpi::MPI_Comm, flag: *mut c_int, status: *mut Status) -> c_int {
     ops::progress_detached(false);
+    if super::pipeline::reserved() != 0 && !flag.is_null() {
+        track::progress_all();
+        // SAFETY: forwarded contract.
+        return unsafe { super::pipeline::stash::probe(source, tag, comm, flag, status) };
+    }
     // SAFETY: forwarded unchanged.
     unsafe { next::MPI_Iprobe(source, tag, comm, flag, status) }
+}
+
+/// `MPI_Mprobe`: a pipelined message is taken at once (its size is in its header).
+///
+/// # Safety
+/// As `MPI_Mprobe`.
+pub unsafe fn mprobe(source: c_int, tag: c_int, comm: mpi::MPI_Comm, message: *mut mpi::MPI_Message, status: *mut Status) -> c_int {
+    ops::progress_detached(false);
+    if super::pipeline::reserved() != 0 {
+        track::progress_all();
+        // SAFETY: forwarded contract (a null flag: blocking).
+        return unsafe { super::pipeline::stash::mprobe(source, tag, comm, std::ptr::null_mut(), message, status) };
+    }
+    // SAFETY: forwarded unchanged.
+    unsafe { next::MPI_Mprobe(source, tag, comm, message, status) }
+}
+
+/// `MPI_Improbe`: as [`mprobe`].
+///
+/// # Safety
+/// As `MPI_Improbe`.
+pub unsafe fn improbe(
+    source: c_int,
+    tag: c_int,
+    comm: mpi::MPI_Comm,
+    flag: *mut c_int,
+    message: *mut mpi::MPI_Message,
+    status: *mut Status,
+) -> c_int {
+    ops::progress_detached(false);
+    if super::pipeline::reserved() != 0 && !flag.is_null() {
+        track::progress_all();
+        // SAFETY: forwarded contract.
+        return unsafe { super::pipeline::stash::mprobe(source, tag, comm, flag, message, status) };
+    }
+    // SAFETY: forwarded unchanged.
+    unsafe { next::MPI_Improbe(source, tag, comm, flag, message, status) }
 }
 
 // ---- the application's entry points: pipelined receives first, then the calls above --------

@@ -8,6 +8,8 @@ use std::ffi::{c_int, c_void};
 
 use super::ops::{self, Dir, Op};
 use super::pipeline;
+use super::pipeline::incoming::Dest;
+use super::pipeline::track::Landing;
 use super::{is_proc_null, status_or, Layout};
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::transfer::staging;
@@ -86,19 +88,34 @@ fn pipe_for(capacity: usize, source: c_int, comm: Comm) -> Option<Comm> {
     (s != 0 && capacity >= s && !is_proc_null(source) && comm != consts::comm_null() && !pipeline::is_inter(comm)).then_some(comm)
 }
 
-/// A blocking receive of contiguous data that may get a pipelined message: the MPI receives
-/// into the application's buffer; an M0 is followed by its chunks.
+/// How a receive that sluice's engine path does not serve lands a pipelined message's M0:
+/// contiguous memory, or in place through the MPI's engine for a compiled type (`None`: a small
+/// receive, or a type sluice cannot unpack by ranges). Also returns the capacity and the
+/// communicator.
+fn direct_landing(buf: *mut c_void, count: i64, datatype: Dt, source: c_int, comm: Comm) -> Option<(Landing, usize, Comm)> {
+    let cap = pipeline::bytes_if_large(count, datatype)?;
+    let comm = pipe_for(cap, source, comm)?;
+    if buf.is_null() {
+        return None;
+    }
+    if pipeline::is_contiguous(datatype) {
+        Some((Landing::Bytes(buf.cast::<u8>().wrapping_offset(pipeline::true_lb(datatype))), cap, comm))
+    } else {
+        Layout::any_compiled(buf, count, datatype).map(|l| (Landing::InPlace(l, buf), cap, comm))
+    }
+}
+
+/// A blocking receive the MPI makes into the application's buffer (`landing`), followed by
+/// the chunks when it got an M0.
 ///
 /// # Safety
 /// As `MPI_Recv`; `receive(status)` is the application's receive.
-unsafe fn contiguous_blocking(
-    buf: *mut c_void,
-    datatype: Dt,
-    capacity: usize,
-    comm: Comm,
+unsafe fn direct_blocking(
+    landing: (Landing, usize, Comm),
     status: *mut Status,
     receive: impl FnOnce(*mut Status) -> c_int,
 ) -> c_int {
+    let (landing, cap, comm) = landing;
     let mut local = super::blank_status();
     let stp = status_or(status, &mut local);
     let rc = receive(stp);
@@ -106,24 +123,32 @@ unsafe fn contiguous_blocking(
     if rc != errclass::SUCCESS || unsafe { super::received_bytes(stp) } != pipeline::reserved() {
         return rc;
     }
-    // SAFETY: the data of a contiguous type starts at its true lower bound.
-    let base = unsafe { buf.cast::<u8>().offset(pipeline::true_lb(datatype)) };
-    // SAFETY: M0 landed at `base`; the buffer holds `capacity` bytes.
-    let (o, _) = unsafe { pipeline::track::receive_rest(pipeline::incoming::Dest::Bytes(base), capacity, comm) };
+    let dest = match landing {
+        Landing::Bytes(base) => Dest::Bytes(base),
+        Landing::InPlace(l, user) => Dest::InPlace(l, user),
+        Landing::Staged | Landing::Served => return rc,
+    };
+    // SAFETY: M0 landed in `dest`, which holds `cap` bytes of stream.
+    let (o, _) = unsafe { pipeline::track::receive_rest(dest, cap, comm) };
     pipeline::track::blocking_code(rc, o, stp)
 }
 
-/// Arms pipelined-message detection on a nonblocking receive the MPI just posted.
-fn arm(rc: c_int, request: *mut Req, bytes: Option<*mut u8>, capacity: usize, pipe: Option<Comm>, persistent: bool) {
-    if let (errclass::SUCCESS, Some(comm)) = (rc, pipe) {
-        // SAFETY: the MPI wrote the new request.
-        pipeline::track::arm(unsafe { *request }, pipeline::track::Entry::new(bytes, capacity, comm, persistent));
+/// The probed message a receive of (source, tag, comm) must take first, if any.
+#[inline]
+fn stashed(source: c_int, tag: c_int, comm: Comm) -> Option<pipeline::stash::Stashed> {
+    if pipeline::stash::any() {
+        pipeline::stash::take(source, tag, comm)
+    } else {
+        None
     }
 }
 
-/// The data start of a contiguous receive buffer.
-fn contiguous_base(buf: *mut c_void, datatype: Dt) -> *mut u8 {
-    buf.cast::<u8>().wrapping_offset(pipeline::true_lb(datatype))
+/// Arms pipelined-message detection on a nonblocking receive the MPI just posted.
+fn arm(rc: c_int, request: *mut Req, landing: Landing, capacity: usize, pipe: Option<Comm>, persistent: bool) {
+    if let (errclass::SUCCESS, Some(comm)) = (rc, pipe) {
+        // SAFETY: the MPI wrote the new request.
+        pipeline::track::arm(unsafe { *request }, pipeline::track::Entry::new(landing, capacity, comm, persistent));
+    }
 }
 
 /// The engine layout of a receive, if sluice serves it.
@@ -136,16 +161,20 @@ fn recv_layout(buf: *mut c_void, count: i64, datatype: Dt, source: c_int) -> Opt
 /// # Safety
 /// As `MPI_Recv`.
 pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, status: *mut Status) -> c_int {
+    if let Some(e) = stashed(source, tag, comm) {
+        // SAFETY: forwarded contract.
+        return unsafe { pipeline::serve::blocking(e, buf, count.into(), datatype, comm, status) };
+    }
     match recv_layout(buf, count.into(), datatype, source) {
         // SAFETY: forwarded contract; the staging buffer has `n` bytes.
         Some(l) => unsafe {
             let pipe = pipe_for(l.bytes(), source, comm);
             blocking(l, buf, status, pipe, |p, n, s| next::MPI_Recv(p, n, consts::packed(), source, tag, comm, s))
         },
-        None => match pipeline::bytes_if_large(count.into(), datatype).and_then(|c| pipe_for(c, source, comm).map(|p| (c, p))) {
+        None => match direct_landing(buf, count.into(), datatype, source, comm) {
             // SAFETY: forwarded contract.
-            Some((cap, comm)) => unsafe {
-                contiguous_blocking(buf, datatype, cap, comm, status, |s| next::MPI_Recv(buf, count, datatype, source, tag, comm, s))
+            Some(landing) => unsafe {
+                direct_blocking(landing, status, |s| next::MPI_Recv(buf, count, datatype, source, tag, comm, s))
             },
             // SAFETY: forwarded unchanged.
             None => unsafe { next::MPI_Recv(buf, count, datatype, source, tag, comm, status) },
@@ -161,24 +190,31 @@ fn nonblocking(
     count: i64,
     datatype: Dt,
     source: c_int,
+    tag: c_int,
     comm: Comm,
     request: *mut Req,
     persistent: bool,
     receive: impl FnOnce(*mut c_void, c_int) -> c_int,
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
+    if !persistent && !request.is_null() {
+        if let Some(e) = stashed(source, tag, comm) {
+            // SAFETY: the application's receive buffer and request pointer.
+            return unsafe { pipeline::serve::nonblocking(e, buf, count, datatype, comm, request) };
+        }
+    }
     match recv_layout(buf, count, datatype, source).filter(|_| !request.is_null()) {
         Some(l) => {
             let (cap, pipe) = (l.bytes(), pipe_for(l.bytes(), source, comm));
             let rc = with_request(l, buf, request, persistent, receive);
-            arm(rc, request, None, cap, pipe, persistent);
+            arm(rc, request, Landing::Staged, cap, pipe, persistent);
             rc
         }
         None => {
-            let large = pipeline::bytes_if_large(count, datatype).filter(|_| !request.is_null());
+            let landing = direct_landing(buf, count, datatype, source, comm).filter(|_| !request.is_null());
             let rc = forward();
-            if let Some(cap) = large {
-                arm(rc, request, Some(contiguous_base(buf, datatype)), cap, pipe_for(cap, source, comm), persistent);
+            if let Some((landing, cap, comm)) = landing {
+                arm(rc, request, landing, cap, Some(comm), persistent);
             }
             rc
         }
@@ -190,7 +226,7 @@ fn nonblocking(
 /// # Safety
 /// As `MPI_Irecv`.
 pub unsafe fn irecv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
-    nonblocking(buf, count.into(), datatype, source, comm, request, false, |p, n| {
+    nonblocking(buf, count.into(), datatype, source, tag, comm, request, false, |p, n| {
         // SAFETY: forwarded contract; the staging buffer has `n` bytes and lives in the table
         // until the request completes.
         unsafe { next::MPI_Irecv(p, n, consts::packed(), source, tag, comm, request) }
@@ -205,7 +241,7 @@ pub unsafe fn irecv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int,
 /// # Safety
 /// As `MPI_Recv_init`.
 pub unsafe fn recv_init(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
-    nonblocking(buf, count.into(), datatype, source, comm, request, true, |p, n| {
+    nonblocking(buf, count.into(), datatype, source, tag, comm, request, true, |p, n| {
         // SAFETY: as in `irecv`.
         unsafe { next::MPI_Recv_init(p, n, consts::packed(), source, tag, comm, request) }
     }, || {
@@ -221,11 +257,46 @@ fn message_ok(message: *mut mpi::MPI_Message) -> bool {
     !message.is_null() && unsafe { *message } != consts::message_no_proc() && unsafe { *message } != consts::message_null()
 }
 
+/// A matched receive of a message the application's `MPI_Mprobe` took into the stash
+/// (`request` null: blocking). `None`: not a stashed message.
+///
+/// # Safety
+/// As `MPI_Mrecv` / `MPI_Imrecv`.
+unsafe fn mrecv_stashed(
+    buf: *mut c_void,
+    count: i64,
+    datatype: Dt,
+    message: *mut mpi::MPI_Message,
+    status: *mut Status,
+    request: *mut Req,
+) -> Option<c_int> {
+    if pipeline::reserved() == 0 || message.is_null() {
+        return None;
+    }
+    // SAFETY: the application's message handle.
+    let e = pipeline::stash::take_message(unsafe { *message })?;
+    // SAFETY: as above: the handle is consumed, as by the MPI.
+    unsafe { *message = consts::message_null() };
+    let comm = e.comm();
+    // SAFETY: forwarded contract.
+    Some(unsafe {
+        if request.is_null() {
+            pipeline::serve::blocking(e, buf, count, datatype, comm, status)
+        } else {
+            pipeline::serve::nonblocking(e, buf, count, datatype, comm, request)
+        }
+    })
+}
+
 /// `MPI_Mrecv`.
 ///
 /// # Safety
 /// As `MPI_Mrecv`.
 pub unsafe fn mrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut mpi::MPI_Message, status: *mut Status) -> c_int {
+    // SAFETY: forwarded contract.
+    if let Some(rc) = unsafe { mrecv_stashed(buf, count.into(), datatype, message, status, std::ptr::null_mut()) } {
+        return rc;
+    }
     match Layout::of(buf, count.into(), datatype).filter(|_| message_ok(message)) {
         // SAFETY: forwarded contract.
         Some(l) => unsafe { blocking(l, buf, status, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
@@ -239,6 +310,10 @@ pub unsafe fn mrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut 
 /// # Safety
 /// As `MPI_Imrecv`.
 pub unsafe fn imrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut mpi::MPI_Message, request: *mut Req) -> c_int {
+    // SAFETY: forwarded contract.
+    if let Some(rc) = unsafe { mrecv_stashed(buf, count.into(), datatype, message, std::ptr::null_mut(), request) } {
+        return rc;
+    }
     match Layout::of(buf, count.into(), datatype).filter(|_| message_ok(message) && !request.is_null()) {
         // SAFETY: as in `irecv`.
         Some(l) => with_request(l, buf, request, false, |p, n| unsafe {
@@ -278,22 +353,34 @@ unsafe fn sendrecv_any(
     recvbuf: *mut c_void, recvcount: i64, recvtype: Dt, source: c_int, recvtag: c_int,
     comm: Comm, status: *mut Status, forward: impl FnOnce() -> c_int,
 ) -> c_int {
+    if pipeline::stash::any() {
+        if let (Some(e), Ok(sc)) = (stashed(source, recvtag, comm), c_int::try_from(sendcount)) {
+            // The receive side is a probed message: send, serve the receive, complete the send.
+            let mut req = consts::request_null();
+            // SAFETY: forwarded contract.
+            let rc = unsafe { super::send::isend(sendbuf, sc, sendtype, dest, sendtag, comm, &mut req) };
+            if rc != errclass::SUCCESS {
+                return rc;
+            }
+            // SAFETY: as above.
+            let rrc = unsafe { pipeline::serve::blocking(e, recvbuf, recvcount, recvtype, comm, status) };
+            // SAFETY: the send's request.
+            let wrc = unsafe { super::complete::wait(&mut req, consts::status_ignore()) };
+            return if rrc != errclass::SUCCESS { rrc } else { wrc };
+        }
+    }
     let sl = Layout::of(sendbuf, sendcount, sendtype).filter(|_| !is_proc_null(dest));
     let rl = recv_layout(recvbuf, recvcount, recvtype, source);
     // A contiguous receive that may get a pipelined message.
-    let rpipe = if rl.is_none() {
-        pipeline::bytes_if_large(recvcount, recvtype).and_then(|c| pipe_for(c, source, comm).map(|p| (c, p)))
-    } else {
-        None
-    };
+    let rpipe = if rl.is_none() { direct_landing(recvbuf, recvcount, recvtype, source, comm) } else { None };
     let (Ok(sendcount), Ok(recvcount)) = (c_int::try_from(sendcount), c_int::try_from(recvcount)) else {
         return forward();
     };
     if sl.is_none() && rl.is_none() {
         return match rpipe {
             // SAFETY: forwarded contract.
-            Some((cap, comm)) => unsafe {
-                contiguous_blocking(recvbuf, recvtype, cap, comm, status, |s| {
+            Some(landing) => unsafe {
+                direct_blocking(landing, status, |s| {
                     next::MPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, s)
                 })
             },
@@ -315,8 +402,8 @@ unsafe fn sendrecv_any(
             })
         },
         // SAFETY: forwarded, with the packed send side.
-        (None, Some((cap, comm))) => unsafe {
-            contiguous_blocking(recvbuf, recvtype, cap, comm, status, |s| {
+        (None, Some(landing)) => unsafe {
+            direct_blocking(landing, status, |s| {
                 next::MPI_Sendrecv(sp, sc, stype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, s)
             })
         },
@@ -355,9 +442,9 @@ unsafe fn sendrecv_replace_any(
 ) -> c_int {
     let layout = Layout::of(buf, count, datatype).filter(|_| !(is_proc_null(dest) && is_proc_null(source)));
     if layout.is_none() {
-        if let Some((cap, comm)) = pipeline::bytes_if_large(count, datatype).and_then(|c| pipe_for(c, source, comm).map(|p| (c, p))) {
+        if let Some(landing) = direct_landing(buf, count, datatype, source, comm) {
             // SAFETY: forwarded contract.
-            return unsafe { contiguous_blocking(buf, datatype, cap, comm, status, |s| forward_with_status(s)) };
+            return unsafe { direct_blocking(landing, status, forward_with_status) };
         }
     }
     let (Some(l), Ok(count)) = (layout, c_int::try_from(count)) else {
@@ -394,16 +481,20 @@ pub mod large_count {
     /// # Safety
     /// As `MPI_Recv_c`.
     pub unsafe fn recv_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, source: c_int, tag: c_int, comm: Comm, status: *mut Status) -> c_int {
+        if let Some(e) = stashed(source, tag, comm) {
+            // SAFETY: forwarded contract.
+            return unsafe { pipeline::serve::blocking(e, buf, count, datatype, comm, status) };
+        }
         match recv_layout(buf, count, datatype, source) {
             // SAFETY: as in `recv`.
             Some(l) => unsafe {
                 let pipe = pipe_for(l.bytes(), source, comm);
                 blocking(l, buf, status, pipe, |p, n, s| next::MPI_Recv(p, n, consts::packed(), source, tag, comm, s))
             },
-            None => match pipeline::bytes_if_large(count, datatype).and_then(|c| pipe_for(c, source, comm).map(|p| (c, p))) {
+            None => match direct_landing(buf, count, datatype, source, comm) {
                 // SAFETY: forwarded contract.
-                Some((cap, comm)) => unsafe {
-                    contiguous_blocking(buf, datatype, cap, comm, status, |s| next::MPI_Recv_c(buf, count, datatype, source, tag, comm, s))
+                Some(landing) => unsafe {
+                    direct_blocking(landing, status, |s| next::MPI_Recv_c(buf, count, datatype, source, tag, comm, s))
                 },
                 // SAFETY: forwarded unchanged.
                 None => unsafe { next::MPI_Recv_c(buf, count, datatype, source, tag, comm, status) },
@@ -416,7 +507,7 @@ pub mod large_count {
     /// # Safety
     /// As `MPI_Irecv_c`.
     pub unsafe fn irecv_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
-        nonblocking(buf, count, datatype, source, comm, request, false, |p, n| {
+        nonblocking(buf, count, datatype, source, tag, comm, request, false, |p, n| {
             // SAFETY: as in `irecv`.
             unsafe { next::MPI_Irecv(p, n, consts::packed(), source, tag, comm, request) }
         }, || {
@@ -430,7 +521,7 @@ pub mod large_count {
     /// # Safety
     /// As `MPI_Recv_init_c`.
     pub unsafe fn recv_init_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
-        nonblocking(buf, count, datatype, source, comm, request, true, |p, n| {
+        nonblocking(buf, count, datatype, source, tag, comm, request, true, |p, n| {
             // SAFETY: as in `irecv`.
             unsafe { next::MPI_Recv_init(p, n, consts::packed(), source, tag, comm, request) }
         }, || {
@@ -444,6 +535,10 @@ pub mod large_count {
     /// # Safety
     /// As `MPI_Mrecv_c`.
     pub unsafe fn mrecv_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, message: *mut mpi::MPI_Message, status: *mut Status) -> c_int {
+        // SAFETY: forwarded contract.
+        if let Some(rc) = unsafe { mrecv_stashed(buf, count, datatype, message, status, std::ptr::null_mut()) } {
+            return rc;
+        }
         match Layout::of(buf, count, datatype).filter(|_| message_ok(message)) {
             // SAFETY: as in `mrecv`.
             Some(l) => unsafe { blocking(l, buf, status, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
@@ -457,6 +552,10 @@ pub mod large_count {
     /// # Safety
     /// As `MPI_Imrecv_c`.
     pub unsafe fn imrecv_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, message: *mut mpi::MPI_Message, request: *mut Req) -> c_int {
+        // SAFETY: forwarded contract.
+        if let Some(rc) = unsafe { mrecv_stashed(buf, count, datatype, message, std::ptr::null_mut(), request) } {
+            return rc;
+        }
         match Layout::of(buf, count, datatype).filter(|_| message_ok(message) && !request.is_null()) {
             // SAFETY: as in `irecv`.
             Some(l) => with_request(l, buf, request, false, |p, n| unsafe {

@@ -11,6 +11,7 @@ use std::ffi::{c_int, c_void};
 use super::{depth, m0_data, private, Header};
 use crate::ffi::{consts, errclass, mpi, next, request_from_key, request_key};
 use crate::protocol::p2p::ops::Op;
+use crate::protocol::p2p::Layout;
 use crate::transfer::staging::{self, Staging};
 
 /// Where the stream goes.
@@ -20,6 +21,28 @@ pub enum Dest {
     /// A non-contiguous type: the receive's tracked operation (layout, user buffer, and the
     /// staging buffer M0 landed in).
     Engine(Op),
+    /// A type the MPI received into directly (not contiguous, left to the MPI's engine): M0's
+    /// data is already in place; chunks are unpacked by range.
+    InPlace(Layout, *mut c_void),
+}
+
+impl Dest {
+    /// The header M0 carries, read where M0 landed.
+    ///
+    /// # Safety
+    /// M0 (S\* bytes) was received into this destination.
+    pub unsafe fn header(&self) -> Option<Header> {
+        let d = m0_data();
+        let mut h = [0u8; super::HEADER];
+        match self {
+            // SAFETY: M0 landed at `base`.
+            Dest::Bytes(base) => h.copy_from_slice(unsafe { std::slice::from_raw_parts(base.add(d), super::HEADER) }),
+            Dest::Engine(op) => h.copy_from_slice(&op.staging.bytes()[d..d + super::HEADER]),
+            // SAFETY: the MPI unpacked M0's bytes into the typemap at `user`.
+            Dest::InPlace(l, user) => unsafe { l.pack_range(*user, d, d + super::HEADER, &mut h) },
+        }
+        Header::decode(&h)
+    }
 }
 
 /// One chunk receive in flight.
@@ -167,6 +190,8 @@ impl Incoming {
                 Dest::Bytes(base) => unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), base.add(slot.off), keep) },
                 // SAFETY: the range lies inside the stream of the receive's elements.
                 Dest::Engine(op) => unsafe { op.layout.unpack_range(data, slot.off, op.user as *mut c_void) },
+                // SAFETY: as above.
+                Dest::InPlace(l, user) => unsafe { l.unpack_range(data, slot.off, *user) },
             }
         }
         self.spare.push(buf);
@@ -178,12 +203,18 @@ impl Incoming {
         let o = Outcome { total: self.total, capacity: self.capacity, comm: self.comm, origin: self.origin };
         match self.dest {
             Dest::Engine(op) => (o, Some(op)),
-            Dest::Bytes(_) => (o, None),
+            Dest::Bytes(_) | Dest::InPlace(..) => (o, None),
         }
     }
 }
 
 impl Outcome {
+    /// The outcome of a message of `total` bytes into a receive of `capacity` on `comm`,
+    /// reporting `origin` as its source and tag.
+    pub fn new(total: usize, capacity: usize, comm: mpi::MPI_Comm, origin: Option<(c_int, c_int)>) -> Outcome {
+        Outcome { total, capacity, comm: comm_key(comm), origin }
+    }
+
     /// Whether the message was longer than the receive.
     pub fn truncated(&self) -> bool {
         self.total > self.capacity

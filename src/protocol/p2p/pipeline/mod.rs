@@ -12,6 +12,8 @@
 
 pub mod incoming;
 pub mod send;
+pub mod serve;
+pub mod stash;
 pub mod track;
 
 use std::ffi::{c_int, c_void};
@@ -231,6 +233,19 @@ pub fn bytes_if_large(count: i64, datatype: mpi::MPI_Datatype) -> Option<usize> 
     // SAFETY: writes one count; an invalid type returns an error and leaves 0.
     unsafe { mpi::PMPI_Type_size_x(datatype, &mut size) };
     (size > 0).then(|| (size as u64).saturating_mul(count as u64) as usize)
+}
+
+/// Whether `count` elements of `datatype` are one contiguous run of bytes (starting at the
+/// true lower bound).
+pub fn is_contiguous(datatype: mpi::MPI_Datatype) -> bool {
+    let (mut size, mut lb, mut extent, mut tlb, mut textent): (mpi::MPI_Count, mpi::MPI_Count, mpi::MPI_Count, mpi::MPI_Count, mpi::MPI_Count) = (0, 0, 0, 0, 0);
+    // SAFETY: writes counts.
+    unsafe {
+        mpi::PMPI_Type_size_x(datatype, &mut size);
+        mpi::PMPI_Type_get_extent_x(datatype, &mut lb, &mut extent);
+        mpi::PMPI_Type_get_true_extent_x(datatype, &mut tlb, &mut textent);
+    }
+    size > 0 && size == extent && size == textent
 }
 
 /// The lower bound of the data of a contiguous type (its true lower bound).

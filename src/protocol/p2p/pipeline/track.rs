@@ -17,7 +17,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::incoming::{Dest, Incoming, Outcome};
-use super::{m0_data, reserved, Header, HEADER};
+use super::reserved;
+use crate::protocol::p2p::Layout;
 use crate::ffi::{consts, errclass, mpi, request_from_key, request_key};
 use crate::protocol::p2p::{blank_status, ops, received_bytes};
 
@@ -33,12 +34,23 @@ enum State {
     Done(Outcome),
 }
 
+/// Where a tracked receive's M0 lands.
+pub enum Landing {
+    /// Contiguous memory of the application (the data start).
+    Bytes(*mut u8),
+    /// Staging of the receive's `ops` entry (sluice's engine path).
+    Staged,
+    /// The application's buffer, through the MPI's own engine (a compiled type sluice leaves to
+    /// the MPI).
+    InPlace(Layout, *mut std::ffi::c_void),
+    /// Served from the probe stash: the request is a placeholder.
+    Served,
+}
+
 /// A tracked receive.
 pub struct Entry {
     state: State,
-    /// The application's contiguous buffer (data start), or `None` for the engine path (the
-    /// staging buffer is in the receive's `ops` entry).
-    bytes: Option<usize>,
+    landing: Landing,
     capacity: usize,
     comm: usize,
     persistent: bool,
@@ -47,11 +59,15 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// A receive of `capacity` bytes into contiguous memory at `bytes` (or the engine path).
-    pub fn new(bytes: Option<*mut u8>, capacity: usize, comm: mpi::MPI_Comm, persistent: bool) -> Entry {
-        Entry { state: State::Armed, bytes: bytes.map(|p| p as usize), capacity, comm: super::comm_key(comm), persistent, freed: false }
+    /// A receive of `capacity` bytes landing as `landing`.
+    pub fn new(landing: Landing, capacity: usize, comm: mpi::MPI_Comm, persistent: bool) -> Entry {
+        Entry { state: State::Armed, landing, capacity, comm: super::comm_key(comm), persistent, freed: false }
     }
 }
+
+// SAFETY: the addresses are the application's receive buffer, valid until the receive completes
+// (MPI's rule), from whichever thread completes it.
+unsafe impl Send for Entry {}
 
 /// `None`: taken out by a thread working on it.
 static TABLE: Mutex<Option<HashMap<usize, Option<Entry>>>> = Mutex::new(None);
@@ -66,6 +82,16 @@ pub fn any() -> bool {
 /// Number of tracked receives (leak checks).
 pub fn tracked() -> usize {
     TRACKED.load(Ordering::Acquire)
+}
+
+/// Tracks a receive served from the probe stash under its placeholder request `req`: its
+/// transfer (`Ok`) is under way, or it is complete (`Err`: an ordinary message).
+pub fn arm_served(req: Req, t: Result<Incoming, Outcome>, comm: mpi::MPI_Comm) {
+    let state = match t {
+        Ok(t) => State::Busy(Box::new(t)),
+        Err(o) => State::Done(o),
+    };
+    arm(req, Entry { state, landing: Landing::Served, capacity: 0, comm: super::comm_key(comm), persistent: false, freed: false });
 }
 
 /// Tracks the receive the MPI just returned as `req`.
@@ -179,29 +205,28 @@ unsafe fn advance(req: Req, e: &mut Entry) -> Gate {
 /// # Safety
 /// `req` completed with S\* bytes into `e`'s buffer.
 unsafe fn begin(req: Req, e: &mut Entry) -> Option<Incoming> {
-    let d = m0_data();
     let comm = super::comm_from_key(e.comm);
-    match e.bytes {
-        Some(base) => {
-            // SAFETY: M0's S* bytes landed at `base` (capacity >= S*).
-            let h = Header::decode(unsafe { std::slice::from_raw_parts((base as *const u8).add(d), HEADER) })?;
-            // SAFETY: forwarded contract.
-            Some(unsafe { Incoming::begin(h, e.capacity, Dest::Bytes(base as *mut u8), comm) })
-        }
-        None => {
-            let op = match ops::take(req)? {
-                ops::Entry::P2p(op) => op,
-                other => {
-                    ops::restore(req, other);
-                    return None;
-                }
-            };
-            let Some(h) = Header::decode(&op.staging.bytes()[d..d + HEADER]) else {
-                ops::restore(req, op.into());
+    let dest = match &e.landing {
+        Landing::Bytes(base) => Dest::Bytes(*base),
+        Landing::InPlace(l, user) => Dest::InPlace(l.clone(), *user),
+        Landing::Served => return None,
+        Landing::Staged => match ops::take(req)? {
+            ops::Entry::P2p(op) => Dest::Engine(op),
+            other => {
+                ops::restore(req, other);
                 return None;
-            };
-            // SAFETY: forwarded contract.
-            Some(unsafe { Incoming::begin(h, e.capacity, Dest::Engine(op), comm) })
+            }
+        },
+    };
+    // SAFETY: M0 landed in `dest`.
+    match unsafe { dest.header() } {
+        // SAFETY: forwarded contract.
+        Some(h) => Some(unsafe { Incoming::begin(h, e.capacity, dest, comm) }),
+        None => {
+            if let Dest::Engine(op) = dest {
+                ops::restore(req, op.into());
+            }
+            None
         }
     }
 }
@@ -569,14 +594,9 @@ pub fn finish() {
 /// # Safety
 /// The receive completed with S\* bytes into `dest`'s memory; `capacity` is its size.
 pub unsafe fn receive_rest(dest: Dest, capacity: usize, comm: mpi::MPI_Comm) -> (Option<Outcome>, Option<crate::protocol::p2p::ops::Op>) {
-    let d = m0_data();
-    let header = match &dest {
-        // SAFETY: M0 landed at `base`.
-        Dest::Bytes(base) => Header::decode(unsafe { std::slice::from_raw_parts(base.add(d), HEADER) }),
-        Dest::Engine(op) => Header::decode(&op.staging.bytes()[d..d + HEADER]),
-    };
-    let Some(h) = header else {
-        return (None, match dest { Dest::Engine(op) => Some(op), Dest::Bytes(_) => None });
+    // SAFETY: M0 landed in `dest`.
+    let Some(h) = (unsafe { dest.header() }) else {
+        return (None, match dest { Dest::Engine(op) => Some(op), _ => None });
     };
     // SAFETY: forwarded contract.
     let mut t = unsafe { Incoming::begin(h, capacity, dest, comm) };

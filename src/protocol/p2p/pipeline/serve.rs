@@ -1,0 +1,112 @@
+//! Receives served from the probe stash ([`super::stash`]): the stashed message's bytes are
+//! delivered into the receive's buffer and, for an M0, its chunks follow as for any pipelined
+//! receive. A nonblocking receive gets a placeholder request: a real `MPI_Irecv` from
+//! `MPI_PROC_NULL` (complete at once, valid for every MPI call), tracked until the transfer is
+//! done; sluice fills in source, tag and count.
+
+use std::ffi::{c_int, c_void};
+
+use super::incoming::{Dest, Incoming, Outcome};
+use super::stash::Stashed;
+use super::{is_contiguous, m0_data, true_lb};
+use crate::ffi::{consts, errclass, mpi, PROC_NULL};
+use crate::protocol::p2p::ops::{Dir, Op};
+use crate::protocol::p2p::Layout;
+
+type Comm = mpi::MPI_Comm;
+type Dt = mpi::MPI_Datatype;
+
+/// Starts delivering `e` into the receive of `count` elements of `datatype` at `buf`: `Ok`
+/// with the transfer of an M0, `Err` with the outcome of an ordinary message (delivered).
+///
+/// # Safety
+/// The receive buffer is valid for its typemap.
+unsafe fn start(e: Stashed, buf: *mut c_void, count: i64, datatype: Dt, comm: Comm) -> Result<Incoming, Outcome> {
+    let origin = Some((e.source, e.tag));
+    let n = if e.header.is_some() { m0_data() } else { e.m0.bytes().len() };
+    let (dest, cap) = if let Some(l) = Layout::of(buf, count, datatype) {
+        let cap = l.bytes();
+        (Dest::Engine(Op { dir: Dir::Recv, layout: l, user: buf as usize, staging: e.m0, persistent: false, active: true }), cap)
+    } else if count <= 0 || buf.is_null() {
+        (Dest::Bytes(std::ptr::null_mut()), 0)
+    } else if is_contiguous(datatype) {
+        let cap = super::bytes_if_large(count, datatype).unwrap_or_else(|| size_of(count, datatype));
+        let base = buf.cast::<u8>().wrapping_offset(true_lb(datatype));
+        // SAFETY: the stream's first bytes go to the start of the application's contiguous
+        // buffer of `cap` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(e.m0.bytes().as_ptr(), base, n.min(cap)) };
+        (Dest::Bytes(base), cap)
+    } else if let Some(l) = Layout::any_compiled(buf, count, datatype) {
+        let cap = l.bytes();
+        // SAFETY: the range lies inside the receive's stream.
+        unsafe { l.unpack_range(&e.m0.bytes()[..n.min(cap)], 0, buf) };
+        (Dest::InPlace(l, buf), cap)
+    } else {
+        // A type sluice cannot unpack by ranges: the MPI unpacks an ordinary message; an M0
+        // cannot be served (documented limit).
+        let mut pos = 0;
+        let cap = size_of(count, datatype);
+        // SAFETY: unpacks at most `cap` bytes of the message into the receive.
+        unsafe {
+            mpi::PMPI_Unpack(e.m0.bytes().as_ptr().cast(), n.min(cap) as c_int, &mut pos, buf, count as c_int, datatype, comm)
+        };
+        if e.header.is_some() {
+            log::error!("a probed pipelined message cannot be received into this datatype; set SLUICE_PIPELINE_THRESHOLD=off");
+        }
+        return Err(Outcome::new(e.total(), cap, comm, origin));
+    };
+    match e.header {
+        // SAFETY: M0's data went to `dest` (Engine: unpacked by `begin`).
+        Some(h) => Ok(unsafe { Incoming::begin(h, cap, dest, comm) }.with_origin(e.source, e.tag)),
+        None => {
+            if let Dest::Engine(op) = &dest {
+                // SAFETY: as above.
+                unsafe { op.layout.unpack(&op.staging, n, buf) };
+            }
+            Err(Outcome::new(n, cap, comm, origin))
+        }
+    }
+}
+
+fn size_of(count: i64, datatype: Dt) -> usize {
+    let mut size: mpi::MPI_Count = 0;
+    // SAFETY: writes one count.
+    unsafe { mpi::PMPI_Type_size_x(datatype, &mut size) };
+    (size.max(0) as usize).saturating_mul(count.max(0) as usize)
+}
+
+/// A blocking receive served from the stash.
+///
+/// # Safety
+/// As `MPI_Recv`.
+pub unsafe fn blocking(e: Stashed, buf: *mut c_void, count: i64, datatype: Dt, comm: Comm, status: *mut mpi::MPI_Status) -> c_int {
+    // SAFETY: forwarded contract.
+    let o = match unsafe { start(e, buf, count, datatype, comm) } {
+        Ok(mut t) => {
+            // SAFETY: as above.
+            while !unsafe { t.advance(true) } {}
+            t.finish().0
+        }
+        Err(o) => o,
+    };
+    // SAFETY: the application's status (or ignore).
+    unsafe { o.patch(status) };
+    o.code()
+}
+
+/// A nonblocking receive served from the stash: `request` gets a placeholder.
+///
+/// # Safety
+/// As `MPI_Irecv`.
+pub unsafe fn nonblocking(e: Stashed, buf: *mut c_void, count: i64, datatype: Dt, comm: Comm, request: *mut mpi::MPI_Request) -> c_int {
+    // SAFETY: a receive from MPI_PROC_NULL moves nothing; `request` is the application's.
+    let rc = unsafe { mpi::PMPI_Irecv(std::ptr::null_mut(), 0, consts::byte(), PROC_NULL, 0, consts::comm_self(), request) };
+    if rc != errclass::SUCCESS {
+        return rc;
+    }
+    // SAFETY: forwarded contract.
+    let t = unsafe { start(e, buf, count, datatype, comm) };
+    // SAFETY: the MPI wrote the placeholder.
+    super::track::arm_served(unsafe { *request }, t, comm);
+    rc
+}
