@@ -20,7 +20,25 @@ use std::path::Path;
 /// buffer fresh, so a use-after-release of a staging buffer cannot hide behind reuse).
 /// When the pipelined protocol lands, add `SLUICE_PIPELINE_THRESHOLD=0` (every non-contiguous
 /// message pipelined), as the issue asks.
-const CONFIGS: &[&[(&str, &str)]] = &[&[], &[("SLUICE_STAGING_CACHE", "0")]];
+/// A configuration the suite runs under: environment, and the fields of `truncation.*`
+/// behaviours it does not compare with the bare MPI (documented differences, docs/protocol.md).
+struct Config {
+    env: &'static [(&'static str, &'static str)],
+    truncation_fields_differ: &'static [&'static str],
+}
+
+const CONFIGS: &[Config] = &[
+    Config { env: &[], truncation_fields_differ: &[] },
+    Config { env: &[("SLUICE_STAGING_CACHE", "0")], truncation_fields_differ: &[] },
+    // Thresholds at their minimum: every message of at least 128 bytes takes the pipelined
+    // protocol, in 64-byte chunks (at most 1024 per transfer), two in flight. A receive smaller
+    // than the reserved size that truncates a pipelined message reports the first message's
+    // size; on MPICH a truncated receive holds the delivered prefix.
+    Config {
+        env: &[("SLUICE_PIPELINE_THRESHOLD", "128"), ("SLUICE_PIPELINE_CHUNK", "64"), ("SLUICE_PIPELINE_DEPTH", "2")],
+        truncation_fields_differ: &["count", "content"],
+    },
+];
 
 const RANKS: [u32; 2] = [2, 4];
 
@@ -57,14 +75,19 @@ fn same_behavior(bare: &str, got: &str) -> bool {
         })
 }
 
+/// `fields` without the `name=value` entries whose name is in `names`.
+fn without(fields: &str, names: &[&str]) -> String {
+    fields.split_whitespace().filter(|f| !names.iter().any(|n| f.split('=').next() == Some(n))).collect::<Vec<_>>().join(" ")
+}
+
 fn conformance(name: &str, exe: &Path) {
     let bare = launch(2, exe, &[], None);
     assert_ok(name, "bare MPI, 2 ranks", &bare);
     let reference = behaviors(name, &bare);
     for cfg in CONFIGS {
         for np in RANKS {
-            let what = format!("sluice, {np} ranks, env {cfg:?}");
-            let job = launch_shim(np, exe, cfg);
+            let what = format!("sluice, {np} ranks, env {:?}", cfg.env);
+            let job = launch_shim(np, exe, cfg.env);
             assert_ok(name, &what, &job);
             let got = behaviors(name, &job);
             assert_eq!(
@@ -74,7 +97,8 @@ fn conformance(name: &str, exe: &Path) {
                 job.all()
             );
             for (k, v) in &reference {
-                if same_behavior(v, &got[k]) {
+                let ignored = if k.starts_with("truncation.") { cfg.truncation_fields_differ } else { &[] };
+                if same_behavior(&without(v, ignored), &without(&got[k], ignored)) {
                     continue;
                 }
                 // Some implementation-defined results depend on timing in the bare MPI too (which
@@ -88,7 +112,7 @@ fn conformance(name: &str, exe: &Path) {
                     })
                     .collect();
                 assert!(
-                    seen.iter().any(|b| same_behavior(b, &got[k])),
+                    seen.iter().any(|b| same_behavior(&without(b, ignored), &without(&got[k], ignored))),
                     "{name} ({what}): {k}: bare MPI `{v}` (then {seen:?}), with sluice `{}`\n{}",
                     got[k],
                     job.all()
