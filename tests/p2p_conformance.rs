@@ -36,7 +36,9 @@ const CONFIGS: &[Config] = &[
     // size; on MPICH a truncated receive holds the delivered prefix.
     Config {
         env: &[("SLUICE_PIPELINE_THRESHOLD", "128"), ("SLUICE_PIPELINE_CHUNK", "64"), ("SLUICE_PIPELINE_DEPTH", "2")],
-        truncation_fields_differ: &["count", "content"],
+        // `*`: also the other request's error in a Waitall that truncates (MPICH stops at the
+        // truncated request; sluice reports that request's error itself).
+        truncation_fields_differ: &["count", "content", "*"],
     },
 ];
 
@@ -97,7 +99,19 @@ fn conformance(name: &str, exe: &Path) {
                 job.all()
             );
             for (k, v) in &reference {
-                let ignored = if k.starts_with("truncation.") { cfg.truncation_fields_differ } else { &[] };
+                if k.starts_with("truncation.") && cfg.truncation_fields_differ.contains(&"*") && !v.contains('=') {
+                    continue; // a single-valued truncation behaviour the configuration may change
+                }
+                // On MPICH a truncated pipelined message leaves the delivered prefix where the
+                // bare MPICH leaves the buffer untouched (docs/protocol.md, known differences).
+                let mut ignored: Vec<&str> = Vec::new();
+                if k.starts_with("truncation.") {
+                    ignored.extend(cfg.truncation_fields_differ);
+                }
+                if FLAVOR == "mpich" && k.starts_with("truncation.large") {
+                    ignored.push("content");
+                }
+                let ignored = &ignored[..];
                 if same_behavior(&without(v, ignored), &without(&got[k], ignored)) {
                     continue;
                 }
