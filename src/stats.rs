@@ -40,11 +40,14 @@ pub enum Family {
     Parallel,
     /// Not a call family: checkpoint tables built (calls = tables, bytes = their memory).
     Checkpoints,
+    /// Not a call family: pipelined point-to-point transfers, counted once by the sender and
+    /// once by the receiver (calls = transfers, bytes = their packed bytes).
+    Pipeline,
 }
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 12] = [
+    pub const ALL: [Family; 13] = [
         Family::Init,
         Family::P2p,
         Family::Persistent,
@@ -57,6 +60,7 @@ impl Family {
         Family::Engine,
         Family::Parallel,
         Family::Checkpoints,
+        Family::Pipeline,
     ];
 
     /// Short lower-case name used in reports.
@@ -74,6 +78,7 @@ impl Family {
             Family::Engine => "ddt-engine",
             Family::Parallel => "ddt-parallel",
             Family::Checkpoints => "ddt-ckpt",
+            Family::Pipeline => "p2p-pipeline",
         }
     }
 }

@@ -177,3 +177,30 @@ fn p2p_conf_threads() {
 fn p2p_conf_fortran_f08() {
     conformance("p2p_conf_f08", &compile_fortran("p2p_conf.f90", &[]));
 }
+
+/// The pipelined protocol's own cases (tests/c/p2p_pipeline.c): progress while the peer sits in
+/// a barrier, polling-only and late completion, order behind a pipelined message, layout
+/// pairings, probes, freed and persistent receives, truncation. Bare MPI first; then sluice at
+/// its default threshold (the 2 MiB messages are pipelined, counted in the `p2p-pipeline`
+/// statistics row) and with thresholds at their minimum, at 2 and 4 ranks; then with the
+/// pipeline off, where nothing is pipelined.
+#[test]
+fn p2p_pipeline() {
+    let exe = compile_c("p2p_pipeline");
+    assert_ok("p2p_pipeline", "bare MPI, 2 ranks", &launch(2, &exe, &[], None));
+    let min: &[(&str, &str)] = &[("SLUICE_PIPELINE_THRESHOLD", "128"), ("SLUICE_PIPELINE_CHUNK", "4K")];
+    for env in [&[][..], min] {
+        for np in RANKS {
+            let mut env = env.to_vec();
+            env.push(("SLUICE_STATS", "1"));
+            let job = launch_shim(np, &exe, &env);
+            assert_ok("p2p_pipeline", &format!("sluice, {np} ranks, {env:?}"), &job);
+            // Each pair runs 15 pipelined transfers, counted by sender and receiver.
+            let transfers = job.stat_calls("p2p-pipeline").unwrap_or(0);
+            assert!(transfers >= 2 * 15 * (np as u64 / 2), "{np} ranks {env:?}: {transfers} pipelined transfers\n{}", job.all());
+        }
+    }
+    let off = launch_shim(2, &exe, &[("SLUICE_PIPELINE_THRESHOLD", "off"), ("SLUICE_STATS", "1")]);
+    assert_ok("p2p_pipeline", "sluice, pipeline off", &off);
+    assert_eq!(off.stat_calls("p2p-pipeline"), Some(0), "{}", off.all());
+}

@@ -99,6 +99,7 @@ impl Incoming {
     /// The destination buffers are the live receive's; `capacity` is its size in bytes.
     pub unsafe fn begin(header: Header, capacity: usize, dest: Dest, comm: mpi::MPI_Comm) -> Incoming {
         let d = m0_data();
+        crate::stats::count(crate::stats::Family::Pipeline, header.total as usize);
         // A truncated receive gets the prefix that fits (as with Open MPI; MPICH would leave
         // the buffer untouched, but M0 may already have landed in it: docs/protocol.md).
         let deliver = true;

@@ -101,6 +101,7 @@ pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm
         log::error!("pipelined send to a process outside MPI_COMM_WORLD: set SLUICE_PIPELINE_THRESHOLD=off for dynamic processes");
         return (crate::errors::raise(comm, errclass::ERR_INTERN, "pipelined send to a process outside MPI_COMM_WORLD"), req);
     };
+    crate::stats::count(crate::stats::Family::Pipeline, total);
     let rest = total - d;
     let mut stream = staging::take(rest);
     let sp = stream.as_mut_ptr();
@@ -122,6 +123,11 @@ pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm
     OUTGOING.lock().unwrap_or_else(|e| e.into_inner()).push(Outgoing { reqs, _m0: m0, _stream: stream });
     OUTGOING_N.fetch_add(1, Ordering::AcqRel);
     (rc, req)
+}
+
+/// Pipelined sends whose chunks are still in flight (each holds two staging buffers).
+pub fn transfers_in_flight() -> usize {
+    OUTGOING_N.load(Ordering::Acquire)
 }
 
 /// Whether chunks of pipelined sends are still in flight.

@@ -192,6 +192,25 @@ pub unsafe fn probe(source: c_int, tag: c_int, comm: Comm, flag: *mut c_int, sta
 /// # Safety
 /// As the MPI call.
 pub unsafe fn mprobe(source: c_int, tag: c_int, comm: Comm, flag: *mut c_int, message: *mut mpi::MPI_Message, status: *mut Status) -> c_int {
+    if !message.is_null() {
+        if let Some(e) = take(source, tag, comm) {
+            // A message an earlier probe took: the application gets a handle of sluice's own,
+            // which only MPI_Mrecv/MPI_Imrecv (intercepted) ever see.
+            let handle = fake_message();
+            // SAFETY: the application's output arguments.
+            unsafe {
+                e.report(status);
+                *message = handle;
+                if !flag.is_null() {
+                    *flag = 1;
+                }
+            }
+            let mut g = BY_MESSAGE.lock().unwrap_or_else(|e| e.into_inner());
+            g.get_or_insert_with(HashMap::new).insert(message_key(handle), e);
+            BY_MESSAGE_N.fetch_add(1, Ordering::AcqRel);
+            return errclass::SUCCESS;
+        }
+    }
     let mut local = blank_status();
     let stp = crate::protocol::p2p::status_or(status, &mut local);
     // SAFETY: forwarded to the MPI.
@@ -232,6 +251,24 @@ pub fn take_message(message: mpi::MPI_Message) -> Option<Stashed> {
     let e = g.as_mut()?.remove(&message_key(message))?;
     BY_MESSAGE_N.fetch_sub(1, Ordering::AcqRel);
     Some(e)
+}
+
+/// A message handle no MPI object has: Open MPI's handles are object addresses, so a fresh
+/// address of sluice's own; MPICH's are integers whose top bits give the kind and object type,
+/// so a builtin-kind value of an object type MPICH does not define (0xF).
+fn fake_message() -> mpi::MPI_Message {
+    static NEXT: AtomicUsize = AtomicUsize::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    #[cfg(sluice_mpi = "openmpi")]
+    {
+        // Addresses inside a static block of sluice's: never an Open MPI object.
+        static BLOCK: [u8; 4096] = [0; 4096];
+        (BLOCK.as_ptr() as usize + (n % 4096)) as mpi::MPI_Message
+    }
+    #[cfg(sluice_mpi = "mpich")]
+    {
+        (0x7c00_0000u32 | (n as u32 & 0x03ff_ffff)) as mpi::MPI_Message
+    }
 }
 
 fn message_key(m: mpi::MPI_Message) -> usize {
