@@ -312,20 +312,26 @@ unsafe fn indexed<const PACK: bool>(
     let mut k = first / dl.size;
     let skip = first % dl.size;
     let mut i = ends.partition_point(|&e| e <= skip);
+    // Bytes of run `i` already behind `first` (only for the first run).
     let mut o = skip - i.checked_sub(1).map_or(0, |p| ends[p]);
     let (mut left, mut q) = (last - first, buf);
-    while left > 0 {
-        let (ro, rl) = runs[i];
-        let take = (rl - o).min(left);
-        let p = mem.wrapping_offset((k as i64 * dl.extent + ro) as isize).wrapping_add(o);
-        // SAFETY: part of run `i` of element `k`, inside the range (caller's contract).
-        unsafe { xfer::<0, PACK>(p, q, take) };
-        q = q.wrapping_add(take);
-        left -= take;
-        o = 0;
-        i += 1;
-        if i == runs.len() {
-            (i, k) = (0, k + 1);
+    loop {
+        let base = mem.wrapping_offset((k as i64 * dl.extent) as isize);
+        // Run after run as in the whole-element loop; the one holding `last` ends the range.
+        for &(ro, rl) in &runs[i..] {
+            let p = base.wrapping_offset(ro as isize).wrapping_add(o);
+            let n = rl - o;
+            // SAFETY: part of a run of element `k` inside the range (caller's contract).
+            unsafe {
+                if n >= left {
+                    return xfer::<0, PACK>(p, q, left);
+                }
+                xfer::<0, PACK>(p, q, n);
+            }
+            q = q.wrapping_add(n);
+            left -= n;
+            o = 0;
         }
+        (i, k) = (0, k + 1);
     }
 }
