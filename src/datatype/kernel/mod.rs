@@ -36,12 +36,14 @@ mod exec;
 mod isa;
 mod range;
 mod small_runs;
+mod stores;
 mod strided;
 mod transpose;
 #[cfg(test)]
 mod tests;
 
 pub use isa::Isa;
+pub use stores::Stores;
 pub use small_runs::MOVE_WIDTHS;
 
 use super::interp;
