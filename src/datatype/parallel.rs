@@ -18,11 +18,11 @@
 //! Catch-up is [`Cursor::catch_up`] (no copying, linear in the runs skipped, as MPITypes');
 //! [`Counters`] count its bytes, the resets and the checkpoint copies.
 //!
-//! Types whose kernel runs ranges ([`super::kernel::Kernel::runs_ranges`]: every kernel but the interpreter)
-//! need none of this: a chunk finds its place by arithmetic and runs at kernel speed
-//! ([`Stream::kernel`]). Their chunks are assigned in blocks, worker `w` taking the `w`-th of `P`
-//! consecutive shares of the stream (whole chunks each), so each worker streams through one
-//! region of memory. The strategies above remain for interpreter types and for comparison.
+//! Types whose kernel runs ranges ([`super::kernel::Kernel::runs_ranges`]: every kernel but the
+//! interpreter) need none of this: a chunk finds its place by arithmetic and runs at kernel
+//! speed ([`Stream::kernel`]). Their chunks are assigned in blocks, worker `w` taking the `w`-th
+//! of `P` consecutive shares of the stream (whole chunks each), so each worker streams through
+//! one region of memory. The strategies above remain for interpreter types and for comparison.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};

@@ -80,18 +80,6 @@ fn parse_size(s: &str) -> Option<usize> {
     n.checked_mul(1 << shift)
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn cache_sizes_parse() {
-        assert_eq!(super::parse_size("32768K"), Some(32 << 20));
-        assert_eq!(super::parse_size("2M"), Some(2 << 20));
-        assert_eq!(super::parse_size("512"), Some(512));
-        assert_eq!(super::parse_size("12Q"), None);
-        assert!(super::streaming_min() > 0);
-    }
-}
-
 /// Line size streamed at once.
 pub(super) const LINE: usize = 64;
 
@@ -146,5 +134,17 @@ pub(super) fn fence() {
     // SAFETY: `sfence` has no operands and no memory-safety preconditions (SSE, baseline).
     unsafe {
         std::arch::x86_64::_mm_sfence()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cache_sizes_parse() {
+        assert_eq!(super::parse_size("32768K"), Some(32 << 20));
+        assert_eq!(super::parse_size("2M"), Some(2 << 20));
+        assert_eq!(super::parse_size("512"), Some(512));
+        assert_eq!(super::parse_size("12Q"), None);
+        assert!(super::streaming_min() > 0);
     }
 }

@@ -10,11 +10,12 @@ fn b(n: usize) -> DataLoop {
     DataLoop::bytes(n)
 }
 
-/// A buffer of `len` bytes of `fill` whose byte `origin` sits on a 64-byte boundary, so the
-/// paths that depend on line alignment (streaming stores) run: `(storage, offset of byte 0)`.
-fn line_aligned(len: usize, origin: usize, fill: u8) -> (Vec<u8>, usize) {
-    let v = vec![fill; len + 64];
-    let shift = v.as_ptr().wrapping_add(origin).align_offset(64);
+/// A buffer of `len` bytes of `fill` whose byte `origin` sits `skew` bytes past a 64-byte
+/// boundary, so the paths that depend on line alignment (streaming stores) run:
+/// `(storage, offset of byte 0)`.
+fn line_aligned(len: usize, origin: usize, fill: u8, skew: usize) -> (Vec<u8>, usize) {
+    let v = vec![fill; len + 128];
+    let shift = v.as_ptr().wrapping_add(origin).align_offset(64) + skew;
     (v, shift)
 }
 
@@ -39,11 +40,12 @@ fn check(dl: &DataLoop, count: usize) -> Result<(), TestCaseError> {
         // SAFETY: as above; `isa` is one this CPU runs.
         unsafe { k.run::<true>(isa, Stores::Cached, &n, src.as_ptr().add(origin).cast_mut(), count, got.as_mut_ptr()) };
         prop_assert_eq!(&got, &want, "pack, kernel {:?}, {:?}", k, isa);
-        for stores in Stores::ALL {
-            let (mut bb, at) = line_aligned(len, origin, 0xAA);
+        // Line-aligned, and 16 bytes past a line as malloc places large arrays.
+        for (stores, skew) in Stores::ALL.into_iter().flat_map(|s| [(s, 0), (s, 16)]) {
+            let (mut bb, at) = line_aligned(len, origin, 0xAA, skew);
             // SAFETY: as above, for writing, at `at` in the larger buffer.
             unsafe { k.run::<false>(isa, stores, &n, bb.as_mut_ptr().add(at + origin), count, stream.as_ptr().cast_mut()) };
-            prop_assert_eq!(&bb[at..at + len], &a[..], "unpack, kernel {:?}, {:?}, {:?}", k, isa, stores);
+            prop_assert_eq!(&bb[at..at + len], &a[..], "unpack, kernel {:?}, {:?}, {:?}, skew {}", k, isa, stores, skew);
         }
     }
     Ok(())
@@ -70,8 +72,7 @@ fn check_ranges(dl: &DataLoop, count: usize, cuts: &[usize]) -> Result<(), TestC
 
 /// [`check_ranges`] for kernel `k` of the normalized type `n`.
 fn check_kernel_ranges(k: &Kernel, n: &DataLoop, count: usize, cuts: &[usize]) -> Result<(), TestCaseError> {
-    let dl = n;
-    let (origin, len) = span(&n, count);
+    let (origin, len) = span(n, count);
     let total = n.size * count;
     let mut at: Vec<usize> = cuts.iter().map(|c| c % (total + 1)).chain([0, total]).collect();
     at.sort_unstable();
@@ -79,14 +80,14 @@ fn check_kernel_ranges(k: &Kernel, n: &DataLoop, count: usize, cuts: &[usize]) -
     let mut want = vec![0u8; total];
     // SAFETY: `span` covers the typemap of `count` elements around `origin`; the output holds
     // the packed size.
-    unsafe { interp::pack(dl, count, src.as_ptr().add(origin), 0, total, &mut want) };
+    unsafe { interp::pack(n, count, src.as_ptr().add(origin), 0, total, &mut want) };
     let stream: Vec<u8> = (0..total).map(|i| (i * 13 + 1) as u8).collect();
     let mut unpacked = vec![0xAAu8; len];
     // SAFETY: as above, for writing.
-    unsafe { interp::unpack(dl, count, unpacked.as_mut_ptr().add(origin), 0, total, &stream) };
+    unsafe { interp::unpack(n, count, unpacked.as_mut_ptr().add(origin), 0, total, &stream) };
     for (isa, stores) in Isa::available().into_iter().flat_map(|i| Stores::ALL.map(|s| (i, s))) {
         let mut got = vec![0u8; total];
-        let (mut mem, m0) = line_aligned(len, origin, 0xAA);
+        let (mut mem, m0) = line_aligned(len, origin, 0xAA, 0);
         for w in at.windows(2) {
             let (a, b) = (w[0], w[1]);
             // SAFETY: as above (memory at `m0` in the larger buffer); `[a, b)` is inside the

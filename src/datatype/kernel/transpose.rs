@@ -47,16 +47,21 @@ pub(super) unsafe fn transpose<const N: usize, const PACK: bool>(
 ) -> *mut u8 {
     let per_row = b.count * block;
     let tile = TRANSPOSE_TILE / block;
-    // Full tiles start at multiples of TRANSPOSE_TILE bytes from `mem + off`.
+    // Streaming needs every full tile row on a line boundary: the rows are lines apart, and a
+    // first, shorter tile (`lead` blocks, ordinary stores) runs up to the first boundary (a
+    // malloc'ed array starts 16 bytes past one); the full tiles after it are aligned.
+    let origin = mem.wrapping_offset(off as isize);
     let streaming = !PACK
         && nt
         && N > 0
         && TRANSPOSE_TILE % N.max(1) == 0
-        && mem.wrapping_offset(off as isize).align_offset(LINE) == 0
+        && origin.align_offset(N.max(1)) == 0
         && b.stride % LINE as i64 == 0;
+    let mut lead = if streaming { origin.align_offset(LINE) / N.max(1) } else { 0 };
     let mut i = 0;
     while i < a.count {
-        let t = tile.min(a.count - i);
+        let t = if lead > 0 { lead.min(a.count) } else { tile.min(a.count - i) };
+        lead = 0;
         let mut p = mem.wrapping_offset((off + (i * block) as i64) as isize);
         let q0 = buf.wrapping_add(i * per_row);
         // A full tile of a fixed block size: a constant trip count, so the tile's moves unroll
@@ -71,8 +76,8 @@ pub(super) unsafe fn transpose<const N: usize, const PACK: bool>(
                     // SAFETY: block (i + u, j)'s bytes in the buffer, and its place in `line`.
                     unsafe { xfer::<N, false>(line.as_mut_ptr().add(u * N), q.wrapping_add(u * per_row), N) };
                 }
-                // SAFETY: the tile row is the two aligned lines at `p` (checked above), all of
-                // them typemap blocks (i..i + full, j), disjoint from the buffer.
+                // SAFETY: the tile row is the two lines at `p`, aligned (after the lead tile,
+                // above), all of them typemap blocks (i..i + full, j), disjoint from the buffer.
                 unsafe {
                     stream_line(p, line.as_ptr());
                     stream_line(p.wrapping_add(LINE), line.as_ptr().add(LINE));
