@@ -13,8 +13,8 @@
 //! - `fig18`: reuses needed to amortize checkpoint creation, per suite case.
 //!
 //! Every engine's output is compared with serial processing before anything is timed. Samples
-//! of all engines of one case are interleaved, each timed run preceded by an untimed one of the
-//! same engine; median and best are reported (shared cores).
+//! of all engines of one case are interleaved in a rotating order, each timed run preceded by an
+//! untimed one of the same engine; median and best are reported (shared cores).
 //!
 //! Usage: sluice-rwcp-bench [--out DIR] [--samples N] [--workers P] [--chunk BYTES]
 
@@ -221,14 +221,18 @@ fn measure(dl: &DataLoop, count: usize, engines: &[Engine], pack: bool, a: &Args
         }
     }
     let mut times = vec![vec![]; engines.len()];
-    for _ in 0..a.samples {
-        for (e, t) in engines.iter().zip(&mut times) {
-            // One untimed run first: the engine before may have left the buffers in the other
-            // core's cache (a parallel run), which would bill this engine for moving them back.
+    for s in 0..a.samples {
+        // The order rotates every sample: an engine timed right after a parallel one ran up to
+        // 2x slower here (even after an untimed run of its own), so each engine follows each
+        // other one equally often.
+        for k in 0..engines.len() {
+            let i = (k + s) % engines.len();
+            let e = &engines[i];
+            // One untimed run first, so the timed one starts from this engine's own cache state.
             black_box(e.run(&ct, count, a.chunk, pack, &mut mem, &mut packed));
             let t0 = Instant::now();
             black_box(e.run(&ct, count, a.chunk, pack, &mut mem, &mut packed));
-            t.push(t0.elapsed().as_secs_f64());
+            times[i].push(t0.elapsed().as_secs_f64());
         }
     }
     times
