@@ -37,7 +37,7 @@ def main():
     a.legend()
     a = ax[0][1]
     x = [int(r["workers"]) for r in f13a]
-    for col in ["specialized", "rwcp", "rocp", "local"]:
+    for col in ["specialized", "rwcp", "rocp", "local", "kernel"]:
         a.plot(x, [float(r[col]) for r in f13a], marker="o", label=col + (" (1 thread)" if col == "specialized" else ""))
     a.set(xlabel="workers", ylabel="unpack GB/s (median)", title="Fig. 13a: 2 KiB blocks vs workers", xticks=x)
     a.legend()

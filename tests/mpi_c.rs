@@ -256,7 +256,8 @@ fn datatype_hints_are_honoured() {
         // hints.c: 5 of its 11 operations per rank may go parallel under their hints.
         assert_eq!(job.stat_calls("ddt-parallel"), Some(5 * np as u64), "np={np}\n{}", job.all());
     }
-    // A 300-byte budget holds one table of 2 checkpoints (SLUICE_THREADS=2) of these vectors.
+    // A 300-byte budget holds one table of 2 checkpoints (SLUICE_THREADS=2) of hints.c's
+    // interpreter types (types with a kernel run ranges without checkpoints).
     for (case, tables) in [("priority", 4u64), ("lru", 6)] {
         let mut env = base.to_vec();
         env.extend([("SLUICE_CKPT_MEMORY", "300"), ("HINTS_CASE", case)]);

@@ -3,15 +3,18 @@
 //! this machine. Pure Rust, no MPI calls.
 //!
 //! - `fig8`: unpack throughput of a 4 MiB vector (stride = 2 x block) vs block size: specialized
-//!   kernel (1 thread), RW-CP, RO-CP, HPU-local on `--workers` workers.
+//!   kernel (1 thread), RW-CP, RO-CP, HPU-local (interpreter chunks) and the range kernel
+//!   (`Stream::kernel`, no checkpoints) on `--workers` workers.
 //! - `fig13a`: the same at 2 KiB blocks vs 1..4 workers.
 //! - `fig13b`: checkpoint memory vs block size (Δr from the model, P = `--workers` and 16).
 //! - `suite`: pack and unpack of the ddt suite's shapes (built here as dataloops, the irregular
-//!   ones with this binary's own seed), RW-CP with 1 and `--workers` workers, catch-up counted.
+//!   ones with this binary's own seed) with the range kernel on 1 and `--workers` workers (what
+//!   MPI_Pack/MPI_Unpack run), and RW-CP with 1 and `--workers` workers, catch-up counted.
 //! - `fig18`: reuses needed to amortize checkpoint creation, per suite case.
 //!
 //! Every engine's output is compared with serial processing before anything is timed. Samples
-//! of all engines of one case are interleaved; median and best are reported (shared cores).
+//! of all engines of one case are interleaved in a rotating order, each timed run preceded by an
+//! untimed one of the same engine; median and best are reported (shared cores).
 //!
 //! Usage: sluice-rwcp-bench [--out DIR] [--samples N] [--workers P] [--chunk BYTES]
 
@@ -136,6 +139,8 @@ fn table(dl: &DataLoop, count: usize, s: Strategy, workers: usize, chunk: usize)
 enum Engine {
     Specialized,
     Par(Strategy, usize, Arc<Checkpoints>),
+    /// The range kernel on this many workers.
+    Kernel(usize),
 }
 
 impl Engine {
@@ -143,6 +148,7 @@ impl Engine {
         match self {
             Engine::Specialized => "specialized".into(),
             Engine::Par(s, p, _) => format!("{}-p{p}", s.name()),
+            Engine::Kernel(p) => format!("kernel-p{p}"),
         }
     }
 
@@ -161,8 +167,12 @@ impl Engine {
                 }
                 Counters::default()
             }
-            Engine::Par(s, p, t) => {
-                let st = Stream::new(dl, count, *s, chunk, *p, t.clone());
+            Engine::Par(..) | Engine::Kernel(_) => {
+                let st = match self {
+                    Engine::Par(s, p, t) => Stream::new(dl, count, *s, chunk, *p, t.clone()),
+                    Engine::Kernel(p) => Stream::kernel(ct, count, chunk, *p),
+                    Engine::Specialized => unreachable!("matched above"),
+                };
                 // SAFETY: as above; the suite's typemaps address no byte twice.
                 unsafe {
                     if pack {
@@ -211,11 +221,18 @@ fn measure(dl: &DataLoop, count: usize, engines: &[Engine], pack: bool, a: &Args
         }
     }
     let mut times = vec![vec![]; engines.len()];
-    for _ in 0..a.samples {
-        for (e, t) in engines.iter().zip(&mut times) {
+    for s in 0..a.samples {
+        // The order rotates every sample: an engine timed right after a parallel one ran up to
+        // 2x slower here (even after an untimed run of its own), so each engine follows each
+        // other one equally often.
+        for k in 0..engines.len() {
+            let i = (k + s) % engines.len();
+            let e = &engines[i];
+            // One untimed run first, so the timed one starts from this engine's own cache state.
+            black_box(e.run(&ct, count, a.chunk, pack, &mut mem, &mut packed));
             let t0 = Instant::now();
             black_box(e.run(&ct, count, a.chunk, pack, &mut mem, &mut packed));
-            t.push(t0.elapsed().as_secs_f64());
+            times[i].push(t0.elapsed().as_secs_f64());
         }
     }
     times
@@ -252,6 +269,7 @@ impl Out {
 fn strategies(dl: &DataLoop, count: usize, p: usize, chunk: usize) -> Vec<Engine> {
     let mut v = vec![Engine::Specialized];
     v.extend(Strategy::ALL.map(|s| Engine::Par(s, p, table(dl, count, s, p, chunk))));
+    v.push(Engine::Kernel(p));
     v
 }
 
@@ -277,7 +295,7 @@ fn main() {
         let mut r = vec![b.to_string()];
         r.extend(s.iter().map(|x| g(x.median)));
         r.extend(s.iter().map(|x| g(x.best)));
-        r.extend(s[1..].iter().map(|x| x.counters.catch_up_bytes.to_string()));
+        r.extend(s[1..4].iter().map(|x| x.counters.catch_up_bytes.to_string()));
         rows.push(r);
         eprint!(".");
     }
@@ -288,10 +306,12 @@ fn main() {
         format!("rwcp_p{p}"),
         format!("rocp_p{p}"),
         format!("local_p{p}"),
+        format!("kernel_p{p}"),
         "specialized_best".into(),
         format!("rwcp_p{p}_best"),
         format!("rocp_p{p}_best"),
         format!("local_p{p}_best"),
+        format!("kernel_p{p}_best"),
         "rwcp_catchup".into(),
         "rocp_catchup".into(),
         "local_catchup".into(),
@@ -311,7 +331,7 @@ fn main() {
         rows.push(r);
         eprint!(".");
     }
-    let h = ["workers", "specialized", "rwcp", "rocp", "local", "specialized_best", "rwcp_best", "rocp_best", "local_best"];
+    let h = ["workers", "specialized", "rwcp", "rocp", "local", "kernel", "specialized_best", "rwcp_best", "rocp_best", "local_best", "kernel_best"];
     out.table("fig13a", "Fig. 13a: unpack GB/s of a 4 MiB vector of 2 KiB blocks vs workers (median, best)", &h, &rows);
 
     // Fig. 13b: checkpoint memory vs block size.
@@ -341,15 +361,17 @@ fn main() {
         for pack in [true, false] {
             let eng = vec![
                 Engine::Specialized,
+                Engine::Kernel(1),
+                Engine::Kernel(a.workers),
                 Engine::Par(Strategy::RwCp, 1, table(&dl, count, Strategy::RwCp, 1, a.chunk)),
                 Engine::Par(Strategy::RwCp, a.workers, table(&dl, count, Strategy::RwCp, a.workers, a.chunk)),
             ];
             let s = measure(&dl, count, &eng, pack, &a);
             r.extend([g(s[0].median), g(s[1].median), g(s[2].median), g(s[2].median / s[1].median), g(s[2].best / s[1].best)]);
-            r.push(s[2].counters.catch_up_bytes.to_string());
+            r.extend([g(s[3].median), g(s[4].median), s[4].counters.catch_up_bytes.to_string()]);
             if !pack {
                 let t = |gbs: f64| (dl.size * count) as f64 / (gbs * 1e9);
-                unpack_times = (t(s[0].median), t(s[1].median), t(s[2].median));
+                unpack_times = (t(s[0].median), t(s[3].median), t(s[4].median));
             }
         }
         // Creation: median of `samples` builds of the P-worker table.
@@ -372,13 +394,16 @@ fn main() {
         eprint!(".");
     }
     eprintln!();
-    let (a1, a2, a3, a4, a5) = ("pack_rwcp_p1", format!("pack_rwcp_p{p}"), "pack_speedup", "pack_speedup_best", "pack_catchup");
-    let (b2, b3) = (format!("unpack_rwcp_p{p}"), "unpack_speedup");
+    let (a2, a7) = (format!("pack_p{p}"), format!("pack_rwcp_p{p}"));
+    let (b2, b7) = (format!("unpack_p{p}"), format!("unpack_rwcp_p{p}"));
     let h = [
-        "case", "bytes", "pack_specialized", a1, &a2, a3, a4, a5, "unpack_specialized", "unpack_rwcp_p1", &b2, b3, "unpack_speedup_best",
-        "unpack_catchup",
+        "case", "bytes", "pack_specialized", "pack_p1", &a2, "pack_speedup", "pack_speedup_best", "pack_rwcp_p1", &a7, "pack_catchup",
+        "unpack_specialized", "unpack_p1", &b2, "unpack_speedup", "unpack_speedup_best", "unpack_rwcp_p1", &b7, "unpack_catchup",
     ];
-    out.table("suite", &format!("Suite: GB/s (median) with RW-CP on 1 and {p} workers; speedup = p{p}/p1 (median, best)"), &h, &rows);
+    let title = format!(
+        "Suite: GB/s (median) with the range kernel on 1 and {p} workers, speedup = p{p}/p1 (median, best); RW-CP (interpreter chunks) on 1 and {p}, its catch-up bytes"
+    );
+    out.table("suite", &title, &h, &rows);
     let h = ["case", "create_us", "reuses_vs_rwcp_p1", "reuses_vs_specialized"];
     out.table("fig18", "Fig. 18: checkpoint creation time and unpack reuses to amortize it", &h, &rows18);
 }

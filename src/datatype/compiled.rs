@@ -6,7 +6,7 @@
 
 use super::interp;
 use super::ir::DataLoop;
-use super::kernel::{self, Isa, Kernel};
+use super::kernel::{self, Isa, Kernel, Stores};
 use super::normalize::normalize;
 
 /// Source of [`CompiledType::id`].
@@ -19,6 +19,8 @@ pub struct CompiledType {
     kernel: Kernel,
     /// The instruction-set level the kernel runs at on this CPU, detected once per type.
     isa: Isa,
+    /// Unpack stores when set (benchmarks); else chosen per operation by its size.
+    stores: Option<Stores>,
     id: u64,
 }
 
@@ -28,7 +30,7 @@ impl CompiledType {
         let dl = normalize(dl);
         let kernel = kernel::compile(&dl);
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        CompiledType { dl, kernel, isa: Isa::host(), id }
+        CompiledType { dl, kernel, isa: Isa::host(), stores: None, id }
     }
 
     /// A process-unique id, never reused: the key of this type's checkpoint tables
@@ -43,6 +45,19 @@ impl CompiledType {
         assert!(Isa::available().contains(&isa), "this CPU does not run {isa:?}");
         self.isa = isa;
         self
+    }
+
+    /// The same type unpacking with `stores` whatever the size (benchmarks compare them).
+    pub fn with_stores(mut self, stores: Stores) -> Self {
+        self.stores = Some(stores);
+        self
+    }
+
+    /// The stores an unpack of `count` elements (or of any range of them) uses: streaming
+    /// when the whole operation writes enough that its destination would not stay cached
+    /// ([`Stores::for_unpack`]).
+    pub fn unpack_stores(&self, count: usize) -> Stores {
+        self.stores.unwrap_or_else(|| Stores::for_unpack(self.dl.size.saturating_mul(count)))
     }
 
     /// The kernel chosen for this type.
@@ -79,7 +94,7 @@ impl CompiledType {
         }
         // SAFETY: forwarded contract; `out` holds the `n` stream bytes (checked above); `isa` is
         // this CPU's (detected in `new`). The kernel only reads through `src` when packing.
-        unsafe { self.kernel.run::<true>(self.isa, &self.dl, src.cast_mut(), count, out.as_mut_ptr()) }
+        unsafe { self.kernel.run::<true>(self.isa, Stores::Cached, &self.dl, src.cast_mut(), count, out.as_mut_ptr()) }
     }
 
     /// Unpacks `input[..count * size]` into `count` elements at `dst`.
@@ -97,7 +112,7 @@ impl CompiledType {
         // SAFETY: forwarded contract; `input` holds the `n` stream bytes (checked above); `isa` is
         // this CPU's (detected in `new`). The kernel only reads through the buffer pointer
         // when unpacking.
-        unsafe { self.kernel.run::<false>(self.isa, &self.dl, dst, count, input.as_ptr().cast_mut()) }
+        unsafe { self.kernel.run::<false>(self.isa, self.unpack_stores(count), &self.dl, dst, count, input.as_ptr().cast_mut()) }
     }
 
     /// Packs stream bytes `[first, last)` of `count` elements at `src` into `out[..last - first]`
@@ -110,7 +125,7 @@ impl CompiledType {
         assert!(out.len() >= last - first, "output too short");
         // SAFETY: forwarded contract; `out` holds the range (checked above); `isa` is this
         // CPU's. The kernel only reads through `src` when packing.
-        unsafe { self.kernel.run_range::<true>(self.isa, &self.dl, src.cast_mut(), count, first, last, out.as_mut_ptr()) }
+        unsafe { self.kernel.run_range::<true>(self.isa, Stores::Cached, &self.dl, src.cast_mut(), count, first, last, out.as_mut_ptr()) }
     }
 
     /// Unpacks `input[..last - first]`, stream bytes `[first, last)` of `count` elements, into
@@ -123,6 +138,6 @@ impl CompiledType {
         assert!(input.len() >= last - first, "input too short");
         // SAFETY: forwarded contract; the kernel only reads through the buffer pointer when
         // unpacking.
-        unsafe { self.kernel.run_range::<false>(self.isa, &self.dl, dst, count, first, last, input.as_ptr().cast_mut()) }
+        unsafe { self.kernel.run_range::<false>(self.isa, self.unpack_stores(count), &self.dl, dst, count, first, last, input.as_ptr().cast_mut()) }
     }
 }

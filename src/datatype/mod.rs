@@ -8,7 +8,8 @@
 //!   normalization: contiguous, strided (nested vectors, any depth up to 7 levels, element loop
 //!   folded in; column-per-element types run as a tiled transpose), block-indexed (offset
 //!   table), small-runs (arrays of structs: fixed-width moves over tiles of elements) and
-//!   indexed (`(offset, len)` table); blocks of 1-64 bytes copy with fixed-size moves. Anything
+//!   indexed (`(offset, len)` table, with prefix sums for ranges); blocks of 1-64 bytes copy with
+//!   fixed-size moves. Anything
 //!   else (more than 64 Ki runs per element and no regular shape) uses the interpreter.
 //! - [`compiled`]: [`compiled::CompiledType`], normalized dataloop + kernel, the per-type unit.
 //! - [`segment`]: the explicit resumable segment state (stack of loop positions) that
@@ -21,8 +22,11 @@
 //! Performance against Open MPI's and MPICH's own engines on the ddt suite:
 //! `scripts/bench-ddt.sh` (`src/bin/sluice-ddt-bench.rs`), results in docs/benchmarks.md.
 //!
-//! Missing (later steps): kernels for partial ranges (a `[first, last)` byte range still goes
-//! through the interpreter), wiring the parallel path into the p2p protocol (MPI_Pack/MPI_Unpack
+//! Every kernel also runs any byte range `[first, last)` of the stream (`kernel/range.rs`,
+//! [`compiled::CompiledType::pack_range`]); large unpacks stream whole lines past the cache
+//! (`kernel/stores.rs`).
+//!
+//! Missing (later steps): wiring the parallel path into the p2p protocol (MPI_Pack/MPI_Unpack
 //! use it: `src/protocol/parallel.rs`), the deprecated *_INTEGER combiners (decode
 //! reports them unsupported so callers fall back to the MPI).
 

@@ -17,13 +17,20 @@
 //!
 //! Catch-up is [`Cursor::catch_up`] (no copying, linear in the runs skipped, as MPITypes');
 //! [`Counters`] count its bytes, the resets and the checkpoint copies.
+//!
+//! Types whose kernel runs ranges ([`super::kernel::Kernel::runs_ranges`]: every kernel but the
+//! interpreter) need none of this: a chunk finds its place by arithmetic and runs at kernel
+//! speed ([`Stream::kernel`]). Their chunks are assigned in blocks, worker `w` taking the `w`-th
+//! of `P` consecutive shares of the stream (whole chunks each), so each worker streams through
+//! one region of memory. The strategies above remain for interpreter types and for comparison.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use super::checkpoint::Checkpoints;
-use super::pool;
+use super::compiled::CompiledType;
 use super::ir::DataLoop;
+use super::pool;
 use super::segment::{Cursor, SegState};
 
 /// How a [`Stream`] finds the segment state for a chunk (module doc).
@@ -62,27 +69,40 @@ pub struct Counters {
     pub copies: u64,
 }
 
-/// One processing of a packed stream: `count` elements of `dl`, with a strategy, a chunk size,
-/// a worker count and a checkpoint table (Δr from it). Thread-safe: the working states sit
-/// behind one mutex each (uncontended under the assignment in the module doc), the counters are
-/// atomic. Create one per operation (per buffer); the checkpoint table is shared.
+/// One processing of a packed stream: `count` elements of a type, a chunk size and a worker
+/// count, with the type's range kernel ([`Stream::kernel`]) or with a strategy over a checkpoint
+/// table ([`Stream::new`]). Thread-safe: the working states sit behind one mutex each
+/// (uncontended under the assignment in the module doc), the counters are atomic. Create one
+/// per operation (per buffer); the checkpoint table is shared.
 pub struct Stream<'a> {
     dl: &'a DataLoop,
     count: usize,
-    strategy: Strategy,
     chunk: usize,
     workers: usize,
-    ckpts: Arc<Checkpoints>,
-    /// RW-CP: one per checkpoint; HPU-local: one per worker; RO-CP: none.
-    slots: Vec<Mutex<Option<SegState>>>,
+    how: How<'a>,
     catch_up: AtomicU64,
     resets: AtomicU64,
     copies: AtomicU64,
 }
 
+/// How a chunk finds its place in the type.
+enum How<'a> {
+    /// The type's range kernel: positions are arithmetic, there is no state. `share` is the
+    /// stream bytes each worker owns (whole chunks).
+    Kernel { ct: &'a CompiledType, share: usize },
+    /// The interpreter from a segment state found with a strategy.
+    Segment {
+        strategy: Strategy,
+        ckpts: Arc<Checkpoints>,
+        /// RW-CP: one per checkpoint; HPU-local: one per worker; RO-CP: none.
+        slots: Vec<Mutex<Option<SegState>>>,
+    },
+}
+
 impl<'a> Stream<'a> {
-    /// A stream over `count` elements of `dl`. `ckpts` must have been built for the same
-    /// `(dl, count)`; HPU-local only uses its first checkpoint (the start).
+    /// A stream over `count` elements of `dl` run by the interpreter with `strategy`. `ckpts`
+    /// must have been built for the same `(dl, count)`; HPU-local only uses its first
+    /// checkpoint (the start).
     pub fn new(dl: &'a DataLoop, count: usize, strategy: Strategy, chunk: usize, workers: usize, ckpts: Arc<Checkpoints>) -> Self {
         assert!(chunk > 0 && workers > 0, "chunk size and workers must be positive");
         let n = match strategy {
@@ -90,14 +110,25 @@ impl<'a> Stream<'a> {
             Strategy::RoCp => 0,
             Strategy::HpuLocal => workers,
         };
+        let slots = (0..n).map(|_| Mutex::new(None)).collect();
+        Self::with(dl, count, chunk, workers, How::Segment { strategy, ckpts, slots })
+    }
+
+    /// A stream over `count` elements of `ct` run by its range kernel (the interpreter's range
+    /// walk for interpreter types, positioned from the root for each chunk).
+    pub fn kernel(ct: &'a CompiledType, count: usize, chunk: usize, workers: usize) -> Self {
+        assert!(chunk > 0 && workers > 0, "chunk size and workers must be positive");
+        let share = (ct.size() * count).div_ceil(workers).div_ceil(chunk).max(1) * chunk;
+        Self::with(ct.dataloop(), count, chunk, workers, How::Kernel { ct, share })
+    }
+
+    fn with(dl: &'a DataLoop, count: usize, chunk: usize, workers: usize, how: How<'a>) -> Self {
         Stream {
             dl,
             count,
-            strategy,
             chunk,
             workers,
-            ckpts,
-            slots: (0..n).map(|_| Mutex::new(None)).collect(),
+            how,
             catch_up: AtomicU64::new(0),
             resets: AtomicU64::new(0),
             copies: AtomicU64::new(0),
@@ -130,9 +161,10 @@ impl<'a> Stream<'a> {
 
     /// Worker that owns the chunk starting at stream byte `first` (module doc).
     pub fn owner(&self, first: usize) -> usize {
-        match self.strategy {
-            Strategy::RwCp => (first / self.ckpts.interval()) % self.workers,
-            Strategy::RoCp | Strategy::HpuLocal => (first / self.chunk) % self.workers,
+        match &self.how {
+            How::Kernel { share, .. } => first / share,
+            How::Segment { strategy: Strategy::RwCp, ckpts, .. } => (first / ckpts.interval()) % self.workers,
+            How::Segment { .. } => (first / self.chunk) % self.workers,
         }
     }
 
@@ -149,13 +181,17 @@ impl<'a> Stream<'a> {
         });
     }
 
-    /// Emits the memory runs of stream bytes `[first, last)` as `(offset, len, stream offset)`.
+    /// Emits the memory runs of stream bytes `[first, last)` as `(offset, len, stream offset)`
+    /// (the interpreter's path).
     fn for_each_run(&self, first: usize, last: usize, mut emit: impl FnMut(i64, usize, usize)) {
         assert!(first <= last && last <= self.len(), "range [{first}, {last}) outside the stream of {} bytes", self.len());
+        let How::Segment { strategy, ckpts, slots } = &self.how else {
+            unreachable!("kernel streams do not walk runs")
+        };
         let mut first = first;
         while first < last {
-            let (c, master) = self.ckpts.before(first);
-            match self.strategy {
+            let (c, master) = ckpts.before(first);
+            match strategy {
                 Strategy::RoCp => {
                     let mut st = master.clone();
                     self.copies.fetch_add(1, Relaxed);
@@ -163,24 +199,24 @@ impl<'a> Stream<'a> {
                 }
                 Strategy::RwCp => {
                     // A sequence ends at the next checkpoint; the rest goes to the next one.
-                    let end = last.min((c + 1).saturating_mul(self.ckpts.interval()));
-                    let end = if c + 1 == self.ckpts.len() { last } else { end };
-                    self.with_slot(c, master, first, &mut |st| self.run_from(st, first, end, &mut emit));
+                    let end = last.min((c + 1).saturating_mul(ckpts.interval()));
+                    let end = if c + 1 == ckpts.len() { last } else { end };
+                    self.with_slot(&slots[c], master, first, &mut |st| self.run_from(st, first, end, &mut emit));
                     first = end;
                 }
                 Strategy::HpuLocal => {
                     let w = (first / self.chunk) % self.workers;
-                    let start = self.ckpts.get(0);
-                    return self.with_slot(w, start, first, &mut |st| self.run_from(st, first, last, &mut emit));
+                    let start = ckpts.get(0);
+                    return self.with_slot(&slots[w], start, first, &mut |st| self.run_from(st, first, last, &mut emit));
                 }
             }
         }
     }
 
-    /// Runs `f` on working state `slot`, first made from `base` (or reset to it when it stands
+    /// Runs `f` on the working state in `slot`, first made from `base` (or reset to it when it stands
     /// past `first`).
-    fn with_slot(&self, slot: usize, base: &SegState, first: usize, f: &mut dyn FnMut(&mut SegState)) {
-        let mut g = self.slots[slot].lock().unwrap_or_else(|e| e.into_inner());
+    fn with_slot(&self, slot: &Mutex<Option<SegState>>, base: &SegState, first: usize, f: &mut dyn FnMut(&mut SegState)) {
+        let mut g = slot.lock().unwrap_or_else(|e| e.into_inner());
         match g.as_mut() {
             None => {
                 self.copies.fetch_add(1, Relaxed);
@@ -202,6 +238,10 @@ impl<'a> Stream<'a> {
     /// readable, not overlap `out`, and not be written concurrently.
     pub unsafe fn pack(&self, src: *const u8, first: usize, last: usize, out: &mut [u8]) {
         assert!(out.len() >= last - first, "output too short");
+        if let How::Kernel { ct, .. } = self.how {
+            // SAFETY: forwarded contract.
+            return unsafe { ct.pack_range(src, self.count, first, last, out) };
+        }
         self.for_each_run(first, last, |off, len, at| {
             let o = &mut out[at - first..at - first + len];
             // SAFETY: the run is part of the typemap (caller's contract) and does not overlap
@@ -218,11 +258,28 @@ impl<'a> Stream<'a> {
     /// addresses no byte twice (as MPI requires of receive types), so their writes are disjoint.
     pub unsafe fn unpack(&self, dst: *mut u8, first: usize, last: usize, input: &[u8]) {
         assert!(input.len() >= last - first, "input too short");
+        if let How::Kernel { ct, .. } = self.how {
+            // SAFETY: forwarded contract.
+            return unsafe { ct.unpack_range(input, self.count, first, last, dst) };
+        }
         self.for_each_run(first, last, |off, len, at| {
             let i = &input[at - first..at - first + len];
             // SAFETY: as in `pack`, for writing (disjointness is the caller's contract).
             unsafe { std::ptr::copy_nonoverlapping(i.as_ptr(), dst.offset(off as isize), len) };
         });
+    }
+
+    /// What worker `w` runs of a whole-stream operation, in order: its chunks, or with the range
+    /// kernel its share as one range (one call keeps the kernel's loops long: cut in chunks, a
+    /// transpose would run 64 KiB columns, fft-t 3 instead of 5 GB/s).
+    fn spans_of(&self, w: usize) -> Vec<(usize, usize)> {
+        match self.how {
+            How::Kernel { share, .. } => {
+                let total = self.len();
+                vec![((w * share).min(total), ((w + 1) * share).min(total))]
+            }
+            How::Segment { .. } => self.chunks_of(w),
+        }
     }
 
     /// The chunks worker `w` processes, in order: `[first, last)` stream ranges.
@@ -233,8 +290,8 @@ impl<'a> Stream<'a> {
         while first < total {
             let last = (first + k).min(total);
             // RW-CP: a chunk never straddles a checkpoint, so it has one owner.
-            let last = match self.strategy {
-                Strategy::RwCp => last.min((first / self.ckpts.interval() + 1) * self.ckpts.interval()),
+            let last = match &self.how {
+                How::Segment { strategy: Strategy::RwCp, ckpts, .. } => last.min((first / ckpts.interval() + 1) * ckpts.interval()),
                 _ => last,
             };
             if self.owner(first) == w {
@@ -298,7 +355,7 @@ unsafe fn pack_job<'s>(stream: &'s Stream<'_>, src: *const u8, out: &mut [u8]) -
     let src = Shared(src.cast_mut());
     let out = Shared(out.as_mut_ptr());
     move |w| {
-        for (first, last) in stream.chunks_of(w) {
+        for (first, last) in stream.spans_of(w) {
             // SAFETY: chunks are disjoint, so each worker writes its own part of `out`, which
             // is `total` bytes long (checked above); reading `src` is the caller's contract.
             unsafe {
@@ -337,7 +394,7 @@ unsafe fn unpack_job<'s>(stream: &'s Stream<'_>, input: &'s [u8], dst: *mut u8) 
     assert!(input.len() >= stream.len(), "input too short");
     let dst = Shared(dst);
     move |w| {
-        for (first, last) in stream.chunks_of(w) {
+        for (first, last) in stream.spans_of(w) {
             // SAFETY: the workers' chunks are disjoint ranges (caller's contract covers the rest).
             unsafe { stream.unpack(dst.get(), first, last, &input[first..last]) }
         }
@@ -358,135 +415,4 @@ pub fn default_workers() -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::datatype::interp;
-    use crate::datatype::testgen::{arb_dl, span};
-    use proptest::prelude::*;
-    use super::Strategy;
-
-    /// Whether the typemap of `count` elements addresses no byte twice.
-    fn disjoint(dl: &DataLoop, count: usize) -> bool {
-        let mut runs = vec![];
-        interp::for_each_run(dl, count, 0, dl.size * count, |o, l| runs.push((o, o + l as i64)));
-        runs.sort();
-        runs.windows(2).all(|w| w[0].1 <= w[1].0)
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
-
-        /// Every strategy, 1..4 workers, chunks in random order with duplicates (each worker
-        /// takes its own chunks, so duplicates of a chunk never run concurrently): the packed
-        /// bytes and the unpacked memory equal serial processing.
-        #[test]
-        fn strategies_match_serial(
-            dl in arb_dl(),
-            count in 1usize..5,
-            chunk in 1usize..48,
-            interval_chunks in 1usize..5,
-            workers in 1usize..5,
-            seed in any::<u64>(),
-        ) {
-            let (origin, len) = span(&dl, count);
-            let total = dl.size * count;
-            let src: Vec<u8> = (0..len).map(|i| (i * 13 + 5) as u8).collect();
-            let mut want = vec![0u8; total];
-            // SAFETY: `span` covers the typemap around `origin`.
-            unsafe { interp::pack(&dl, count, src.as_ptr().add(origin), 0, total, &mut want) };
-            let ckpts = Arc::new(Checkpoints::build(&dl, count, chunk * interval_chunks));
-            for strategy in Strategy::ALL {
-                let stream = Stream::new(&dl, count, strategy, chunk, workers, ckpts.clone());
-                let mut got = vec![0u8; total];
-                // SAFETY: as above.
-                unsafe { pack(&stream, src.as_ptr().add(origin), &mut got) };
-                prop_assert_eq!(&got, &want, "{:?} in order", strategy);
-                // In order, RW-CP never catches up and never resets.
-                if strategy == Strategy::RwCp {
-                    let c = stream.counters();
-                    prop_assert_eq!((c.catch_up_bytes, c.resets), (0, 0));
-                }
-
-                // Random order with duplicates, per worker, on a fresh stream.
-                let stream = Stream::new(&dl, count, strategy, chunk, workers, ckpts.clone());
-                let mut rng = seed;
-                let mut next = move || { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; rng };
-                let plans: Vec<Vec<(usize, usize)>> = (0..workers).map(|w| {
-                    let mut v = stream.chunks_of(w);
-                    for i in 0..v.len() {
-                        if next() % 3 == 0 { v.push(v[i]); }
-                    }
-                    for i in (1..v.len()).rev() { v.swap(i, next() as usize % (i + 1)); }
-                    v
-                }).collect();
-                let got = Mutex::new(vec![0u8; total]);
-                let srcp = Shared(src.as_ptr().cast_mut());
-                run_workers(workers, &|w| {
-                    for &(a, b) in &plans[w] {
-                        let mut piece = vec![0u8; b - a];
-                        // SAFETY: as above; `src` is only read.
-                        unsafe { stream.pack(srcp.get().add(origin), a, b, &mut piece) };
-                        got.lock().unwrap()[a..b].copy_from_slice(&piece);
-                    }
-                });
-                prop_assert_eq!(&*got.lock().unwrap(), &want, "{:?} shuffled", strategy);
-
-                if disjoint(&dl, count) {
-                    let unpacked = |f: &dyn Fn(*mut u8)| {
-                        let mut dst = vec![0u8; len];
-                        f(dst.as_mut_ptr());
-                        dst
-                    };
-                    // SAFETY: `span` covers the typemap; the typemap is disjoint (checked).
-                    let serial = unpacked(&|d| unsafe { interp::unpack(&dl, count, d.add(origin), 0, total, &want) });
-                    let stream = Stream::new(&dl, count, strategy, chunk, workers, ckpts.clone());
-                    // SAFETY: as above.
-                    let par = unpacked(&|d| unsafe { unpack(&stream, &want, d.add(origin)) });
-                    prop_assert_eq!(&par, &serial, "{:?} unpack", strategy);
-                    let stream = Stream::new(&dl, count, strategy, chunk, workers, ckpts.clone());
-                    let dp = |d: *mut u8| {
-                        let d = Shared(d);
-                        run_workers(workers, &|w| {
-                            for &(a, b) in &plans[w] {
-                                // SAFETY: as above; duplicates of a chunk stay on one worker.
-                                unsafe { stream.unpack(d.get().add(origin), a, b, &want[a..b]) };
-                            }
-                        });
-                    };
-                    prop_assert_eq!(&unpacked(&dp), &serial, "{:?} unpack shuffled", strategy);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn counters_show_each_strategy_s_overheads() {
-        let dl = DataLoop::vector(1024, 1, 16, DataLoop::bytes(8));
-        let src = vec![7u8; 16 * 1024];
-        let (chunk, workers) = (512, 2);
-        let ckpts = Arc::new(Checkpoints::build(&dl, 1, 4 * chunk));
-        let run = |s| {
-            let st = Stream::new(&dl, 1, s, chunk, workers, ckpts.clone());
-            let mut out = vec![0u8; st.len()];
-            // SAFETY: `src` covers the 16 KiB extent.
-            unsafe { pack(&st, src.as_ptr(), &mut out) };
-            st.counters()
-        };
-        // 8 KiB stream, 16 chunks, 4 checkpoints.
-        assert_eq!(run(Strategy::RwCp), Counters { catch_up_bytes: 0, resets: 0, copies: 4 });
-        let ro = run(Strategy::RoCp);
-        assert_eq!((ro.copies, ro.catch_up_bytes), (16, 4 * (512 + 1024 + 1536)));
-        // Each worker skips the other's chunk before each of its chunks but worker 0's first.
-        let local = run(Strategy::HpuLocal);
-        assert_eq!(local, Counters { catch_up_bytes: 15 * 512, resets: 0, copies: 2 });
-        // A chunk behind RW-CP's working copy resets it from the master.
-        let st = Stream::new(&dl, 1, Strategy::RwCp, chunk, workers, ckpts.clone());
-        let mut out = vec![0u8; chunk];
-        // SAFETY: as above.
-        unsafe {
-            st.pack(src.as_ptr(), 1024, 1536, &mut out);
-            st.pack(src.as_ptr(), 512, 1024, &mut out);
-        }
-        assert_eq!(st.counters(), Counters { catch_up_bytes: 1024 + 512, resets: 1, copies: 1 });
-    }
-}
+mod tests;

@@ -2,15 +2,16 @@
 //! (RW-CP, `src/datatype/parallel.rs`) on the persistent worker pool.
 //!
 //! An operation of `count` elements of a compiled type goes parallel when all of these hold:
-//! `SLUICE_THREADS` > 1; its packed size is at least `SLUICE_PARALLEL_MIN` (default `off`: the
-//! chunk path runs the generic segment, measured slower than the serial kernels until range
-//! kernels exist, docs/benchmarks.md); the type's
+//! `SLUICE_THREADS` > 1; its packed size is at least `SLUICE_PARALLEL_MIN` (default `off`,
+//! docs/configuration.md); the type's
 //! `SLUICE_HINT_PARALLEL` is not 0 ([`super::hints`]); waking the workers costs at most ε of
 //! each worker's share ([`IntervalModel::start_within_epsilon`] with the pool's
 //! [`pool::T_WAKE`], ε from the type's hint or `SLUICE_CKPT_EPSILON`); and the pool is free
 //! (another thread's operation holds it: this one runs serially). Otherwise the serial kernel runs.
 //!
-//! The checkpoint table comes from one process-wide [`CheckpointCache`] (budget
+//! Each worker runs its share of the stream with the type's range kernel
+//! ([`Stream::kernel`]): no checkpoints. Only interpreter types (no compiled kernel) run RW-CP
+//! over a checkpoint table from one process-wide [`CheckpointCache`] (budget
 //! `SLUICE_CKPT_MEMORY`, the type's `SLUICE_HINT_PRIORITY`), keyed by the compiled type's id,
 //! the count and Δr: built on the first such operation (counted in the `ddt-ckpt` statistics
 //! row) and reused for every buffer. With the whole buffer present Δr is one sequence per worker
@@ -45,11 +46,22 @@ fn workers() -> usize {
     }
 }
 
-/// A parallel plan for one operation: the stream's inputs.
+/// A parallel plan for one operation: the stream's inputs (`table`: RW-CP's checkpoints, for
+/// interpreter types only).
 struct Plan {
     chunk: usize,
     workers: usize,
-    table: Arc<Checkpoints>,
+    table: Option<Arc<Checkpoints>>,
+}
+
+impl Plan {
+    /// The stream over `count` elements of `c` this plan describes.
+    fn stream<'a>(&self, c: &'a CompiledType, count: usize) -> Stream<'a> {
+        match &self.table {
+            Some(t) => Stream::new(c.dataloop(), count, Strategy::RwCp, self.chunk, self.workers, t.clone()),
+            None => Stream::kernel(c, count, self.chunk, self.workers),
+        }
+    }
 }
 
 /// Whether `count` elements of `c` (the compiled form of `t`) go parallel, and with what.
@@ -72,13 +84,16 @@ fn plan(t: mpi::MPI_Datatype, c: &CompiledType, count: usize) -> Option<Plan> {
     if !model.start_within_epsilon(pool::T_WAKE) {
         return None;
     }
+    if c.kernel().runs_ranges() {
+        return Some(Plan { chunk, workers, table: None });
+    }
     let interval = model.interval();
     let table = cache.get_or_build((c.id(), count, interval), h.priority, || {
         let table = Checkpoints::build(dl, count, interval);
         stats::count(Family::Checkpoints, table.bytes());
         table
     });
-    Some(Plan { chunk, workers, table })
+    Some(Plan { chunk, workers, table: Some(table) })
 }
 
 /// Packs `count` elements of `c` (compiled `t`) from `src` into `out` in parallel if the
@@ -88,7 +103,7 @@ fn plan(t: mpi::MPI_Datatype, c: &CompiledType, count: usize) -> Option<Plan> {
 /// As [`CompiledType::pack`].
 pub unsafe fn try_pack(t: mpi::MPI_Datatype, c: &CompiledType, count: usize, src: *const u8, out: &mut [u8]) -> bool {
     let Some(p) = plan(t, c, count) else { return false };
-    let stream = Stream::new(c.dataloop(), count, Strategy::RwCp, p.chunk, p.workers, p.table);
+    let stream = p.stream(c, count);
     // SAFETY: forwarded contract (`out` holds the stream: `CompiledType::pack`'s contract).
     let done = unsafe { parallel::try_pack(&stream, src, out) };
     if done {
@@ -105,7 +120,7 @@ pub unsafe fn try_pack(t: mpi::MPI_Datatype, c: &CompiledType, count: usize, src
 /// (MPI makes receiving, and so unpacking, into overlapping entries erroneous).
 pub unsafe fn try_unpack(t: mpi::MPI_Datatype, c: &CompiledType, count: usize, input: &[u8], dst: *mut u8) -> bool {
     let Some(p) = plan(t, c, count) else { return false };
-    let stream = Stream::new(c.dataloop(), count, Strategy::RwCp, p.chunk, p.workers, p.table);
+    let stream = p.stream(c, count);
     // SAFETY: forwarded contract.
     let done = unsafe { parallel::try_unpack(&stream, input, dst) };
     if done {

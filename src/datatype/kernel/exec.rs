@@ -7,6 +7,7 @@
 use super::copy::xfer;
 use super::isa::{Isa, Portable};
 use super::small_runs::SMALL_RUNS_TILE;
+use super::stores::{fence, Stores};
 use super::{Kernel, Level, Strided};
 use crate::datatype::interp;
 use crate::datatype::ir::DataLoop;
@@ -39,12 +40,12 @@ pub(super) trait Entries {
     ///
     /// # Safety
     /// As there; the CPU runs the level.
-    unsafe fn strided<const N: usize, const PACK: bool>(mem: *mut u8, off: i64, levels: &[Level], block: usize, buf: *mut u8) -> *mut u8;
+    unsafe fn strided<const N: usize, const PACK: bool>(mem: *mut u8, off: i64, levels: &[Level], block: usize, buf: *mut u8, nt: bool) -> *mut u8;
     /// [`super::strided::table`].
     ///
     /// # Safety
     /// As there; the CPU runs the level.
-    unsafe fn table<const N: usize, const PACK: bool>(mem: *mut u8, base: i64, displs: &[i64], inner: &Strided, buf: *mut u8) -> *mut u8;
+    unsafe fn table<const N: usize, const PACK: bool>(mem: *mut u8, base: i64, displs: &[i64], inner: &Strided, buf: *mut u8, nt: bool) -> *mut u8;
     /// [`super::small_runs::column`].
     ///
     /// # Safety
@@ -62,16 +63,16 @@ macro_rules! entries {
 
             $(#[target_feature(enable = $feat)])?
             #[inline(never)]
-            pub(super) unsafe fn strided<const N: usize, const PACK: bool>(mem: *mut u8, off: i64, levels: &[Level], block: usize, buf: *mut u8) -> *mut u8 {
+            pub(super) unsafe fn strided<const N: usize, const PACK: bool>(mem: *mut u8, off: i64, levels: &[Level], block: usize, buf: *mut u8, nt: bool) -> *mut u8 {
                 // SAFETY: forwarded contract.
-                unsafe { strided::strided::<$level, N, PACK>(mem, off, levels, block, buf) }
+                unsafe { strided::strided::<$level, N, PACK>(mem, off, levels, block, buf, nt) }
             }
 
             $(#[target_feature(enable = $feat)])?
             #[inline(never)]
-            pub(super) unsafe fn table<const N: usize, const PACK: bool>(mem: *mut u8, base: i64, displs: &[i64], inner: &Strided, buf: *mut u8) -> *mut u8 {
+            pub(super) unsafe fn table<const N: usize, const PACK: bool>(mem: *mut u8, base: i64, displs: &[i64], inner: &Strided, buf: *mut u8, nt: bool) -> *mut u8 {
                 // SAFETY: forwarded contract.
-                unsafe { strided::table::<$level, N, PACK>(mem, base, displs, inner, buf) }
+                unsafe { strided::table::<$level, N, PACK>(mem, base, displs, inner, buf, nt) }
             }
 
             $(#[target_feature(enable = $feat)])?
@@ -84,14 +85,14 @@ macro_rules! entries {
 
         impl Entries for $level {
             #[inline(always)]
-            unsafe fn strided<const N: usize, const PACK: bool>(mem: *mut u8, off: i64, levels: &[Level], block: usize, buf: *mut u8) -> *mut u8 {
+            unsafe fn strided<const N: usize, const PACK: bool>(mem: *mut u8, off: i64, levels: &[Level], block: usize, buf: *mut u8, nt: bool) -> *mut u8 {
                 // SAFETY: forwarded contract.
-                unsafe { $m::strided::<N, PACK>(mem, off, levels, block, buf) }
+                unsafe { $m::strided::<N, PACK>(mem, off, levels, block, buf, nt) }
             }
             #[inline(always)]
-            unsafe fn table<const N: usize, const PACK: bool>(mem: *mut u8, base: i64, displs: &[i64], inner: &Strided, buf: *mut u8) -> *mut u8 {
+            unsafe fn table<const N: usize, const PACK: bool>(mem: *mut u8, base: i64, displs: &[i64], inner: &Strided, buf: *mut u8, nt: bool) -> *mut u8 {
                 // SAFETY: forwarded contract.
-                unsafe { $m::table::<N, PACK>(mem, base, displs, inner, buf) }
+                unsafe { $m::table::<N, PACK>(mem, base, displs, inner, buf, nt) }
             }
             #[inline(always)]
             unsafe fn column<const N: usize, const PACK: bool>(mem: *mut u8, buf: *mut u8, n: usize, ext: i64, size: usize) {
@@ -108,30 +109,35 @@ entries!(avx2, crate::datatype::kernel::isa::Avx2, "avx2");
 
 impl Kernel {
     /// Moves the `count * dl.size` stream bytes of `count` elements between `mem` and `buf`
-    /// (`PACK`: memory to buffer) with the loops compiled for `isa`. `dl` is the type this
-    /// kernel was compiled from.
+    /// (`PACK`: memory to buffer) with the loops compiled for `isa`, unpacking with `stores`
+    /// (ignored when packing). `dl` is the type this kernel was compiled from.
     ///
     /// # Safety
     /// Every byte the typemap of the `count` elements addresses relative to `mem` valid for the
     /// access; `buf` valid for `count * dl.size` bytes; the two do not overlap; the CPU runs
     /// `isa` (one of [`Isa::available`]).
-    pub unsafe fn run<const PACK: bool>(&self, isa: Isa, dl: &DataLoop, mem: *mut u8, count: usize, buf: *mut u8) {
+    pub unsafe fn run<const PACK: bool>(&self, isa: Isa, stores: Stores, dl: &DataLoop, mem: *mut u8, count: usize, buf: *mut u8) {
+        let nt = !PACK && stores == Stores::Streaming;
         // SAFETY: caller's contract, including that the CPU has the level's features.
         unsafe {
             match isa {
-                Isa::Portable => body::<Portable, PACK>(self, dl, mem, count, buf),
+                Isa::Portable => body::<Portable, PACK>(self, dl, mem, count, buf, nt),
                 #[cfg(target_arch = "x86_64")]
-                Isa::Avx2 => body::<super::isa::Avx2, PACK>(self, dl, mem, count, buf),
+                Isa::Avx2 => body::<super::isa::Avx2, PACK>(self, dl, mem, count, buf, nt),
             }
+        }
+        if nt {
+            fence();
         }
     }
 }
 
-/// The kernel loops for `count` elements; see [`Kernel::run`].
+/// The kernel loops for `count` elements; see [`Kernel::run`] (`nt`: streaming stores, the
+/// caller fences).
 ///
 /// # Safety
 /// As [`Kernel::run`]; the CPU runs `S`'s level.
-pub(super) unsafe fn body<S: Entries, const PACK: bool>(k: &Kernel, dl: &DataLoop, mem: *mut u8, count: usize, buf: *mut u8) {
+pub(super) unsafe fn body<S: Entries, const PACK: bool>(k: &Kernel, dl: &DataLoop, mem: *mut u8, count: usize, buf: *mut u8, nt: bool) {
     if count == 0 || dl.size == 0 {
         return;
     }
@@ -142,19 +148,19 @@ pub(super) unsafe fn body<S: Entries, const PACK: bool>(k: &Kernel, dl: &DataLoo
         match k {
             Kernel::Strided(s) => match s.for_count(count, ext) {
                 Some(s) => {
-                    by_block!(s.block, S::strided, PACK, (mem, s.off, s.levels(), s.block, buf));
+                    by_block!(s.block, S::strided, PACK, (mem, s.off, s.levels(), s.block, buf, nt));
                 }
                 None => {
                     let mut q = buf;
                     for k in 0..count {
-                        q = by_block!(s.block, S::strided, PACK, (mem, s.off + k as i64 * ext, s.levels(), s.block, q));
+                        q = by_block!(s.block, S::strided, PACK, (mem, s.off + k as i64 * ext, s.levels(), s.block, q, nt));
                     }
                 }
             },
             Kernel::BlockIndexed { displs, inner } => {
                 let mut q = buf;
                 for k in 0..count {
-                    q = by_block!(inner.block, S::table, PACK, (mem, k as i64 * ext, displs, inner, q));
+                    q = by_block!(inner.block, S::table, PACK, (mem, k as i64 * ext, displs, inner, q, nt));
                 }
             }
             Kernel::Indexed { runs, .. } => {

@@ -26,22 +26,27 @@
 //! `memcpy` call); other blocks up to 64 bytes use two overlapping moves, larger ones `memcpy`.
 //!
 //! The loops are compiled once per instruction-set level ([`Isa`]: the build's baseline, and
-//! AVX2 on x86_64, chosen at run time per type) and direction. Files: `strided.rs` (strided and
-//! block-indexed), `transpose.rs`, `small_runs.rs`, `copy.rs` (block moves, prefetch),
+//! AVX2 on x86_64, chosen at run time per type) and direction. Every kernel also runs any byte
+//! range of the stream ([`Kernel::run_range`]), and large unpacks stream whole lines past the
+//! cache ([`Stores`]). Files: `strided.rs` (strided and block-indexed), `transpose.rs`,
+//! `small_runs.rs`, `copy.rs` (block moves, prefetch), `stores.rs` (streaming stores),
 //! `isa.rs` (levels and their vector paths), `exec.rs` ([`Kernel::run`], the per-level entry
-//! points), `tests.rs` (every kernel and level against the interpreter).
+//! points), `range.rs` (range kernels), `tests.rs` (every kernel, level and store kind against
+//! the interpreter, whole and in ranges).
 
 mod copy;
 mod exec;
 mod isa;
 mod range;
 mod small_runs;
+mod stores;
 mod strided;
 mod transpose;
 #[cfg(test)]
 mod tests;
 
 pub use isa::Isa;
+pub use stores::Stores;
 pub use small_runs::MOVE_WIDTHS;
 
 use super::interp;

@@ -16,6 +16,7 @@
 use super::copy::xfer;
 use super::exec::{body, by_block, Entries};
 use super::isa::Portable;
+use super::stores::{fence, Stores};
 use super::{Kernel, Level, Strided, MAX_LEVELS};
 use crate::datatype::interp;
 use crate::datatype::ir::DataLoop;
@@ -28,8 +29,8 @@ impl Kernel {
 
     /// Moves stream bytes `[first, last)` of `count` elements between `mem` and `buf` (`buf`
     /// holds the `last - first` bytes; `PACK`: memory to buffer) with the loops compiled for
-    /// `isa`. `dl` is the type this kernel was compiled from. The bytes moved and their order
-    /// are those of [`Kernel::run`] restricted to the range.
+    /// `isa`, unpacking with `stores`. `dl` is the type this kernel was compiled from. The bytes
+    /// moved and their order are those of [`Kernel::run`] restricted to the range.
     ///
     /// # Safety
     /// `first <= last <= count * dl.size`; every byte the typemap of the `count` elements
@@ -39,6 +40,7 @@ impl Kernel {
     pub unsafe fn run_range<const PACK: bool>(
         &self,
         isa: super::Isa,
+        stores: Stores,
         dl: &DataLoop,
         mem: *mut u8,
         count: usize,
@@ -50,21 +52,26 @@ impl Kernel {
         if first == last {
             return;
         }
+        let nt = !PACK && stores == Stores::Streaming;
         // SAFETY: caller's contract, including that the CPU has the level's features.
         unsafe {
             match isa {
-                super::Isa::Portable => range_body::<Portable, PACK>(self, dl, mem, count, first, last, buf),
+                super::Isa::Portable => range_body::<Portable, PACK>(self, dl, mem, count, first, last, buf, nt),
                 #[cfg(target_arch = "x86_64")]
-                super::Isa::Avx2 => range_body::<super::isa::Avx2, PACK>(self, dl, mem, count, first, last, buf),
+                super::Isa::Avx2 => range_body::<super::isa::Avx2, PACK>(self, dl, mem, count, first, last, buf, nt),
             }
+        }
+        if nt {
+            fence();
         }
     }
 }
 
-/// See [`Kernel::run_range`] (`first < last`).
+/// See [`Kernel::run_range`] (`first < last`; `nt`: streaming stores, the caller fences).
 ///
 /// # Safety
 /// As [`Kernel::run_range`]; the CPU runs `S`'s level.
+#[allow(clippy::too_many_arguments)]
 unsafe fn range_body<S: Entries, const PACK: bool>(
     k: &Kernel,
     dl: &DataLoop,
@@ -73,6 +80,7 @@ unsafe fn range_body<S: Entries, const PACK: bool>(
     first: usize,
     last: usize,
     buf: *mut u8,
+    nt: bool,
 ) {
     let ext = dl.extent;
     // SAFETY: (all calls) each visits exactly the typemap blocks of stream bytes
@@ -81,9 +89,9 @@ unsafe fn range_body<S: Entries, const PACK: bool>(
         match k {
             Kernel::Strided(s) => {
                 let nest = Nest::of(s, count, ext);
-                nest_range::<S, PACK>(mem, nest.off, nest.levels(), nest.block, first, last, buf);
+                nest_range::<S, PACK>(mem, nest.off, nest.levels(), nest.block, first, last, buf, nt);
             }
-            Kernel::BlockIndexed { displs, inner } => block_indexed::<S, PACK>(mem, dl, displs, inner, first, last, buf),
+            Kernel::BlockIndexed { displs, inner } => block_indexed::<S, PACK>(mem, dl, displs, inner, first, last, buf, nt),
             Kernel::Indexed { runs, ends } => indexed::<PACK>(mem, dl, runs, ends, first, last, buf),
             Kernel::SmallRuns { .. } => {
                 let size = dl.size;
@@ -95,7 +103,7 @@ unsafe fn range_body<S: Entries, const PACK: bool>(
                 let head = k0 * size - first;
                 interp_range::<PACK>(dl, mem, count, first, k0 * size, buf);
                 let q = buf.wrapping_add(head);
-                body::<S, PACK>(k, dl, mem.wrapping_offset((k0 as i64 * ext) as isize), k1 - k0, q);
+                body::<S, PACK>(k, dl, mem.wrapping_offset((k0 as i64 * ext) as isize), k1 - k0, q, nt);
                 interp_range::<PACK>(dl, mem, count, k1 * size, last, q.wrapping_add((k1 - k0) * size));
             }
             Kernel::Interp => interp_range::<PACK>(dl, mem, count, first, last, buf),
@@ -160,6 +168,7 @@ impl Nest {
 /// # Safety
 /// Every block of the nest valid for the access (those in the range are touched), `buf` valid
 /// for `last - first` bytes, no overlap; `first <= last` inside the nest's bytes.
+#[allow(clippy::too_many_arguments)]
 unsafe fn nest_range<S: Entries, const PACK: bool>(
     mem: *mut u8,
     off: i64,
@@ -168,6 +177,7 @@ unsafe fn nest_range<S: Entries, const PACK: bool>(
     first: usize,
     last: usize,
     buf: *mut u8,
+    nt: bool,
 ) -> *mut u8 {
     if first >= last {
         return buf;
@@ -189,7 +199,7 @@ unsafe fn nest_range<S: Entries, const PACK: bool>(
             q = q.wrapping_add(block - o0);
             i0 += 1;
         }
-        q = blocks::<S, PACK>(mem, off, levels, block, i0, i1, q);
+        q = blocks::<S, PACK>(mem, off, levels, block, i0, i1, q, nt);
         if o1 > 0 {
             let p = mem.wrapping_offset((off + block_offset(levels, i1)) as isize);
             xfer::<0, PACK>(p, q, o1);
@@ -216,6 +226,7 @@ fn block_offset(levels: &[Level], mut i: usize) -> i64 {
 ///
 /// # Safety
 /// As [`nest_range`] for those blocks.
+#[allow(clippy::too_many_arguments)]
 unsafe fn blocks<S: Entries, const PACK: bool>(
     mem: *mut u8,
     off: i64,
@@ -224,6 +235,7 @@ unsafe fn blocks<S: Entries, const PACK: bool>(
     i0: usize,
     i1: usize,
     buf: *mut u8,
+    nt: bool,
 ) -> *mut u8 {
     if i0 >= i1 {
         return buf;
@@ -240,21 +252,21 @@ unsafe fn blocks<S: Entries, const PACK: bool>(
     // SAFETY: (all calls) sub-ranges of the caller's blocks, in order.
     unsafe {
         if a0 == a1 {
-            return blocks::<S, PACK>(mem, at(a0), rest, block, r0, r1, buf);
+            return blocks::<S, PACK>(mem, at(a0), rest, block, r0, r1, buf, nt);
         }
         let mut q = buf;
         let mut a = a0;
         if r0 > 0 {
-            q = blocks::<S, PACK>(mem, at(a0), rest, block, r0, per, q);
+            q = blocks::<S, PACK>(mem, at(a0), rest, block, r0, per, q, nt);
             a += 1;
         }
         if a1 > a {
             let mut full = [Level::default(); MAX_LEVELS + 1];
             full[0] = Level { count: a1 - a, stride: outer.stride };
             full[1..=rest.len()].copy_from_slice(rest);
-            q = by_block!(block, S::strided, PACK, (mem, at(a), &full[..=rest.len()], block, q));
+            q = by_block!(block, S::strided, PACK, (mem, at(a), &full[..=rest.len()], block, q, nt));
         }
-        blocks::<S, PACK>(mem, at(a1), rest, block, 0, r1, q)
+        blocks::<S, PACK>(mem, at(a1), rest, block, 0, r1, q, nt)
     }
 }
 
@@ -263,6 +275,7 @@ unsafe fn blocks<S: Entries, const PACK: bool>(
 ///
 /// # Safety
 /// As [`Kernel::run_range`] (`first < last`).
+#[allow(clippy::too_many_arguments)]
 unsafe fn block_indexed<S: Entries, const PACK: bool>(
     mem: *mut u8,
     dl: &DataLoop,
@@ -271,6 +284,7 @@ unsafe fn block_indexed<S: Entries, const PACK: bool>(
     first: usize,
     last: usize,
     buf: *mut u8,
+    nt: bool,
 ) {
     let entry = dl.size / displs.len();
     let levels = inner.levels();
@@ -284,11 +298,11 @@ unsafe fn block_indexed<S: Entries, const PACK: bool>(
         unsafe {
             if r > 0 || last - pos < entry {
                 let end = (last - pos).min(entry - r) + r;
-                q = nest_range::<S, PACK>(mem, base + inner.off + displs[e], levels, inner.block, r, end, q);
+                q = nest_range::<S, PACK>(mem, base + inner.off + displs[e], levels, inner.block, r, end, q, nt);
                 pos += end - r;
             } else {
                 let e1 = displs.len().min(e + (last - pos) / entry);
-                q = by_block!(inner.block, S::table, PACK, (mem, base, &displs[e..e1], inner, q));
+                q = by_block!(inner.block, S::table, PACK, (mem, base, &displs[e..e1], inner, q, nt));
                 pos += (e1 - e) * entry;
             }
         }
@@ -312,20 +326,26 @@ unsafe fn indexed<const PACK: bool>(
     let mut k = first / dl.size;
     let skip = first % dl.size;
     let mut i = ends.partition_point(|&e| e <= skip);
+    // Bytes of run `i` already behind `first` (only for the first run).
     let mut o = skip - i.checked_sub(1).map_or(0, |p| ends[p]);
     let (mut left, mut q) = (last - first, buf);
-    while left > 0 {
-        let (ro, rl) = runs[i];
-        let take = (rl - o).min(left);
-        let p = mem.wrapping_offset((k as i64 * dl.extent + ro) as isize).wrapping_add(o);
-        // SAFETY: part of run `i` of element `k`, inside the range (caller's contract).
-        unsafe { xfer::<0, PACK>(p, q, take) };
-        q = q.wrapping_add(take);
-        left -= take;
-        o = 0;
-        i += 1;
-        if i == runs.len() {
-            (i, k) = (0, k + 1);
+    loop {
+        let base = mem.wrapping_offset((k as i64 * dl.extent) as isize);
+        // Run after run as in the whole-element loop; the one holding `last` ends the range.
+        for &(ro, rl) in &runs[i..] {
+            let p = base.wrapping_offset(ro as isize).wrapping_add(o);
+            let n = rl - o;
+            // SAFETY: part of a run of element `k` inside the range (caller's contract).
+            unsafe {
+                if n >= left {
+                    return xfer::<0, PACK>(p, q, left);
+                }
+                xfer::<0, PACK>(p, q, n);
+            }
+            q = q.wrapping_add(n);
+            left -= n;
+            o = 0;
         }
+        (i, k) = (0, k + 1);
     }
 }

@@ -4,6 +4,7 @@
 
 use super::copy::{prefetch, prefetch_l2, xfer};
 use super::isa::Simd;
+use super::stores::{copy_streaming, LINE};
 use super::transpose::{transpose, transposable};
 use super::{Level, Strided, MAX_LEVELS};
 
@@ -18,8 +19,12 @@ const PREFETCH_AHEAD: i64 = 48;
 /// ahead into L2 only: each block is a line miss, and L1 has too few miss buffers to keep
 /// enough of them in flight (face-x 1.7 -> 2.8 GB/s), while dense rows lose with it.
 const PREFETCH_AHEAD_SPARSE: i64 = 96;
+/// Smallest block unpacked with streaming stores: it holds at least one whole line wherever it
+/// starts.
+const STREAM_MIN_BLOCK: usize = 2 * LINE;
 
 /// One strided row: `count` blocks `stride` apart from `mem + off`; returns the buffer end.
+/// `nt`: unpack large blocks with streaming stores ([`super::stores`]).
 ///
 /// # Safety
 /// Every block `mem + off + i*stride` (`i < count`) valid for the access, the `count * block`
@@ -31,6 +36,7 @@ unsafe fn row<S: Simd, const N: usize, const PACK: bool>(
     l: Level,
     block: usize,
     buf: *mut u8,
+    nt: bool,
 ) -> *mut u8 {
     // Intermediate addresses may lie outside the allocation (negative strides, padding), so
     // only wrapping arithmetic here; every address dereferenced is a typemap block.
@@ -43,6 +49,15 @@ unsafe fn row<S: Simd, const N: usize, const PACK: bool>(
         p = p.wrapping_add(16 * done);
         q = q.wrapping_add(8 * done);
         count -= done;
+    }
+    if !PACK && nt && block >= STREAM_MIN_BLOCK {
+        for _ in 0..count {
+            // SAFETY: `p` is the next block of the row, `q` the next `block` bytes of the buffer.
+            unsafe { copy_streaming(p, q, block) };
+            p = p.wrapping_offset(l.stride as isize);
+            q = q.wrapping_add(block);
+        }
+        return q;
     }
     let stride = l.stride.unsigned_abs();
     if (PREFETCH_MIN_STRIDE..PREFETCH_MAX_STRIDE).contains(&stride) {
@@ -79,22 +94,24 @@ unsafe fn two<S: Simd, const N: usize, const PACK: bool>(
     b: Level,
     block: usize,
     buf: *mut u8,
+    nt: bool,
 ) -> *mut u8 {
     // SAFETY: the blocks of the two levels in stream order (caller's contract).
     unsafe {
         if transposable(a, b, block) {
-            return transpose::<N, PACK>(mem, off, a, b, block, buf);
+            return transpose::<N, PACK>(mem, off, a, b, block, buf, nt);
         }
         let mut q = buf;
         for i in 0..a.count {
-            q = row::<S, N, PACK>(mem, off + i as i64 * a.stride, b, block, q);
+            q = row::<S, N, PACK>(mem, off + i as i64 * a.stride, b, block, q, nt);
         }
         q
     }
 }
 
 /// Runs nested levels from `mem + off`; returns the buffer end. Levels above the innermost two
-/// run as an odometer (no recursion, so the whole kernel inlines into its instantiation).
+/// run as an odometer (no recursion, so the whole kernel inlines into its instantiation). `nt`:
+/// unpack with streaming stores where they apply ([`super::stores`]; the caller fences).
 ///
 /// # Safety
 /// Every block the levels address valid for the access, the buffer long enough for all of
@@ -106,6 +123,7 @@ pub(super) unsafe fn strided<S: Simd, const N: usize, const PACK: bool>(
     levels: &[Level],
     block: usize,
     buf: *mut u8,
+    nt: bool,
 ) -> *mut u8 {
     // SAFETY: (all calls) the blocks visited are exactly the typemap's, in stream order, and
     // the buffer advances by `block` per block (caller's contract).
@@ -115,8 +133,8 @@ pub(super) unsafe fn strided<S: Simd, const N: usize, const PACK: bool>(
                 xfer::<N, PACK>(mem.wrapping_offset(off as isize), buf, block);
                 buf.wrapping_add(block)
             }
-            [l] => row::<S, N, PACK>(mem, off, *l, block, buf),
-            [a, b] => two::<S, N, PACK>(mem, off, *a, *b, block, buf),
+            [l] => row::<S, N, PACK>(mem, off, *l, block, buf, nt),
+            [a, b] => two::<S, N, PACK>(mem, off, *a, *b, block, buf, nt),
             _ => {
                 let (outer, inner) = levels.split_at(levels.len() - 2);
                 if outer.iter().any(|l| l.count == 0) {
@@ -126,7 +144,7 @@ pub(super) unsafe fn strided<S: Simd, const N: usize, const PACK: bool>(
                 let mut o = off;
                 let mut q = buf;
                 loop {
-                    q = two::<S, N, PACK>(mem, o, inner[0], inner[1], block, q);
+                    q = two::<S, N, PACK>(mem, o, inner[0], inner[1], block, q, nt);
                     // Next outer index, innermost outer level fastest.
                     let mut k = outer.len();
                     loop {
@@ -159,6 +177,7 @@ pub(super) unsafe fn table<S: Simd, const N: usize, const PACK: bool>(
     displs: &[i64],
     inner: &Strided,
     buf: *mut u8,
+    nt: bool,
 ) -> *mut u8 {
     let mut q = buf;
     let block = inner.block;
@@ -166,13 +185,18 @@ pub(super) unsafe fn table<S: Simd, const N: usize, const PACK: bool>(
     unsafe {
         if inner.levels().is_empty() {
             let p = mem.wrapping_offset((base + inner.off) as isize);
+            let streaming = !PACK && nt && block >= STREAM_MIN_BLOCK;
             for &d in displs {
-                xfer::<N, PACK>(p.wrapping_offset(d as isize), q, block);
+                if streaming {
+                    copy_streaming(p.wrapping_offset(d as isize), q, block);
+                } else {
+                    xfer::<N, PACK>(p.wrapping_offset(d as isize), q, block);
+                }
                 q = q.wrapping_add(block);
             }
         } else {
             for &d in displs {
-                q = strided::<S, N, PACK>(mem, base + inner.off + d, inner.levels(), block, q);
+                q = strided::<S, N, PACK>(mem, base + inner.off + d, inner.levels(), block, q, nt);
             }
         }
     }

@@ -10,8 +10,17 @@ fn b(n: usize) -> DataLoop {
     DataLoop::bytes(n)
 }
 
-/// Checks the kernel of `dl` against the interpreter for `count` elements, pack and unpack, at
-/// every instruction-set level this CPU runs (the portable one always).
+/// A buffer of `len` bytes of `fill` whose byte `origin` sits `skew` bytes past a 64-byte
+/// boundary, so the paths that depend on line alignment (streaming stores) run:
+/// `(storage, offset of byte 0)`.
+fn line_aligned(len: usize, origin: usize, fill: u8, skew: usize) -> (Vec<u8>, usize) {
+    let v = vec![fill; len + 128];
+    let shift = v.as_ptr().wrapping_add(origin).align_offset(64) + skew;
+    (v, shift)
+}
+
+/// Checks the kernel of `dl` against the interpreter for `count` elements, pack and unpack (with
+/// both kinds of stores), at every instruction-set level this CPU runs (the portable one always).
 fn check(dl: &DataLoop, count: usize) -> Result<(), TestCaseError> {
     let n = normalize(dl);
     let k = compile(&n);
@@ -29,12 +38,15 @@ fn check(dl: &DataLoop, count: usize) -> Result<(), TestCaseError> {
     for isa in Isa::available() {
         let mut got = vec![0u8; total];
         // SAFETY: as above; `isa` is one this CPU runs.
-        unsafe { k.run::<true>(isa, &n, src.as_ptr().add(origin).cast_mut(), count, got.as_mut_ptr()) };
+        unsafe { k.run::<true>(isa, Stores::Cached, &n, src.as_ptr().add(origin).cast_mut(), count, got.as_mut_ptr()) };
         prop_assert_eq!(&got, &want, "pack, kernel {:?}, {:?}", k, isa);
-        let mut bb = vec![0xAAu8; len];
-        // SAFETY: as above, for writing.
-        unsafe { k.run::<false>(isa, &n, bb.as_mut_ptr().add(origin), count, stream.as_ptr().cast_mut()) };
-        prop_assert_eq!(&bb, &a, "unpack, kernel {:?}, {:?}", k, isa);
+        // Line-aligned, and 16 bytes past a line as malloc places large arrays.
+        for (stores, skew) in Stores::ALL.into_iter().flat_map(|s| [(s, 0), (s, 16)]) {
+            let (mut bb, at) = line_aligned(len, origin, 0xAA, skew);
+            // SAFETY: as above, for writing, at `at` in the larger buffer.
+            unsafe { k.run::<false>(isa, stores, &n, bb.as_mut_ptr().add(at + origin), count, stream.as_ptr().cast_mut()) };
+            prop_assert_eq!(&bb[at..at + len], &a[..], "unpack, kernel {:?}, {:?}, {:?}, skew {}", k, isa, stores, skew);
+        }
     }
     Ok(())
 }
@@ -60,8 +72,7 @@ fn check_ranges(dl: &DataLoop, count: usize, cuts: &[usize]) -> Result<(), TestC
 
 /// [`check_ranges`] for kernel `k` of the normalized type `n`.
 fn check_kernel_ranges(k: &Kernel, n: &DataLoop, count: usize, cuts: &[usize]) -> Result<(), TestCaseError> {
-    let dl = n;
-    let (origin, len) = span(&n, count);
+    let (origin, len) = span(n, count);
     let total = n.size * count;
     let mut at: Vec<usize> = cuts.iter().map(|c| c % (total + 1)).chain([0, total]).collect();
     at.sort_unstable();
@@ -69,25 +80,25 @@ fn check_kernel_ranges(k: &Kernel, n: &DataLoop, count: usize, cuts: &[usize]) -
     let mut want = vec![0u8; total];
     // SAFETY: `span` covers the typemap of `count` elements around `origin`; the output holds
     // the packed size.
-    unsafe { interp::pack(dl, count, src.as_ptr().add(origin), 0, total, &mut want) };
+    unsafe { interp::pack(n, count, src.as_ptr().add(origin), 0, total, &mut want) };
     let stream: Vec<u8> = (0..total).map(|i| (i * 13 + 1) as u8).collect();
     let mut unpacked = vec![0xAAu8; len];
     // SAFETY: as above, for writing.
-    unsafe { interp::unpack(dl, count, unpacked.as_mut_ptr().add(origin), 0, total, &stream) };
-    for isa in Isa::available() {
+    unsafe { interp::unpack(n, count, unpacked.as_mut_ptr().add(origin), 0, total, &stream) };
+    for (isa, stores) in Isa::available().into_iter().flat_map(|i| Stores::ALL.map(|s| (i, s))) {
         let mut got = vec![0u8; total];
-        let mut mem = vec![0xAAu8; len];
+        let (mut mem, m0) = line_aligned(len, origin, 0xAA, 0);
         for w in at.windows(2) {
             let (a, b) = (w[0], w[1]);
-            // SAFETY: as above; `[a, b)` is inside the stream and `got[a..]`/`stream[a..]` hold
-            // its bytes; `isa` is one this CPU runs.
+            // SAFETY: as above (memory at `m0` in the larger buffer); `[a, b)` is inside the
+            // stream and `got[a..]`/`stream[a..]` hold its bytes; `isa` is one this CPU runs.
             unsafe {
-                k.run_range::<true>(isa, &n, src.as_ptr().add(origin).cast_mut(), count, a, b, got.as_mut_ptr().add(a));
-                k.run_range::<false>(isa, &n, mem.as_mut_ptr().add(origin), count, a, b, stream.as_ptr().add(a).cast_mut());
+                k.run_range::<true>(isa, stores, n, src.as_ptr().add(origin).cast_mut(), count, a, b, got.as_mut_ptr().add(a));
+                k.run_range::<false>(isa, stores, n, mem.as_mut_ptr().add(m0 + origin), count, a, b, stream.as_ptr().add(a).cast_mut());
             }
         }
         prop_assert_eq!(&got, &want, "pack ranges {:?}, kernel {:?}, {:?}", at, k, isa);
-        prop_assert_eq!(&mem, &unpacked, "unpack ranges {:?}, kernel {:?}, {:?}", at, k, isa);
+        prop_assert_eq!(&mem[m0..m0 + len], &unpacked[..], "unpack ranges {:?}, kernel {:?}, {:?}, {:?}", at, k, isa, stores);
     }
     Ok(())
 }
@@ -312,7 +323,7 @@ fn alternate_8_stays_inside_the_typemap() {
         for isa in Isa::available() {
             let mut got = vec![0u8; 8 * n];
             // SAFETY: as above; `isa` runs on this CPU.
-            unsafe { k.run::<true>(isa, &nd, mem, 1, got.as_mut_ptr()) };
+            unsafe { k.run::<true>(isa, Stores::Cached, &nd, mem, 1, got.as_mut_ptr()) };
             assert_eq!(got, want, "n {n}, {isa:?}");
         }
     }
