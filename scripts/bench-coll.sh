@@ -5,7 +5,7 @@
 # contiguous baseline moving the same bytes.
 #
 #   scripts/bench-coll.sh [OUTDIR]          (or COLL_OUT=DIR; default bench-out/coll)
-#   COLL_QUICK=1 scripts/bench-coll.sh      (2 reps x 5 samples: about 2 minutes)
+#   COLL_QUICK=1 scripts/bench-coll.sh      (2 reps x 5 samples: about 1.5-2 minutes when idle)
 #
 # bench/coll_fft.c: N x N complex doubles, N/P rows per rank, N in COLL_FFT_SIZES (2048,4096);
 #   cases fft-dt (the zero-copy transpose of Hoefler & Gottlieb) and fft-contig.
