@@ -72,13 +72,13 @@ done
 
 sizes_of() { if [ "$1" = fft ]; then echo "$FFT_SIZES"; else echo "$HALO_SIZES"; fi; }
 
-echo "== checking that the preloaded runs load sluice (SLUICE_STATS=1, small sizes)"
+echo "== checking that the preloaded runs load sluice (SLUICE_STATS=1, datatype cases, one sample)"
 engine_meta=""
 for mpi in "${MPIS[@]}"; do
     for b in "${BENCHES[@]}"; do
         log=$OUT/check-$mpi-$b.log
-        small=$([ "$b" = fft ] && echo 64 || echo 8)
-        bench_launch "$mpi" "${RANKS[0]}" stats "$OUT/coll_$b-$mpi" -s "$small" -n 1 -m 1 >"$log" 2>&1 \
+        bench_launch "$mpi" "${RANKS[0]}" stats "$OUT/coll_$b-$mpi" -s "$(sizes_of "$b")" -k dt -n 1 -m 1 -r 0 \
+            >"$log" 2>&1 \
             || { cat "$log" >&2; die "$mpi: $b stats run failed"; }
         grep -q '^shim 1$' "$log" || { cat "$log" >&2; die "$mpi: libsluice.so not loaded in the preloaded run"; }
         engine=$(bench_stats_calls "$log" ddt-engine)
