@@ -13,10 +13,9 @@
 # whole run takes about 16 x 2 x DDT_CASE_MS plus setup (under 2 minutes by default).
 set -euo pipefail
 
-die() { echo "bench-ddt: error: $*" >&2; exit 1; }
+BENCH=ddt
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(git -C "$SCRIPT_DIR" rev-parse --show-toplevel 2>/dev/null || (cd "$SCRIPT_DIR/.." && pwd))
 OUT=${1:-${DDT_OUT:-$ROOT/bench-out/ddt}}
 CASE_MS=${DDT_CASE_MS:-2500}
 SAMPLE_US=${DDT_SAMPLE_US:-2000}
@@ -24,12 +23,10 @@ PY=${DDT_PYTHON:-/usr/bin/python3}
 RUN_TIMEOUT=300
 
 command -v timeout >/dev/null || die "timeout not found"
-[ -x "$PY" ] || die "$PY not found (set DDT_PYTHON to a python3 with matplotlib)"
+bench_require_python "$PY" DDT_PYTHON
 
 # The measured configuration is sluice's default one: no user SLUICE_* settings, no preload.
-while IFS= read -r v; do unset "$v"; done < <(compgen -e | grep '^SLUICE_' || true)
-unset LD_PRELOAD
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+bench_clean_env
 
 # Each flavor is always built with its own SLUICE_MPI and its own target dir (mixing them
 # corrupts the build).
@@ -54,18 +51,13 @@ for mpi in openmpi mpich; do
 done
 read -r load1 _ </proc/loadavg
 
-cat >"$OUT/meta.txt" <<META
-date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-host_cpus=$(nproc)
-cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
-loadavg_start=$load0
-loadavg_end=$load1
+{
+    bench_meta_common "$load0" "$load1"
+    cat <<META
 case_ms=$CASE_MS
 sample_us=$SAMPLE_US
-openmpi=$(mpirun.openmpi --version 2>/dev/null | awk 'NR == 1 {print $NF}')
-mpich=$(mpichversion 2>/dev/null | awk '/Version:/ {print $NF; exit}')
-commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 META
+} >"$OUT/meta.txt"
 
 "$PY" "$SCRIPT_DIR/plot_ddt.py" "$OUT" || die "plot_ddt.py failed"
 echo "== total $(($(date +%s) - start)) s; results in $OUT"

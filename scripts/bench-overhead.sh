@@ -15,10 +15,9 @@
 # matplotlib) and the two benchmark binaries into OUTDIR. Exits non-zero on any failure.
 set -euo pipefail
 
-die() { echo "bench-overhead: error: $*" >&2; exit 1; }
+BENCH=overhead
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(git -C "$SCRIPT_DIR" rev-parse --show-toplevel 2>/dev/null || (cd "$SCRIPT_DIR/.." && pwd))
 OUT=${1:-${OVERHEAD_OUT:-$ROOT/bench-out/overhead}}
 BLOCKS=${OVERHEAD_BLOCKS:-16}       # interleaved blocks
 TRIALS=${OVERHEAD_TRIALS:-3}       # trials per process run -> BLOCKS*TRIALS trials per config
@@ -31,52 +30,22 @@ TARGET_NS=${OVERHEAD_TARGET_NS:-20}
 PY=${OVERHEAD_PYTHON:-/usr/bin/python3}
 RUN_TIMEOUT=120
 
-for tool in mpicc.openmpi mpirun.openmpi mpicc.mpich mpiexec.mpich timeout; do
-    command -v "$tool" >/dev/null || die "$tool not found (Open MPI and MPICH must both be installed)"
-done
-[ -x "$PY" ] || die "$PY not found (set OVERHEAD_PYTHON to a python3 with matplotlib)"
+bench_require_mpis openmpi mpich
+bench_require_python "$PY" OVERHEAD_PYTHON
 
 # The measured configuration must be sluice's default one: no user SLUICE_* settings, no preload.
-while IFS= read -r v; do unset "$v"; done < <(compgen -e | grep '^SLUICE_' || true)
-unset LD_PRELOAD
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
+bench_clean_env
 
-SO_openmpi=$ROOT/target/openmpi/release/libsluice.so
-SO_mpich=$ROOT/target/mpich/release/libsluice.so
-if [ ! -f "$SO_openmpi" ]; then
-    echo "== building $SO_openmpi"
-    (cd "$ROOT" && cargo build --release --target-dir target/openmpi) || die "cargo build (openmpi) failed"
-fi
-if [ ! -f "$SO_mpich" ]; then
-    echo "== building $SO_mpich"
-    (cd "$ROOT" && SLUICE_MPI=mpich cargo build --release --target-dir target/mpich) || die "cargo build (mpich) failed"
-fi
-[ -f "$SO_openmpi" ] && [ -f "$SO_mpich" ] || die "libsluice.so missing after build"
-
+bench_build_sluice openmpi mpich
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-BIN_openmpi=$OUT/overhead-openmpi
-BIN_mpich=$OUT/overhead-mpich
-# -Wno-stringop-overflow: MPICH's MPI_STATUSES_IGNORE is (MPI_Status *)1, which GCC 12 flags.
-CFLAGS="-O2 -Wall -Wno-stringop-overflow"
-mpicc.openmpi $CFLAGS -o "$BIN_openmpi" "$ROOT/bench/overhead.c" || die "mpicc.openmpi failed"
-mpicc.mpich $CFLAGS -o "$BIN_mpich" "$ROOT/bench/overhead.c" || die "mpicc.mpich failed"
+for mpi in openmpi mpich; do bench_mpicc "$mpi" "$OUT/overhead-$mpi" "$ROOT/bench/overhead.c"; done
 
 # launch MPI NP CONFIG ARGS...  (CONFIG: bare | sluice | stats)
 launch() {
-    local mpi=$1 np=$2 cfg=$3; shift 3
-    local so bin pre=()
-    if [ "$mpi" = openmpi ]; then so=$SO_openmpi; bin=$BIN_openmpi; else so=$SO_mpich; bin=$BIN_mpich; fi
-    if [ "$mpi" = openmpi ]; then
-        [ "$cfg" != bare ] && pre=(-x "LD_PRELOAD=$so")
-        [ "$cfg" = stats ] && pre+=(-x SLUICE_STATS=1)
-        timeout "$RUN_TIMEOUT" mpirun.openmpi --oversubscribe --bind-to core -np "$np" "${pre[@]}" "$bin" "$@"
-    else
-        [ "$cfg" != bare ] && pre=(-env LD_PRELOAD "$so")
-        [ "$cfg" = stats ] && pre+=(-env SLUICE_STATS 1)
-        timeout "$RUN_TIMEOUT" mpiexec.mpich -np "$np" -bind-to core "${pre[@]}" "$bin" "$@"
-    fi
+    local mpi=$1 np=$2 cfg=$3
+    shift 3
+    bench_launch "$mpi" "$np" "$cfg" "$OUT/overhead-$mpi" "$@"
 }
 
 echo "== checking that the preloaded runs go through sluice"
@@ -84,7 +53,7 @@ for mpi in openmpi mpich; do
     log=$OUT/check-$mpi.log
     launch "$mpi" 2 stats p2p 1 1000 1 4 >"$log" 2>&1 || { cat "$log" >&2; die "$mpi: stats run failed"; }
     grep -q '^shim 1$' "$log" || { cat "$log" >&2; die "$mpi: libsluice.so not loaded in the preloaded run"; }
-    calls=$(awk '$1 == "[sluice]" && $2 == "p2p" { print $3 }' "$log" | head -n1)
+    calls=$(bench_stats_calls "$log" p2p)
     [ -n "$calls" ] && [ "$calls" -gt 0 ] 2>/dev/null \
         || { cat "$log" >&2; die "$mpi: no nonzero '[sluice] p2p' count in SLUICE_STATS output"; }
     echo "   $mpi: sluice intercepted $calls p2p calls (SLUICE_STATS=1 check run)"
@@ -127,21 +96,17 @@ done
 read -r load1 _ </proc/loadavg
 rm -f "$OUT/last-run.log"
 
-cat >"$OUT/meta.txt" <<META
-date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-host_cpus=$(nproc)
-loadavg_start=$load0
-loadavg_end=$load1
+{
+    bench_meta_common "$load0" "$load1"
+    cat <<META
 blocks=$BLOCKS
 trials_per_block=$TRIALS
 lat_iters=$LAT_ITERS
 bw_windows=$BW_WINDOWS
 window=$WINDOW
 calls=$CALLS
-openmpi=$(mpirun.openmpi --version 2>/dev/null | awk 'NR == 1 {print $NF}')
-mpich=$(mpichversion 2>/dev/null | awk '/Version:/ {print $NF; exit}')
-commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 META
+} >"$OUT/meta.txt"
 
 "$PY" "$SCRIPT_DIR/plot_overhead.py" "$OUT" --noise-pct "$NOISE_PCT" --target-ns "$TARGET_NS" \
     || die "plot_overhead.py failed"

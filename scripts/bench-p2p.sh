@@ -27,10 +27,9 @@
 # binaries and job logs of failures into OUTDIR. Exits non-zero on any failure.
 set -euo pipefail
 
-die() { echo "bench-p2p: error: $*" >&2; exit 1; }
+BENCH=p2p
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(git -C "$SCRIPT_DIR" rev-parse --show-toplevel 2>/dev/null || (cd "$SCRIPT_DIR/.." && pwd))
 OUT=${1:-${P2P_OUT:-$ROOT/bench-out/p2p}}
 QUICK=${P2P_QUICK:-0}
 if [ "$QUICK" = 1 ]; then
@@ -58,58 +57,27 @@ QUIET_TOTAL=${P2P_QUIET_TOTAL:-$([ "$QUICK" = 1 ] && echo 45 || echo 150)}  # an
 read -r -a GROUPS_ARR <<<"$GROUPS_SPEC"
 read -r -a MPIS <<<"$MPIS_SPEC"
 
-for tool in timeout; do command -v "$tool" >/dev/null || die "$tool not found"; done
-for mpi in "${MPIS[@]}"; do
-    case $mpi in
-    openmpi) for t in mpicc.openmpi mpirun.openmpi; do command -v $t >/dev/null || die "$t not found"; done ;;
-    mpich) for t in mpicc.mpich mpiexec.mpich; do command -v $t >/dev/null || die "$t not found"; done ;;
-    *) die "unknown MPI '$mpi' in P2P_MPIS (openmpi, mpich)" ;;
-    esac
-done
-[ -x "$PY" ] || die "$PY not found (set P2P_PYTHON to a python3 with matplotlib)"
+bench_require_mpis "${MPIS[@]}"
+bench_require_python "$PY" P2P_PYTHON
 ((REPS >= 1 && TRIALS >= 1)) || die "P2P_REPS and P2P_TRIALS must be >= 1"
 
 # The measured configuration must be sluice's default one: no user SLUICE_* settings, no preload.
-while IFS= read -r v; do unset "$v"; done < <(compgen -e | grep '^SLUICE_' || true)
-unset LD_PRELOAD
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
+bench_clean_env
 # Busy-poll while waiting (Open MPI's default for 2 ranks on 2 cores, made explicit so that an
 # oversubscription guess never turns it on): yielding made 1-4 KiB latency 2-4x slower and much
 # noisier here (docs/benchmarks.md). MPICH's ch4:ucx busy-polls anyway.
 export OMPI_MCA_mpi_yield_when_idle=0
 
-for mpi in "${MPIS[@]}"; do
-    so=$ROOT/target/$mpi/release/libsluice.so
-    if [ ! -f "$so" ]; then
-        echo "== building $so"
-        (cd "$ROOT" && SLUICE_MPI=$mpi cargo build --release --locked --target-dir "target/$mpi") \
-            || die "cargo build ($mpi) failed"
-    fi
-    [ -f "$so" ] || die "$so missing after build"
-done
-
+bench_build_sluice "${MPIS[@]}"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-# -Wno-stringop-overflow: MPICH's MPI_STATUSES_IGNORE is (MPI_Status *)1, which GCC 12 flags.
-CFLAGS="-O2 -Wall -Wno-stringop-overflow"
-for mpi in "${MPIS[@]}"; do
-    mpicc.$mpi $CFLAGS -o "$OUT/p2p-$mpi" "$ROOT/bench/p2p.c" || die "mpicc.$mpi failed"
-done
+for mpi in "${MPIS[@]}"; do bench_mpicc "$mpi" "$OUT/p2p-$mpi" "$ROOT/bench/p2p.c"; done
 
 # launch MPI CONFIG ARGS...  (CONFIG: bare | sluice | stats); always 2 ranks
 launch() {
-    local mpi=$1 cfg=$2; shift 2
-    local so=$ROOT/target/$mpi/release/libsluice.so bin=$OUT/p2p-$mpi pre=()
-    if [ "$mpi" = openmpi ]; then
-        [ "$cfg" != bare ] && pre=(-x "LD_PRELOAD=$so")
-        [ "$cfg" = stats ] && pre+=(-x SLUICE_STATS=1)
-        timeout "$RUN_TIMEOUT" mpirun.openmpi --oversubscribe --bind-to core -np 2 "${pre[@]}" "$bin" "$@"
-    else
-        [ "$cfg" != bare ] && pre=(-env LD_PRELOAD "$so")
-        [ "$cfg" = stats ] && pre+=(-env SLUICE_STATS 1)
-        timeout "$RUN_TIMEOUT" mpiexec.mpich -np 2 -bind-to core "${pre[@]}" "$bin" "$@"
-    fi
+    local mpi=$1 cfg=$2
+    shift 2
+    bench_launch "$mpi" 2 "$cfg" "$OUT/p2p-$mpi" "$@"
 }
 
 echo "== checking that the preloaded runs go through sluice"
@@ -118,7 +86,7 @@ for mpi in "${MPIS[@]}"; do
     launch "$mpi" stats -t contig,vect:8:4 -s 128 -n 1 -m 1 -V >"$log" 2>&1 \
         || { cat "$log" >&2; die "$mpi: stats run failed"; }
     grep -q '^shim 1$' "$log" || { cat "$log" >&2; die "$mpi: libsluice.so not loaded in the preloaded run"; }
-    calls=$(awk '$1 == "[sluice]" && $2 == "p2p" { print $3 }' "$log" | head -n1)
+    calls=$(bench_stats_calls "$log" p2p)
     [ -n "$calls" ] && [ "$calls" -gt 0 ] 2>/dev/null \
         || { cat "$log" >&2; die "$mpi: no nonzero '[sluice] p2p' count in SLUICE_STATS output"; }
     echo "   $mpi: sluice intercepted $calls p2p calls (SLUICE_STATS=1 check run)"
@@ -127,34 +95,7 @@ done
 
 for mpi in "${MPIS[@]}"; do echo "mpi,config,rep,type,bytes,metric,trial,value,cpu_share" >"$OUT/$mpi.csv"; done
 echo "rep,group,mpi,waited_s,busy_cores" >"$OUT/quiet.csv"
-waited_total=0
-
-# busy_cores: CPU used by everything on the machine over 0.5 s, in cores (none of ours runs now)
-busy_cores() {
-    local a b
-    read -r -a a < <(head -n1 /proc/stat)
-    sleep 0.5
-    read -r -a b < <(head -n1 /proc/stat)
-    awk -v u0="${a[1]}" -v n0="${a[2]}" -v s0="${a[3]}" -v i0="${a[4]}" -v w0="${a[5]}" -v q0="${a[6]}" -v o0="${a[7]}" -v t0="${a[8]}" \
-        -v u1="${b[1]}" -v n1="${b[2]}" -v s1="${b[3]}" -v i1="${b[4]}" -v w1="${b[5]}" -v q1="${b[6]}" -v o1="${b[7]}" -v t1="${b[8]}" \
-        -v ncpu="$(nproc)" 'BEGIN {
-            busy = (u1 + n1 + s1 + q1 + o1 + t1) - (u0 + n0 + s0 + q0 + o0 + t0)
-            idle = (i1 + w1) - (i0 + w0)
-            printf "%.2f\n", (busy + idle > 0) ? ncpu * busy / (busy + idle) : 0 }'
-}
-
-# wait_quiet REP GROUP MPI: wait until other work is below QUIET_CORES, at most QUIET_MAX s
-wait_quiet() {
-    local t0=$SECONDS busy
-    while :; do
-        busy=$(busy_cores)
-        awk -v b="$busy" -v q="$QUIET_CORES" 'BEGIN { exit !(b < q) }' && break
-        ((SECONDS - t0 >= QUIET_MAX || waited_total + SECONDS - t0 >= QUIET_TOTAL)) && break
-        sleep 1
-    done
-    echo "$1,${2//,/+},$3,$((SECONDS - t0)),$busy" >>"$OUT/quiet.csv"
-    waited_total=$((waited_total + SECONDS - t0))
-}
+QUIET_CSV=$OUT/quiet.csv
 echo "mpi,config,rep,type,bytes,count,span,window,lat_iters,bw_windows" >"$OUT/points.csv"
 read -r load0 _ </proc/loadavg
 start=$(date +%s)
@@ -189,7 +130,7 @@ for ((rep = 0; rep < REPS; rep++)); do
         group=${GROUPS_ARR[$gi]}
         if (((rep + gi) % 2 == 0)); then order=(bare sluice); else order=(sluice bare); fi
         for mpi in "${MPIS[@]}"; do
-            wait_quiet "$rep" "$group" "$mpi"
+            wait_quiet "$rep,${group//,/+},$mpi"
             for cfg in "${order[@]}"; do
                 run_one "$mpi" "$cfg" "$rep" "$group"
                 job=$((job + 1))
@@ -202,12 +143,9 @@ done
 read -r load1 _ </proc/loadavg
 rm -f "$OUT/last-run.log"
 
-cat >"$OUT/meta.txt" <<META
-date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-host_cpus=$(nproc)
-cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
-loadavg_start=$load0
-loadavg_end=$load1
+{
+    bench_meta_common "$load0" "$load1"
+    cat <<META
 seconds=$(($(date +%s) - start))
 waited_s=$waited_total
 min_share=$MIN_SHARE
@@ -224,10 +162,8 @@ cap_mib=$CAP_MIB
 sizes=$SIZES
 groups=$GROUPS_SPEC
 mpis=$MPIS_SPEC
-openmpi=$(mpirun.openmpi --version 2>/dev/null | awk 'NR == 1 {print $NF}')
-mpich=$(mpichversion 2>/dev/null | awk '/Version:/ {print $NF; exit}')
-commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 META
+} >"$OUT/meta.txt"
 
 "$PY" "$SCRIPT_DIR/plot_p2p.py" "$OUT" --min-share "$MIN_SHARE" || die "plot_p2p.py failed"
 echo "== total $(($(date +%s) - start)) s; results in $OUT"

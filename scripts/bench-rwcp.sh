@@ -10,18 +10,16 @@
 # samples per engine and case, interleaved; RWCP_WORKERS (default 2) workers.
 set -euo pipefail
 
-die() { echo "bench-rwcp: error: $*" >&2; exit 1; }
+BENCH=rwcp
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(git -C "$SCRIPT_DIR" rev-parse --show-toplevel 2>/dev/null || (cd "$SCRIPT_DIR/.." && pwd))
 OUT=${1:-${RWCP_OUT:-$ROOT/bench-out/rwcp}}
 SAMPLES=${RWCP_SAMPLES:-21}
 WORKERS=${RWCP_WORKERS:-2}
 PY=${RWCP_PYTHON:-/usr/bin/python3}
 
-[ -x "$PY" ] || die "$PY not found (set RWCP_PYTHON to a python3 with matplotlib)"
-while IFS= read -r v; do unset "$v"; done < <(compgen -e | grep '^SLUICE_' || true)
-unset LD_PRELOAD
+bench_require_python "$PY" RWCP_PYTHON
+bench_clean_env
 
 echo "== building sluice-rwcp-bench (target/openmpi)"
 (cd "$ROOT" && SLUICE_MPI=openmpi cargo build --release --target-dir target/openmpi --bin sluice-rwcp-bench) \
@@ -33,15 +31,12 @@ start=$(date +%s)
 timeout 900 "$ROOT/target/openmpi/release/sluice-rwcp-bench" --out "$OUT" --samples "$SAMPLES" --workers "$WORKERS" \
     | tee "$OUT/rwcp.md" || die "sluice-rwcp-bench failed"
 read -r load1 _ </proc/loadavg
-cat >"$OUT/meta.txt" <<META
-date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-host_cpus=$(nproc)
-cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
-loadavg_start=$load0
-loadavg_end=$load1
+{
+    bench_meta_common "$load0" "$load1"
+    cat <<META
 samples=$SAMPLES
 workers=$WORKERS
-commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 META
+} >"$OUT/meta.txt"
 "$PY" "$SCRIPT_DIR/plot_rwcp.py" "$OUT" || die "plot_rwcp.py failed"
 echo "== total $(($(date +%s) - start)) s; results in $OUT"
