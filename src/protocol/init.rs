@@ -12,7 +12,7 @@ fn after_init(rc: c_int, t0: u64, mpi_ns: u64) -> c_int {
     if rc != errclass::SUCCESS {
         return rc;
     }
-    let started = runtime::start().and_then(|()| Ok(start_pipeline()));
+    let started = runtime::start().map(|()| start_pipeline());
     match started {
         Ok(Err(msg)) => errors::raise(consts::comm_world(), errclass::ERR_ARG, &format!("MPI_Init: {msg}")),
         Ok(Ok(())) => {
