@@ -145,7 +145,9 @@ impl Incoming {
                     None
                 }
                 _ => {
-                    let mut b = self.spare.pop().unwrap_or_else(|| staging::take_for_receive(self.chunk));
+                    // Chunks arrive with their exact size, so no overrun guard is needed: pooled
+                    // heap staging, whose pages stay mapped from one transfer to the next.
+                    let mut b = self.spare.pop().unwrap_or_else(|| staging::take(self.chunk));
                     // SAFETY: sluice's staging of at least one chunk.
                     unsafe { next::MPI_Irecv(b.as_mut_ptr().cast(), len as c_int, consts::byte(), self.peer, self.tag, pc, &mut req) };
                     Some(b)

@@ -77,6 +77,8 @@ pub fn applies(total: usize, comm: Comm) -> bool {
 /// # Safety
 /// The application's send buffer is valid for the stream; the arguments are the application's.
 pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm: Comm, post: PostFn) -> (c_int, Req) {
+    // Earlier transfers' buffers go back to the pool first, so a stream of sends reuses them.
+    progress();
     let (s, d) = (reserved(), m0_data());
     let ctag = next_tag();
     let mut m0 = staging::take(s);
@@ -111,11 +113,16 @@ pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm
     while off < rest {
         let len = c.min(rest - off);
         let mut r = consts::request_null();
+        // The last chunk is synchronous: once it is matched, the receiver has read M0 (it posts
+        // chunk receives only after M0 arrived), so M0's buffer may go with the others even
+        // though M0's request belongs to the application. An eager chunk completes locally at
+        // once and would prove nothing.
+        let post_chunk = if off + len == rest { next::MPI_Issend } else { next::MPI_Isend };
         // SAFETY: `stream` holds `rest` bytes; the chunk is packed before its send is posted
         // and not written again.
         unsafe {
             src.pack(d + off, d + off + len, sp.add(off));
-            next::MPI_Isend(sp.add(off).cast_const().cast(), len as c_int, consts::byte(), peer, ctag, pc, &mut r);
+            post_chunk(sp.add(off).cast_const().cast(), len as c_int, consts::byte(), peer, ctag, pc, &mut r);
         }
         reqs.push(request_key(r));
         off += len;
