@@ -61,9 +61,9 @@ pub const PARAMS: &[Param] = &[
     },
     Param {
         name: "SLUICE_P2P_MPI_ABOVE",
-        default: "2M",
-        accepted: "off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 4M",
-        doc: "Point-to-point messages of at least this many packed bytes whose type's smallest contiguous block is at least SLUICE_P2P_MPI_BLOCK bytes are left to the MPI's own engine, which pipelines them (sluice's single-message protocol does not yet); off never.",
+        default: "auto",
+        accepted: "auto, off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 4M",
+        doc: "Point-to-point messages of at least this many packed bytes whose type's smallest contiguous block is at least SLUICE_P2P_MPI_BLOCK bytes are left to the MPI's own engine, which moves large blocks well; auto = 0 (every size) with Open MPI, 512K with MPICH (measured, docs/benchmarks.md); off never.",
     },
     Param {
         name: "SLUICE_P2P_MPI_BLOCK",
@@ -265,6 +265,18 @@ fn parse_bytes_or_off(p: &'static Param, v: &str) -> Result<usize, ConfigError> 
     parse_bytes(p, v)
 }
 
+/// `SLUICE_P2P_MPI_ABOVE=auto`: Open MPI moves large blocks at memory speed at every size
+/// (sluice's copies only add work there, bandwidth 0.4-0.5x at 64 KiB-1 MiB for 64-byte
+/// blocks); MPICH's engine is slower on small messages, so sluice keeps them below 512 KiB.
+pub const MPI_ABOVE_AUTO: usize = if cfg!(sluice_mpi = "mpich") { 512 << 10 } else { 0 };
+
+fn parse_mpi_above(p: &'static Param, v: &str) -> Result<usize, ConfigError> {
+    if v.trim().eq_ignore_ascii_case("auto") {
+        return Ok(MPI_ABOVE_AUTO);
+    }
+    parse_bytes_or_off(p, v)
+}
+
 /// A byte count (or plain count) in `[min, max]`; `off` (`usize::MAX`) where `off_ok`.
 fn parse_bytes_in(p: &'static Param, v: &str, min: usize, max: usize, off_ok: bool) -> Result<usize, ConfigError> {
     let n = if off_ok { parse_bytes_or_off(p, v)? } else { parse_bytes(p, v)? };
@@ -346,7 +358,7 @@ impl Config {
             datatype_engine: parse_bool(param("SLUICE_DATATYPE"), &value("SLUICE_DATATYPE"))?,
             p2p: parse_bool(param("SLUICE_P2P"), &value("SLUICE_P2P"))?,
             coll: parse_bool(param("SLUICE_COLL"), &value("SLUICE_COLL"))?,
-            p2p_mpi_above: parse_bytes_or_off(param("SLUICE_P2P_MPI_ABOVE"), &value("SLUICE_P2P_MPI_ABOVE"))?,
+            p2p_mpi_above: parse_mpi_above(param("SLUICE_P2P_MPI_ABOVE"), &value("SLUICE_P2P_MPI_ABOVE"))?,
             p2p_mpi_block: parse_bytes(param("SLUICE_P2P_MPI_BLOCK"), &value("SLUICE_P2P_MPI_BLOCK"))?,
             staging_cache: parse_bytes(param("SLUICE_STAGING_CACHE"), &value("SLUICE_STAGING_CACHE"))?,
             pipeline_threshold: parse_bytes_in(param("SLUICE_PIPELINE_THRESHOLD"), &value("SLUICE_PIPELINE_THRESHOLD"), 128, usize::MAX, true)?,
@@ -390,7 +402,7 @@ mod tests {
             datatype_engine: true,
             p2p: true,
             coll: true,
-            p2p_mpi_above: 2 << 20,
+            p2p_mpi_above: MPI_ABOVE_AUTO,
             p2p_mpi_block: 64,
             staging_cache: 64 << 20,
             pipeline_threshold: 256 << 10,
@@ -418,6 +430,7 @@ mod tests {
         assert!(!parse(&[("SLUICE_P2P", "off")]).unwrap().p2p);
         assert_eq!(parse(&[("SLUICE_P2P_MPI_ABOVE", "off")]).unwrap().p2p_mpi_above, usize::MAX);
         assert_eq!(parse(&[("SLUICE_P2P_MPI_ABOVE", "4M")]).unwrap().p2p_mpi_above, 4 << 20);
+        assert_eq!(parse(&[("SLUICE_P2P_MPI_ABOVE", "AUTO")]).unwrap().p2p_mpi_above, MPI_ABOVE_AUTO);
         assert_eq!(parse(&[("SLUICE_P2P_MPI_BLOCK", "x")]).unwrap_err().name, "SLUICE_P2P_MPI_BLOCK");
         assert_eq!(parse(&[("SLUICE_P2P", "sometimes")]).unwrap_err().name, "SLUICE_P2P");
         assert!(!parse(&[("SLUICE_COLL", "0")]).unwrap().coll);
