@@ -13,7 +13,9 @@
  *  7. a persistent receive completed twice by pipelined messages;
  *  8. truncation by a receive at least as large as the first message (MPI_ERR_TRUNCATE, the
  *     prefix), and by a smaller one (the MPI's own MPI_ERR_TRUNCATE; its chunks are dropped at
- *     MPI_Finalize and nothing hangs).
+ *     MPI_Finalize and nothing hangs);
+ *  9. messages of exactly the reserved size that sluice's engine path does not serve
+ *     (contiguous, and large blocks left to the MPI): they must be pipelined too.
  * Ranks work in pairs (0-1, 2-3, ...). Messages are `N` doubles sent as vector(N, 1, 2, double): with SLUICE_PIPELINE_THRESHOLD at
  * its default (256 KiB) the 2 MiB messages are pipelined. */
 #define SLUICE_P2P_CONF
@@ -262,6 +264,46 @@ int main(int argc, char **argv) {
             }
         }
         if (rank == 0) MPI_OK(MPI_Request_free(&rq));
+
+        /* 9. Exactly the reserved size (256 KiB by default): large blocks (left to the MPI's
+         * engine by the large-block rule on Open MPI) and contiguous doubles, into a contiguous
+         * receive and into the large-block type. */
+        {
+            MPI_Datatype big;
+            MPI_Type_vector(4096, 8, 16, MPI_DOUBLE, &big); /* 4096 blocks of 64 B: 256 KiB */
+            MPI_Type_commit(&big);
+            for (int k = 0; k < 4; k++) {
+                int contig_send = k & 1, contig_recv = k >> 1;
+                conf_set_ctx("reserved size, %s send, %s receive", contig_send ? "contiguous" : "large-block",
+                             contig_recv ? "contiguous" : "large-block");
+                for (int i = 0; i < 2 * N; i++) sbuf[i] = val(i, 60 + k);
+                clear_recv();
+                if (rank == 1) {
+                    if (contig_send)
+                        MPI_OK(MPI_Send(sbuf, 32768, MPI_DOUBLE, peer, 13, pair));
+                    else
+                        MPI_OK(MPI_Send(sbuf, 1, big, peer, 13, pair));
+                } else {
+                    if (contig_recv)
+                        MPI_OK(MPI_Recv(rbuf, 32768, MPI_DOUBLE, peer, 13, pair, &st));
+                    else
+                        MPI_OK(MPI_Recv(rbuf, 1, big, peer, 13, pair, &st));
+                    int bad = 0;
+                    for (int j = 0; j < 32768 && bad < 3; j++) {
+                        int si = contig_send ? j : (j / 8) * 16 + j % 8; /* stream element j */
+                        int ri = contig_recv ? j : (j / 8) * 16 + j % 8;
+                        if (rbuf[ri] != val(si, 60 + k)) {
+                            CHECK(0, "element %d is %g, expected %g", j, rbuf[ri], val(si, 60 + k));
+                            bad++;
+                        }
+                    }
+                    int n = -1;
+                    MPI_Get_count(&st, MPI_DOUBLE, &n);
+                    CHECK(n == 32768, "count %d", n);
+                }
+            }
+            MPI_Type_free(&big);
+        }
 
         /* 8. Truncation: capacity N/2 doubles (1 MiB, above the reserved size) and 100 doubles. */
         for (int small = 0; small < 2; small++) {

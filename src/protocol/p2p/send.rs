@@ -36,9 +36,9 @@ unsafe fn blocking(
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
     let Some(layout) = Layout::of(buf, count, datatype).filter(|_| !is_proc_null(dest)) else {
-        return match reserved_contiguous(buf, count, datatype, dest, comm) {
+        return match reserved_size(buf, count, datatype, dest, comm) {
             // SAFETY: forwarded contract.
-            Some(src) => unsafe { pipelined_blocking(src, pipeline::reserved(), dest, tag, comm, post) },
+            Some(r) => unsafe { pipelined_blocking(r.source(), pipeline::reserved(), dest, tag, comm, post) },
             None => forward(),
         };
     };
@@ -73,9 +73,9 @@ unsafe fn with_request(
     let layout = Layout::of(buf, count, datatype).filter(|_| !is_proc_null(dest) && !request.is_null());
     let Some(layout) = layout else {
         if !persistent && !request.is_null() {
-            if let Some(src) = reserved_contiguous(buf, count, datatype, dest, comm) {
+            if let Some(r) = reserved_size(buf, count, datatype, dest, comm) {
                 // SAFETY: forwarded contract; `request` is the application's non-null pointer.
-                return unsafe { pipelined_request(src, pipeline::reserved(), dest, tag, comm, mpi_send, request) };
+                return unsafe { pipelined_request(r.source(), pipeline::reserved(), dest, tag, comm, mpi_send, request) };
             }
         }
         return forward();
@@ -102,12 +102,34 @@ unsafe fn with_request(
     rc
 }
 
-/// A contiguous send of exactly the reserved size: it must travel pipelined, so that no
-/// ordinary message from sluice has that size (docs/protocol.md).
-fn reserved_contiguous(buf: *const c_void, count: i64, datatype: Dt, dest: c_int, comm: Comm) -> Option<Source<'static>> {
+/// A send of exactly the reserved size that sluice's engine path does not serve (a contiguous
+/// type, or large blocks left to the MPI): it must travel pipelined, so that no ordinary
+/// message from sluice has that size (docs/protocol.md). `None` for every other send.
+fn reserved_size(buf: *const c_void, count: i64, datatype: Dt, dest: c_int, comm: Comm) -> Option<Reserved> {
     let n = pipeline::bytes_if_large(count, datatype)?;
-    (n == pipeline::reserved() && !buf.is_null() && !is_proc_null(dest) && pipeline::send::applies(n, comm))
-        .then(|| Source::Bytes(buf.cast::<u8>().wrapping_offset(pipeline::true_lb(datatype))))
+    if n != pipeline::reserved() || buf.is_null() || is_proc_null(dest) || !pipeline::send::applies(n, comm) {
+        return None;
+    }
+    if pipeline::is_contiguous(datatype) {
+        Some(Reserved::Bytes(buf.cast::<u8>().wrapping_offset(pipeline::true_lb(datatype))))
+    } else {
+        Layout::any_compiled(buf, count, datatype).map(|l| Reserved::Engine(l, buf))
+    }
+}
+
+/// The source of a reserved-size send ([`reserved_size`]).
+enum Reserved {
+    Bytes(*const u8),
+    Engine(Layout, *const c_void),
+}
+
+impl Reserved {
+    fn source(&self) -> Source<'_> {
+        match self {
+            Reserved::Bytes(p) => Source::Bytes(*p),
+            Reserved::Engine(l, buf) => Source::Engine(l, *buf),
+        }
+    }
 }
 
 /// A blocking pipelined send: M0 and every chunk posted, then M0 completed in the
