@@ -404,6 +404,51 @@ fn main() {
         "Suite: GB/s (median) with the range kernel on 1 and {p} workers, speedup = p{p}/p1 (median, best); RW-CP (interpreter chunks) on 1 and {p}, its catch-up bytes"
     );
     out.table("suite", &title, &h, &rows);
+    // The ceiling the target's "where memory bandwidth allows" refers to: memcpy of each case's
+    // bytes on 1 and on P threads (each thread one share; timed from a common start, spawn cost
+    // excluded). A case whose memcpy does not scale cannot scale its pack/unpack either.
+    let mut rows_mc = vec![];
+    for (name, dl, count) in suite() {
+        let bytes = dl.size * count;
+        let (one, many) = (memcpy_gbs(bytes, 1, a.samples), memcpy_gbs(bytes, a.workers, a.samples));
+        rows_mc.push(vec![name.to_string(), bytes.to_string(), g(one), g(many), g(many / one)]);
+    }
+    let h_mc = ["case", "bytes", "memcpy_p1", &format!("memcpy_p{p}"), "memcpy_speedup"];
+    out.table("memcpy", &format!("Memory ceiling: memcpy GB/s of each case's bytes on 1 and {p} threads (median)"), &h_mc, &rows_mc);
     let h = ["case", "create_us", "reuses_vs_rwcp_p1", "reuses_vs_specialized"];
     out.table("fig18", "Fig. 18: checkpoint creation time and unpack reuses to amortize it", &h, &rows18);
+}
+
+/// Median GB/s of copying `bytes` split over `threads` threads (each copies its share between
+/// its own pre-faulted buffers; an operation lasts from the common start to the last finish).
+fn memcpy_gbs(bytes: usize, threads: usize, samples: usize) -> f64 {
+    let share = bytes.div_ceil(threads);
+    let mut bufs: Vec<(Vec<u8>, Vec<u8>)> = (0..threads).map(|_| (vec![1u8; share], vec![2u8; share])).collect();
+    let mut times = vec![];
+    for _ in 0..samples.max(3) + 1 {
+        let start = std::sync::Barrier::new(threads);
+        let t = std::thread::scope(|sc| {
+            let hs: Vec<_> = bufs
+                .iter_mut()
+                .map(|(src, dst)| {
+                    let start = &start;
+                    sc.spawn(move || {
+                        start.wait();
+                        let t0 = Instant::now();
+                        dst.copy_from_slice(src);
+                        black_box(&dst);
+                        (t0, Instant::now())
+                    })
+                })
+                .collect();
+            let spans: Vec<(Instant, Instant)> = hs.into_iter().map(|h| h.join().expect("memcpy thread")).collect();
+            let first = spans.iter().map(|s| s.0).min().expect("a thread");
+            let last = spans.iter().map(|s| s.1).max().expect("a thread");
+            (last - first).as_secs_f64()
+        });
+        times.push(t);
+    }
+    times.remove(0); // warm-up
+    times.sort_by(f64::total_cmp);
+    bytes as f64 / times[times.len() / 2] / 1e9
 }

@@ -4,8 +4,8 @@
 //! Buffers come in power-of-two size classes (4 KiB up), so a buffer returned by one transfer
 //! serves the next one of a similar size without touching the allocator or faulting pages in
 //! again (first touch costs 2-4 us per page on this VM: `shared/notes/platform-facts.md`). Idle
-//! buffers are kept up to a byte budget (`SLUICE_STAGING_CACHE`, or the most staging ever in use
-//! at once if that is larger; 0 keeps none); the rest go back to the system.
+//! buffers are kept up to a byte budget (`SLUICE_STAGING_CACHE`, or twice the most staging ever in
+//! use at once if that is larger; 0 keeps none); the rest go back to the system.
 //!
 //! Receive staging on Open MPI is *guarded*: Open MPI 4.1's shared-memory single-copy path writes
 //! the whole message into a contiguous receive buffer even when it is longer than the buffer
@@ -264,13 +264,15 @@ fn give_back(b: Buf) {
     } else {
         b
     };
-    // Idle buffers are kept up to the budget, or up to the most staging ever in use at once if
-    // that is more: an application that moves 2 x 128 MiB per collective would otherwise fault
+    // Idle buffers are kept up to the budget, or up to twice the most staging ever in use at
+    // once if that is more: an application that moves 2 x 128 MiB per collective would otherwise fault
     // in 256 MiB of fresh pages every call (measured: the FFT transpose at N = 4096 ran 2.9x
     // slower), and idle memory never exceeds what it already needed at its peak.
     // `SLUICE_STAGING_CACHE=0` keeps nothing at all.
     let configured = BUDGET.load(Ordering::Relaxed);
-    let budget = if configured == 0 { 0 } else { configured.max(PEAK_BYTES.load(Ordering::Relaxed)) };
+    // Twice the peak: buffers of a second, smaller size class (another message size) must not
+    // push out the large ones (measured: alternating 32 and 128 MiB collectives).
+    let budget = if configured == 0 { 0 } else { configured.max(2 * PEAK_BYTES.load(Ordering::Relaxed)) };
     if IDLE_BYTES.load(Ordering::Relaxed) + n > budget {
         return; // over budget: freed here
     }

@@ -265,41 +265,50 @@ int main(int argc, char **argv) {
         }
         if (rank == 0) MPI_OK(MPI_Request_free(&rq));
 
-        /* 9. Exactly the reserved size (256 KiB by default): large blocks (left to the MPI's
-         * engine by the large-block rule on Open MPI) and contiguous doubles, into a contiguous
-         * receive and into the large-block type. */
+        /* 9. Exactly the reserved size (SLUICE_PIPELINE_THRESHOLD rounded up to an odd number:
+         * 262145 bytes by default), of types sluice's engine path does not serve: contiguous
+         * chars, and 64-byte blocks (left to the MPI's engine by the large-block rule on Open
+         * MPI: 4095 blocks of 64 chars at a stride of 128, then one of 65); into a contiguous
+         * receive and into the block type. They must be pipelined too. */
         {
+            enum { S = 262145, NB = 4095 };
+            int bl[NB + 1], disp[NB + 1];
+            for (int b = 0; b <= NB; b++) {
+                bl[b] = b < NB ? 64 : 65;
+                disp[b] = 128 * b;
+            }
             MPI_Datatype big;
-            MPI_Type_vector(4096, 8, 16, MPI_DOUBLE, &big); /* 4096 blocks of 64 B: 256 KiB */
+            MPI_Type_indexed(NB + 1, bl, disp, MPI_CHAR, &big);
             MPI_Type_commit(&big);
+            unsigned char *sc = (unsigned char *)sbuf, *rc = (unsigned char *)rbuf;
             for (int k = 0; k < 4; k++) {
                 int contig_send = k & 1, contig_recv = k >> 1;
-                conf_set_ctx("reserved size, %s send, %s receive", contig_send ? "contiguous" : "large-block",
-                             contig_recv ? "contiguous" : "large-block");
-                for (int i = 0; i < 2 * N; i++) sbuf[i] = val(i, 60 + k);
-                clear_recv();
+                conf_set_ctx("reserved size, %s send, %s receive", contig_send ? "contiguous" : "block",
+                             contig_recv ? "contiguous" : "block");
+                for (int i = 0; i < 2 * S; i++) sc[i] = (unsigned char)(i * 7 + k);
+                memset(rc, 0xEE, 2 * S);
                 if (rank == 1) {
                     if (contig_send)
-                        MPI_OK(MPI_Send(sbuf, 32768, MPI_DOUBLE, peer, 13, pair));
+                        MPI_OK(MPI_Send(sc, S, MPI_CHAR, peer, 13, pair));
                     else
-                        MPI_OK(MPI_Send(sbuf, 1, big, peer, 13, pair));
+                        MPI_OK(MPI_Send(sc, 1, big, peer, 13, pair));
                 } else {
                     if (contig_recv)
-                        MPI_OK(MPI_Recv(rbuf, 32768, MPI_DOUBLE, peer, 13, pair, &st));
+                        MPI_OK(MPI_Recv(rc, S, MPI_CHAR, peer, 13, pair, &st));
                     else
-                        MPI_OK(MPI_Recv(rbuf, 1, big, peer, 13, pair, &st));
+                        MPI_OK(MPI_Recv(rc, 1, big, peer, 13, pair, &st));
                     int bad = 0;
-                    for (int j = 0; j < 32768 && bad < 3; j++) {
-                        int si = contig_send ? j : (j / 8) * 16 + j % 8; /* stream element j */
-                        int ri = contig_recv ? j : (j / 8) * 16 + j % 8;
-                        if (rbuf[ri] != val(si, 60 + k)) {
-                            CHECK(0, "element %d is %g, expected %g", j, rbuf[ri], val(si, 60 + k));
+                    for (int j = 0; j < S && bad < 3; j++) {
+                        int si = contig_send ? j : (j / 64 < NB ? (j / 64) * 128 + j % 64 : NB * 128 + (j - NB * 64));
+                        int ri = contig_recv ? j : (j / 64 < NB ? (j / 64) * 128 + j % 64 : NB * 128 + (j - NB * 64));
+                        if (rc[ri] != (unsigned char)(si * 7 + k)) {
+                            CHECK(0, "stream byte %d is %d, expected %d", j, rc[ri], (unsigned char)(si * 7 + k));
                             bad++;
                         }
                     }
                     int n = -1;
-                    MPI_Get_count(&st, MPI_DOUBLE, &n);
-                    CHECK(n == 32768, "count %d", n);
+                    MPI_Get_count(&st, MPI_CHAR, &n);
+                    CHECK(n == S, "count %d", n);
                 }
             }
             MPI_Type_free(&big);

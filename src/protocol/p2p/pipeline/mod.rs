@@ -27,7 +27,8 @@ pub const HEADER: usize = 64;
 /// First word of every header: a sanity check on top of the size rule.
 const MAGIC: u64 = u64::from_le_bytes(*b"SLUICEP1");
 
-/// S\*, the reserved size (0: the pipeline is off).
+/// S\*, the reserved size: `SLUICE_PIPELINE_THRESHOLD` rounded up to an odd number (0: the
+/// pipeline is off).
 static RESERVED: AtomicUsize = AtomicUsize::new(0);
 static CHUNK: AtomicUsize = AtomicUsize::new(128 << 10);
 static DEPTH: AtomicUsize = AtomicUsize::new(4);
@@ -174,7 +175,10 @@ pub fn start(cfg: &crate::config::Config) -> Result<(), String> {
     WORLD_RANK.store(rank, Ordering::Relaxed);
     CHUNK.store(cfg.pipeline_chunk, Ordering::Relaxed);
     DEPTH.store(cfg.pipeline_depth, Ordering::Relaxed);
-    RESERVED.store(cfg.pipeline_threshold, Ordering::Release);
+    // The reserved size is odd: only a byte-typed message can have it, never a power of two
+    // or an array of wider elements (measured: with S* = 256 KiB, contiguous 256 KiB messages
+    // were pipelined through copies and ran 2.3x slower).
+    RESERVED.store(cfg.pipeline_threshold | 1, Ordering::Release);
     Ok(())
 }
 
