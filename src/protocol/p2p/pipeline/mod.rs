@@ -226,17 +226,27 @@ pub fn is_inter(comm: mpi::MPI_Comm) -> bool {
 }
 
 /// Bytes of `count` elements of `datatype` when the product may reach S\* (cheap for the common
-/// small message: predefined types are at most 32 bytes), else `None`.
+/// small message: predefined types are at most 32 bytes, and a derived type's size comes from
+/// its compiled form, without an MPI call), else `None`.
 #[inline]
 pub fn bytes_if_large(count: i64, datatype: mpi::MPI_Datatype) -> Option<usize> {
     let s = reserved();
-    if s == 0 || count <= 0 || ((count as u64).saturating_mul(32) < s as u64 && crate::protocol::datatype::lookup(datatype).is_none()) {
+    if s == 0 || count <= 0 {
         return None;
     }
-    let mut size: mpi::MPI_Count = 0;
-    // SAFETY: writes one count; an invalid type returns an error and leaves 0.
-    unsafe { mpi::PMPI_Type_size_x(datatype, &mut size) };
-    (size > 0).then(|| (size as u64).saturating_mul(count as u64) as usize)
+    let compiled = crate::protocol::datatype::lookup(datatype);
+    let size = match compiled {
+        Some(ct) => ct.size() as u64,
+        None if (count as u64).saturating_mul(32) < s as u64 => return None,
+        None => {
+            let mut size: mpi::MPI_Count = 0;
+            // SAFETY: writes one count; an invalid type returns an error and leaves 0.
+            unsafe { mpi::PMPI_Type_size_x(datatype, &mut size) };
+            size.max(0) as u64
+        }
+    };
+    let n = size.saturating_mul(count as u64);
+    (n >= s as u64).then_some(n as usize)
 }
 
 /// Whether `count` elements of `datatype` are one contiguous run of bytes (starting at the
