@@ -234,10 +234,9 @@ pub fn bytes_if_large(count: i64, datatype: mpi::MPI_Datatype) -> Option<usize> 
     if s == 0 || count <= 0 {
         return None;
     }
-    let compiled = crate::protocol::datatype::lookup(datatype);
-    let size = match compiled {
-        Some(ct) => ct.size() as u64,
-        None if (count as u64).saturating_mul(32) < s as u64 => return None,
+    let size = match crate::protocol::datatype::size_hint(datatype) {
+        Some(n) => n as u64,
+        None if (count as u64).saturating_mul(32) < s as u64 && crate::protocol::datatype::lookup(datatype).is_none() => return None,
         None => {
             let mut size: mpi::MPI_Count = 0;
             // SAFETY: writes one count; an invalid type returns an error and leaves 0.
