@@ -49,10 +49,27 @@ fn slot(key: usize) -> &'static AtomicU32 {
 static SIZE_KEY: [AtomicUsize; FILTER_SLOTS] = [const { AtomicUsize::new(0) }; FILTER_SLOTS];
 static SIZE_VAL: [AtomicUsize; FILTER_SLOTS] = [const { AtomicUsize::new(0) }; FILTER_SLOTS];
 
-/// The packed size of one element of compiled type `t`, without a lock (`None`: not compiled,
-/// or its slot holds another type: use [`lookup`]).
+/// Flags kept with the size in [`SIZE_VAL`] (its low bits).
+const CONTIGUOUS: usize = 1;
+const LARGE_BLOCKS: usize = 2;
+const FLAG_BITS: u32 = 2;
+
+/// What the point-to-point fast path needs of a compiled type, read without a lock.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TypeHint {
+    /// Packed bytes of one element.
+    pub size: usize,
+    /// Contiguous in memory (the MPI moves it with no copy).
+    pub contiguous: bool,
+    /// Every contiguous block of one element is at least `SLUICE_P2P_MPI_BLOCK` bytes (blocks
+    /// of several elements only merge, so this holds for any count).
+    pub large_blocks: bool,
+}
+
+/// The hint of compiled type `t`, without a lock (`None`: not compiled, or its slot holds
+/// another type: use [`lookup`]).
 #[inline]
-pub(crate) fn size_hint(t: mpi::MPI_Datatype) -> Option<usize> {
+pub(crate) fn hint(t: mpi::MPI_Datatype) -> Option<TypeHint> {
     let key = datatype_key(t);
     let i = slot_index(key);
     if SIZE_KEY[i].load(Ordering::Acquire) != key {
@@ -60,7 +77,17 @@ pub(crate) fn size_hint(t: mpi::MPI_Datatype) -> Option<usize> {
     }
     let v = SIZE_VAL[i].load(Ordering::Acquire);
     // Written value-then-key, so a key seen on both sides of the value read vouches for it.
-    (SIZE_KEY[i].load(Ordering::Acquire) == key).then_some(v)
+    (SIZE_KEY[i].load(Ordering::Acquire) == key).then_some(TypeHint {
+        size: v >> FLAG_BITS,
+        contiguous: v & CONTIGUOUS != 0,
+        large_blocks: v & LARGE_BLOCKS != 0,
+    })
+}
+
+/// The packed size of one element of compiled type `t`, without a lock.
+#[inline]
+pub(crate) fn size_hint(t: mpi::MPI_Datatype) -> Option<usize> {
+    hint(t).map(|h| h.size)
 }
 
 /// The compiled form of `t`, if the engine is on and `t` is compiled.
@@ -84,7 +111,11 @@ fn lookup_compiled(key: usize) -> Option<Arc<CompiledType>> {
 fn insert(t: mpi::MPI_Datatype, c: Arc<CompiledType>) {
     let key = datatype_key(t);
     let mut g = TYPES.write().unwrap_or_else(|e| e.into_inner());
-    let size = c.size();
+    let dl = c.dataloop();
+    let contiguous = dl.contiguous && dl.extent == dl.size as i64;
+    let block = crate::runtime::config().map_or(usize::MAX, |cfg| cfg.p2p_mpi_block);
+    let large = c.kernel().min_block(1, dl.extent).is_some_and(|b| b >= block);
+    let size = (c.size() << FLAG_BITS) | if contiguous { CONTIGUOUS } else { 0 } | if large { LARGE_BLOCKS } else { 0 };
     if g.get_or_insert_with(HashMap::new).insert(key, c).is_none() {
         slot(key).fetch_add(1, Ordering::Relaxed);
     }

@@ -41,6 +41,13 @@ impl Layout {
         if count <= 0 || buf.is_null() {
             return None;
         }
+        // The lock-free hint answers the common cases without the table's lock: contiguous
+        // types, and large blocks when every size goes to the MPI (Open MPI's `auto`).
+        if let Some(h) = crate::protocol::datatype::hint(datatype) {
+            if h.contiguous || (h.large_blocks && crate::runtime::config().is_some_and(|c| c.p2p_mpi_above == 0)) {
+                return None;
+            }
+        }
         let ct = lookup(datatype)?;
         let cfg = crate::runtime::config().filter(|c| c.p2p)?;
         let dl = ct.dataloop();
