@@ -123,6 +123,21 @@ fn restore(req: Req, e: Entry) {
     g.get_or_insert_with(HashMap::new).insert(request_key(req), Some(e));
 }
 
+/// Takes the entry of `req` out of the table altogether, before an MPI call that may complete
+/// and free the request: the MPI may give its handle value to another thread's new request at
+/// once, and that one's entry must not be removed or overwritten when this call settles.
+fn take_out(req: Req) -> Option<Entry> {
+    let mut g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    let m = g.as_mut()?;
+    let k = request_key(req);
+    if !matches!(m.get(&k), Some(Some(_))) {
+        return None; // untracked, or another thread works on it
+    }
+    let e = m.remove(&k).flatten();
+    TRACKED.fetch_sub(1, Ordering::AcqRel);
+    e
+}
+
 fn forget(req: Req) {
     let mut g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
     if g.as_mut().and_then(|m| m.remove(&request_key(req))).is_some() {
@@ -280,11 +295,11 @@ fn prepare(reqs: &[Req]) -> (Vec<(usize, Entry, Outcome)>, Vec<usize>) {
         match gate(r) {
             Gate::Plain => {}
             Gate::Hidden => hidden.push(i),
-            Gate::Finished(o) => {
-                if let Taken::Yes(e) = take(r) {
-                    fin.push((i, e, o));
-                }
-            }
+            Gate::Finished(o) => match take_out(r) {
+                Some(e) => fin.push((i, e, o)),
+                // Another thread's progress holds it for a moment: not ready for this call.
+                None => hidden.push(i),
+            },
         }
     }
     (fin, hidden)
@@ -307,7 +322,7 @@ fn settle(
     for (i, mut e, o) in fin {
         let completed = if e.persistent { done(i) } else { now[i] == consts::request_null() };
         if !completed {
-            restore(before[i], e);
+            arm(before[i], e);
             continue;
         }
         let st = if single { statuses } else { status_at(statuses, pos(i)) };
@@ -318,9 +333,7 @@ fn settle(
         }
         if e.persistent {
             e.state = State::Armed;
-            restore(before[i], e);
-        } else {
-            forget(before[i]);
+            arm(before[i], e);
         }
     }
     trunc
@@ -329,7 +342,7 @@ fn settle(
 /// Puts back entries taken by [`prepare`] that the call will not see.
 fn put_back(fin: Vec<(usize, Entry, Outcome)>, reqs: &[Req]) {
     for (i, e, _) in fin {
-        restore(reqs[i], e);
+        arm(reqs[i], e);
     }
 }
 
@@ -386,13 +399,13 @@ unsafe fn multi_code(rc: c_int, trunc: &[(usize, Outcome)], statuses: *mut Statu
 pub unsafe fn wait(request: *mut Req, status: *mut Status, inner: impl FnOnce(*mut Req, *mut Status) -> c_int) -> c_int {
     // SAFETY: the application's handle.
     let r = unsafe { *request };
-    loop {
+    let fin = loop {
         progress_all();
-        if !matches!(gate(r), Gate::Hidden) {
-            break;
+        let (fin, hidden) = prepare(&[r]);
+        if hidden.is_empty() {
+            break fin;
         }
-    }
-    let (fin, _) = prepare(&[r]);
+    };
     if fin.is_empty() {
         return inner(request, status);
     }
