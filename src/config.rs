@@ -81,7 +81,7 @@ pub const PARAMS: &[Param] = &[
         name: "SLUICE_PIPELINE_THRESHOLD",
         default: "256K",
         accepted: "off, or a byte count from 128 with optional K, M or G suffix (powers of 1024), e.g. 256K; the same on every rank",
-        doc: "Point-to-point messages of at least this many packed bytes of a non-contiguous type travel pipelined (pack, transfer and unpack overlap in chunks; docs/protocol.md). The size itself is reserved: a message of exactly this many bytes is always pipelined. Must be equal on all ranks (checked at MPI_Init); off never pipelines.",
+        doc: "Point-to-point messages of at least this many packed bytes of a non-contiguous type travel pipelined (pack, transfer and unpack overlap in chunks; docs/protocol.md). The size rounded up to an odd number is reserved: a message of exactly that many bytes is always pipelined. Must be equal on all ranks (checked at MPI_Init); off never pipelines.",
     },
     Param {
         name: "SLUICE_PIPELINE_CHUNK",

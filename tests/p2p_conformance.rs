@@ -30,7 +30,7 @@ struct Config {
 const CONFIGS: &[Config] = &[
     Config { env: &[], truncation_fields_differ: &[] },
     Config { env: &[("SLUICE_STAGING_CACHE", "0")], truncation_fields_differ: &[] },
-    // Thresholds at their minimum: every message of at least 128 bytes takes the pipelined
+    // Thresholds at their minimum: every message of at least 129 bytes takes the pipelined
     // protocol, in 64-byte chunks (at most 1024 per transfer), two in flight. A receive smaller
     // than the reserved size that truncates a pipelined message reports the first message's
     // size; on MPICH a truncated receive holds the delivered prefix.

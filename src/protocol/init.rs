@@ -33,18 +33,7 @@ fn after_init(rc: c_int, t0: u64, mpi_ns: u64) -> c_int {
 /// Agrees on the pipelined protocol's reserved size with every rank (collective: every rank
 /// takes part, a disabled sluice too) and starts the pipeline.
 fn start_pipeline() -> Result<(), String> {
-    let off = crate::config::Config { pipeline_threshold: usize::MAX, ..runtime::config().cloned().unwrap_or_else(off_config) };
-    let cfg = match runtime::config() {
-        Some(c) if !c.disable => c.clone(),
-        _ => off,
-    };
-    crate::protocol::p2p::pipeline::start(&cfg)
-}
-
-/// A configuration with everything off (a process whose configuration did not parse).
-fn off_config() -> crate::config::Config {
-    crate::config::Config::from_lookup(|k| (k == "SLUICE_DISABLE").then(|| "1".to_string()), &|_| false)
-        .expect("the disabled configuration parses")
+    crate::protocol::p2p::pipeline::start(runtime::config().filter(|c| !c.disable))
 }
 
 /// `MPI_Init`.

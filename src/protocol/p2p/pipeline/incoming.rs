@@ -85,9 +85,6 @@ pub struct Incoming {
     dest: Dest,
     comm: usize,
     origin: Option<(c_int, c_int)>,
-    /// Bytes of the stream delivered to the destination (0 when a truncated receive must stay
-    /// untouched).
-    capacity_kept: usize,
 }
 
 impl Incoming {
@@ -102,8 +99,7 @@ impl Incoming {
         crate::stats::count(crate::stats::Family::Pipeline, header.total as usize);
         // A truncated receive gets the prefix that fits (as with Open MPI; MPICH would leave
         // the buffer untouched, but M0 may already have landed in it: docs/protocol.md).
-        let deliver = true;
-        if let (Dest::Engine(op), true) = (&dest, deliver) {
+        if let Dest::Engine(op) = &dest {
             let n = d.min(capacity);
             // SAFETY: the staging buffer holds M0; the user buffer is the receive's.
             unsafe { op.layout.unpack_range(&op.staging.bytes()[..n], 0, op.user as *mut c_void) };
@@ -120,7 +116,6 @@ impl Incoming {
             dest,
             comm: comm_key(comm),
             origin: None,
-            capacity_kept: if deliver { capacity } else { 0 },
         };
         t.post();
         t
@@ -139,7 +134,7 @@ impl Incoming {
             let (off, len) = (self.next_off, self.chunk.min(self.total - self.next_off));
             let mut req = consts::request_null();
             let buf = match self.dest {
-                Dest::Bytes(base) if off + len <= self.capacity_kept => {
+                Dest::Bytes(base) if off + len <= self.capacity => {
                     // SAFETY: the chunk lies inside the application's contiguous buffer.
                     unsafe { next::MPI_Irecv(base.add(off).cast(), len as c_int, consts::byte(), self.peer, self.tag, pc, &mut req) };
                     None
@@ -192,7 +187,7 @@ impl Incoming {
     /// As [`Incoming::advance`].
     unsafe fn land(&mut self, slot: Slot) {
         let Some(buf) = slot.buf else { return };
-        let keep = slot.len.min(self.capacity_kept.saturating_sub(slot.off));
+        let keep = slot.len.min(self.capacity.saturating_sub(slot.off));
         if keep > 0 {
             let data = &buf.bytes()[..keep];
             match &self.dest {

@@ -136,9 +136,11 @@ impl Header {
 
 /// Starts the pipeline at `MPI_Init`: checks that every rank uses the same threshold (the
 /// reserved size must be agreed on), makes the private communicator.
-pub fn start(cfg: &crate::config::Config) -> Result<(), String> {
+/// `cfg` is `None` for a process whose sluice is off: it takes part with "off".
+pub fn start(cfg: Option<&crate::config::Config>) -> Result<(), String> {
     let world = consts::comm_world();
-    let mine: u64 = if cfg.p2p && cfg.datatype_engine { cfg.pipeline_threshold as u64 } else { u64::MAX };
+    let cfg = cfg.filter(|c| c.p2p && c.datatype_engine && c.pipeline_threshold != usize::MAX);
+    let mine: u64 = cfg.map_or(u64::MAX, |c| c.pipeline_threshold as u64);
     let (mut lo, mut hi) = (0u64, 0u64);
     let mut rank = 0;
     // SAFETY: collective over MPI_COMM_WORLD, called by every rank from MPI_Init; one u64 each.
@@ -155,9 +157,9 @@ pub fn start(cfg: &crate::config::Config) -> Result<(), String> {
             show(hi)
         ));
     }
-    if mine == u64::MAX {
+    let Some(cfg) = cfg else {
         return Ok(());
-    }
+    };
     let mut private = consts::comm_null();
     let (mut flag, mut ub) = (0, std::ptr::null_mut::<c_int>());
     // SAFETY: collective over MPI_COMM_WORLD from MPI_Init; the attribute value of MPI_TAG_UB
