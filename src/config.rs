@@ -72,6 +72,12 @@ pub const PARAMS: &[Param] = &[
         doc: "Smallest contiguous block (bytes) that makes a large message go to the MPI's engine (see SLUICE_P2P_MPI_ABOVE).",
     },
     Param {
+        name: "SLUICE_COLL_MPI_BLOCK",
+        default: "auto",
+        accepted: "auto, off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 512",
+        doc: "Collective buffers whose type's smallest contiguous block is at least this many bytes are passed to the MPI with the application's own type instead of being staged (MPI_Neighbor_alltoallw decides per neighbor); auto = 64 with Open MPI, whose engine moves such blocks at memory speed and overlaps packing with the transfer, off with MPICH, whose engine is slower than sluice's at every block size (measured, docs/benchmarks.md).",
+    },
+    Param {
         name: "SLUICE_STAGING_CACHE",
         default: "64M",
         accepted: "a byte count with optional K, M or G suffix (powers of 1024), e.g. 0, 65536, 64M",
@@ -177,6 +183,8 @@ pub struct Config {
     pub p2p_mpi_above: usize,
     /// `SLUICE_P2P_MPI_BLOCK`, bytes.
     pub p2p_mpi_block: usize,
+    /// `SLUICE_COLL_MPI_BLOCK`, bytes (`usize::MAX`: off).
+    pub coll_mpi_block: usize,
     /// `SLUICE_STAGING_CACHE`, bytes.
     pub staging_cache: usize,
     /// `SLUICE_PIPELINE_THRESHOLD`, bytes (`usize::MAX`: off).
@@ -270,6 +278,16 @@ fn parse_bytes_or_off(p: &'static Param, v: &str) -> Result<usize, ConfigError> 
 /// blocks); MPICH's engine is slower on small messages, so sluice keeps them below 512 KiB.
 pub const MPI_ABOVE_AUTO: usize = if cfg!(sluice_mpi = "mpich") { 512 << 10 } else { 0 };
 
+/// `SLUICE_COLL_MPI_BLOCK=auto` (see its documentation).
+pub const COLL_MPI_BLOCK_AUTO: usize = if cfg!(sluice_mpi = "mpich") { usize::MAX } else { 64 };
+
+fn parse_coll_mpi_block(p: &'static Param, v: &str) -> Result<usize, ConfigError> {
+    if v.trim().eq_ignore_ascii_case("auto") {
+        return Ok(COLL_MPI_BLOCK_AUTO);
+    }
+    parse_bytes_or_off(p, v)
+}
+
 fn parse_mpi_above(p: &'static Param, v: &str) -> Result<usize, ConfigError> {
     if v.trim().eq_ignore_ascii_case("auto") {
         return Ok(MPI_ABOVE_AUTO);
@@ -340,6 +358,7 @@ impl Config {
                 coll: false,
                 p2p_mpi_above: usize::MAX,
                 p2p_mpi_block: 64,
+                coll_mpi_block: usize::MAX,
                 staging_cache: 0,
                 pipeline_threshold: usize::MAX,
                 pipeline_chunk: 128 << 10,
@@ -360,6 +379,7 @@ impl Config {
             coll: parse_bool(param("SLUICE_COLL"), &value("SLUICE_COLL"))?,
             p2p_mpi_above: parse_mpi_above(param("SLUICE_P2P_MPI_ABOVE"), &value("SLUICE_P2P_MPI_ABOVE"))?,
             p2p_mpi_block: parse_bytes(param("SLUICE_P2P_MPI_BLOCK"), &value("SLUICE_P2P_MPI_BLOCK"))?,
+            coll_mpi_block: parse_coll_mpi_block(param("SLUICE_COLL_MPI_BLOCK"), &value("SLUICE_COLL_MPI_BLOCK"))?,
             staging_cache: parse_bytes(param("SLUICE_STAGING_CACHE"), &value("SLUICE_STAGING_CACHE"))?,
             pipeline_threshold: parse_bytes_in(param("SLUICE_PIPELINE_THRESHOLD"), &value("SLUICE_PIPELINE_THRESHOLD"), 128, usize::MAX, true)?,
             pipeline_chunk: parse_bytes_in(param("SLUICE_PIPELINE_CHUNK"), &value("SLUICE_PIPELINE_CHUNK"), 64, 1 << 30, false)?,
@@ -404,6 +424,7 @@ mod tests {
             coll: true,
             p2p_mpi_above: MPI_ABOVE_AUTO,
             p2p_mpi_block: 64,
+            coll_mpi_block: COLL_MPI_BLOCK_AUTO,
             staging_cache: 64 << 20,
             pipeline_threshold: 256 << 10,
             pipeline_chunk: 128 << 10,
@@ -431,6 +452,10 @@ mod tests {
         assert_eq!(parse(&[("SLUICE_P2P_MPI_ABOVE", "off")]).unwrap().p2p_mpi_above, usize::MAX);
         assert_eq!(parse(&[("SLUICE_P2P_MPI_ABOVE", "4M")]).unwrap().p2p_mpi_above, 4 << 20);
         assert_eq!(parse(&[("SLUICE_P2P_MPI_ABOVE", "AUTO")]).unwrap().p2p_mpi_above, MPI_ABOVE_AUTO);
+        assert_eq!(parse(&[("SLUICE_COLL_MPI_BLOCK", "off")]).unwrap().coll_mpi_block, usize::MAX);
+        assert_eq!(parse(&[("SLUICE_COLL_MPI_BLOCK", "1K")]).unwrap().coll_mpi_block, 1 << 10);
+        assert_eq!(parse(&[("SLUICE_COLL_MPI_BLOCK", "auto")]).unwrap().coll_mpi_block, COLL_MPI_BLOCK_AUTO);
+        assert!(parse(&[("SLUICE_COLL_MPI_BLOCK", "big")]).is_err());
         assert_eq!(parse(&[("SLUICE_P2P_MPI_BLOCK", "x")]).unwrap_err().name, "SLUICE_P2P_MPI_BLOCK");
         assert_eq!(parse(&[("SLUICE_P2P", "sometimes")]).unwrap_err().name, "SLUICE_P2P");
         assert!(!parse(&[("SLUICE_COLL", "0")]).unwrap().coll);

@@ -58,3 +58,17 @@ fn collectives_with_fresh_staging_buffers() {
     let job = launch_shim(3, &exe, &[("SLUICE_STAGING_CACHE", "0")]);
     job.assert_pass("coll_check");
 }
+
+#[test]
+fn collectives_with_every_block_left_to_the_mpi_or_staged() {
+    // SLUICE_COLL_MPI_BLOCK decides which blocks the MPI's own engine moves. 8 leaves almost
+    // every block of the test's types to it, so the w-variants mix staged blocks with blocks
+    // passed with the application's own types, and the other calls convert whole sides only
+    // when another block needs the engine; `off` stages every non-contiguous block. Each must
+    // give the bare MPI's results.
+    let exe = compile_c("coll_check");
+    for (np, block) in [(3u32, "8"), (2, "off")] {
+        let job = launch_shim(np, &exe, &[("SLUICE_COLL_MPI_BLOCK", block)]);
+        job.assert_pass("coll_check");
+    }
+}

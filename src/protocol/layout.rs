@@ -107,6 +107,11 @@ impl Layout {
         crate::stats::engine_bytes(input.len());
     }
 
+    /// The smallest contiguous block the kernel copies (`None`: interpreted types).
+    pub fn min_block(&self) -> Option<usize> {
+        self.ct.kernel().min_block(self.count, self.ct.dataloop().extent)
+    }
+
     /// Extent of one element (the stride between consecutive elements), bytes.
     pub fn extent(&self) -> i64 {
         self.ct.dataloop().extent

@@ -167,16 +167,17 @@ unsafe fn alltoall_any(sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc
         return call(sb, sc, st, rb, rc, rt);
     }
     let plan = || {
-        let (size, _) = intracomm(comm)?;
+        let (size, rank) = intracomm(comm)?;
         let send = uniform_send(sb, size, sc, st, true)?;
         let recv = Side::plan(rb, size, Disp::Elements, true, true, |i| (rc, i as i64 * rc as i64, rt))?;
         let input = if send.is_none() { Slots::All } else { Slots::Nothing };
-        converted(send, recv, input, Slots::All)
+        Some((converted(send, recv, input, Slots::All)?, rank))
     };
     match plan() {
         None => call(sb, sc, st, rb, rc, rt),
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
-        Some(conv) => unsafe {
+        Some((mut conv, rank)) => unsafe {
+            conv.copy_own_block(rank);
             run(conv, request, |c| {
                 let r = c.recv.as_ref().expect("receive side");
                 match c.send.as_ref() {
@@ -210,7 +211,7 @@ unsafe fn alltoallv_any(
         return call(sb, scs, sds, st, rb, rcs, rds, rt);
     }
     let plan = || {
-        let (size, _) = intracomm(comm)?;
+        let (size, rank) = intracomm(comm)?;
         let send = if is_in_place(sb) {
             None
         } else {
@@ -222,12 +223,13 @@ unsafe fn alltoallv_any(
         let (counts, displs) = unsafe { (ints(rcs, size)?, ints(rds, size)?) };
         let recv = Side::plan(rb, size, Disp::Elements, false, true, |i| (counts[i], displs[i] as i64, rt))?;
         let input = if send.is_none() { Slots::All } else { Slots::Nothing };
-        converted(send, recv, input, Slots::All)
+        Some((converted(send, recv, input, Slots::All)?, rank))
     };
     match plan() {
         None => call(sb, scs, sds, st, rb, rcs, rds, rt),
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
-        Some(conv) => unsafe {
+        Some((mut conv, rank)) => unsafe {
+            conv.copy_own_block(rank);
             run(conv, request, |c| {
                 let r = c.recv.as_ref().expect("receive side");
                 let (b, n, d) = (r.base(), r.counts(), r.displs());
@@ -283,12 +285,12 @@ unsafe fn alltoallw_any(
             // SAFETY: one entry per rank (MPI's contract).
             let (counts, displs) = unsafe { (ints(scs, size)?, ints(sds, size)?) };
             let ts = stypes?;
-            Some(Side::plan(sb, size, Disp::Bytes, false, false, |i| (counts[i], displs[i] as i64, ts[i]))?)
+            Some(Side::plan_typed(sb, size, false, |i| (counts[i], displs[i] as i64, ts[i]))?)
         };
         // SAFETY: as above.
         let (counts, displs) = unsafe { (ints(rcs, size)?, ints(rds, size)?) };
         let ts = rtypes?;
-        let recv = Side::plan(rb, size, Disp::Bytes, false, true, |i| (counts[i], displs[i] as i64, ts[i]))?;
+        let recv = Side::plan_typed(rb, size, true, |i| (counts[i], displs[i] as i64, ts[i]))?;
         let input = if send.is_none() { Slots::All } else { Slots::Nothing };
         converted(send, recv, input, Slots::All)
     };

@@ -88,6 +88,19 @@ impl Converted {
         self.send.as_ref().is_some_and(Side::uses_engine) || self.recv.as_ref().is_some_and(Side::uses_engine)
     }
 
+    /// Copies this rank's own block (send slot and receive slot `rank`) directly, leaving the
+    /// MPI to move staging bytes that nobody reads for it: the calls whose own block goes from
+    /// the send buffer to the receive buffer unchanged (alltoall, alltoallv).
+    ///
+    /// # Safety
+    /// The application's send buffer is readable and its receive buffer writable for slot `rank`.
+    unsafe fn copy_own_block(&mut self, rank: usize) {
+        if let (Some(s), Some(r)) = (self.send.as_mut(), self.recv.as_mut()) {
+            // SAFETY: forwarded contract.
+            unsafe { s.copy_block(rank, r, rank) };
+        }
+    }
+
     /// Unpacks the received bytes after the collective completed successfully.
     ///
     /// # Safety

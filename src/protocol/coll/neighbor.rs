@@ -283,8 +283,10 @@ unsafe fn alltoallw_any(
         let (sn, sd, rn, rd) =
             unsafe { (ints(scs, nb.outdegree)?, aints(sds, nb.outdegree)?, ints(rcs, nb.indegree)?, aints(rds, nb.indegree)?) };
         let (st, rt) = (stypes?, rtypes?);
-        let send = Side::plan(sb, nb.outdegree, Disp::Bytes, false, false, |i| (sn[i], sd[i] as i64, st[i]))?;
-        let recv = Side::plan(rb, nb.indegree, Disp::Bytes, false, true, |i| (rn[i], rd[i] as i64, rt[i]))?;
+        // MPI_Aint displacements and a type per neighbor: only the blocks that need the engine
+        // are staged (a halo's contiguous faces stay where they are).
+        let send = Side::plan_mixed(sb, nb.outdegree, false, |i| (sn[i], sd[i] as i64, st[i]))?;
+        let recv = Side::plan_mixed(rb, nb.indegree, true, |i| (rn[i], rd[i] as i64, rt[i]))?;
         converted(&nb, send, recv)
     };
     match plan() {

@@ -2,10 +2,14 @@
 //! datatype at a displacement from the buffer, turned into what the MPI sees: a base address
 //! and per-peer byte counts and displacements.
 //!
-//! When every block is one contiguous run of bytes the side stays in the application's buffer
-//! (displacements become bytes, honouring each type's true lower bound): zero copy. Otherwise
+//! When no block needs sluice's engine (every block is one contiguous run of bytes, or of a type
+//! whose blocks the MPI's own engine moves at memory speed: `SLUICE_COLL_MPI_BLOCK`) the side
+//! passes the application's own arguments: zero copy, and the MPI's exact behaviour. Otherwise
 //! the blocks are laid out back to back in one staging buffer, in peer order; non-contiguous
-//! blocks are packed/unpacked by the engine, contiguous ones copied.
+//! blocks are packed/unpacked by the engine, contiguous ones copied. A side whose per-peer
+//! displacements are addresses (`MPI_Neighbor_alltoallw`: `MPI_Aint` byte displacements and a
+//! type per peer) can mix the two ([`Side::plan_mixed`]): only the blocks that need the engine
+//! are staged, the others stay in the application's buffer with its own types.
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -70,8 +74,10 @@ enum Piece {
     Empty,
     /// `bytes` contiguous bytes at `at` from the buffer.
     Run { at: isize, bytes: usize },
-    /// Through the engine: the elements start at `at` from the buffer.
-    Engine { at: isize, layout: Layout },
+    /// Through the engine: the elements start at `at` from the buffer. `mpi_ok`: the MPI's own
+    /// engine moves this block as fast (its smallest contiguous block is at least
+    /// `SLUICE_COLL_MPI_BLOCK`), so it is staged only when a side cannot mix.
+    Engine { at: isize, layout: Layout, mpi_ok: bool },
 }
 
 impl Piece {
@@ -92,7 +98,14 @@ impl Piece {
             return Some(Piece::Run { at: isize::try_from(at).ok()?, bytes });
         }
         let layout = Layout::new(info.compiled.clone()?, count as usize, info.datatype)?;
-        Some(Piece::Engine { at: isize::try_from(disp).ok()?, layout })
+        let mpi_block = crate::runtime::config().map_or(usize::MAX, |c| c.coll_mpi_block);
+        let mpi_ok = layout.min_block().is_some_and(|b| b >= mpi_block);
+        Some(Piece::Engine { at: isize::try_from(disp).ok()?, layout, mpi_ok })
+    }
+
+    /// Whether sluice's engine must move this block (the MPI would move it slower).
+    fn needs_engine(&self) -> bool {
+        matches!(self, Piece::Engine { mpi_ok: false, .. })
     }
 
     fn bytes(&self) -> usize {
@@ -133,8 +146,9 @@ impl Slots {
     }
 }
 
-/// One side of a converted collective. Its pointers are the application's buffer or sluice's
-/// staging buffer; `counts`/`displs` are bytes, `types` all `MPI_BYTE` (for the w-variants).
+/// One side of a converted collective: the buffer arguments the MPI gets for it. Either the
+/// application's own (a pass-through side), or sluice's staging buffer with byte counts,
+/// byte displacements and `MPI_BYTE` types, or (mixed) per peer one of the two.
 #[derive(Debug)]
 pub struct Side {
     base: *mut u8,
@@ -148,6 +162,7 @@ pub struct Side {
     /// The application's buffer, and per peer its piece and offset in staging.
     user: *mut u8,
     pieces: Vec<(Piece, usize)>,
+    /// Some block needs the engine (else converting the call gains nothing).
     engine: bool,
 }
 
@@ -155,6 +170,23 @@ pub struct Side {
 // the collective completes) and sluice's own staging; a pending collective is finished by the
 // one thread that completes its request (MPI forbids concurrent completion of one request).
 unsafe impl Send for Side {}
+
+/// Which arguments a side may keep as the application gave them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// One type for all peers (every call but the w-variants): the side is all bytes whenever
+    /// the call is converted. The MPIs choose their algorithm from one side's type size times
+    /// the other side's counts (Open MPI's `MPI_Allgatherv` does), so a rank that mixed bytes
+    /// on one side with elements on the other would choose differently from its peers and
+    /// deadlock.
+    Bytes,
+    /// A type per peer and `int` byte displacements (`MPI_Alltoallw`): a side none of whose
+    /// blocks needs the engine keeps the application's arguments, whatever the other side.
+    Typed,
+    /// A type per peer and `MPI_Aint` byte displacements (`MPI_Neighbor_alltoallw`): as
+    /// `Typed`, and a side can mix staged blocks with blocks left in place.
+    Mixed,
+}
 
 impl Side {
     /// Plans a side over `n` peers: block `i` is `block(i)` = (count, displacement, datatype),
@@ -170,10 +202,50 @@ impl Side {
         recv: bool,
         block: impl Fn(usize) -> (c_int, i64, mpi::MPI_Datatype),
     ) -> Option<Side> {
+        Side::plan_with(buf, n, disp, uniform, recv, Shape::Bytes, block)
+    }
+
+    /// As [`Side::plan`] for a side of `MPI_Alltoallw` (a type per peer, byte displacements):
+    /// when no block needs the engine the side keeps the application's arguments even if the
+    /// other side is converted. Neither MPI chooses an alltoallw algorithm by message size.
+    pub fn plan_typed(
+        buf: *const c_void,
+        n: usize,
+        recv: bool,
+        block: impl Fn(usize) -> (c_int, i64, mpi::MPI_Datatype),
+    ) -> Option<Side> {
+        Side::plan_with(buf, n, Disp::Bytes, false, recv, Shape::Typed, block)
+    }
+
+    /// As [`Side::plan_typed`] for a side of `MPI_Neighbor_alltoallw` (`MPI_Aint` byte
+    /// displacements): blocks that do not need the engine stay in the application's buffer
+    /// with its types and only the others are staged. Staged blocks are addressed by their
+    /// displacement from the application's buffer: MPI computes `buf + displacement`, and the
+    /// difference of two addresses is a valid `MPI_Aint`.
+    pub fn plan_mixed(
+        buf: *const c_void,
+        n: usize,
+        recv: bool,
+        block: impl Fn(usize) -> (c_int, i64, mpi::MPI_Datatype),
+    ) -> Option<Side> {
+        Side::plan_with(buf, n, Disp::Bytes, false, recv, Shape::Mixed, block)
+    }
+
+    fn plan_with(
+        buf: *const c_void,
+        n: usize,
+        disp: Disp,
+        uniform: bool,
+        recv: bool,
+        shape: Shape,
+        block: impl Fn(usize) -> (c_int, i64, mpi::MPI_Datatype),
+    ) -> Option<Side> {
         let mut info: Option<TypeInfo> = None;
         let mut pieces = Vec::with_capacity(n);
+        let mut args = Vec::with_capacity(n);
         for i in 0..n {
             let (count, d, t) = block(i);
+            args.push((count, d, t));
             if count < 0 {
                 return None;
             }
@@ -195,13 +267,19 @@ impl Side {
             }
             pieces.push(p);
         }
-        let engine = pieces.iter().any(|p| matches!(p, Piece::Engine { .. }));
-        let counts: Vec<c_int> = pieces.iter().map(|p| p.bytes() as c_int).collect();
         let user = buf as *mut u8;
-        if !engine {
+        let engine = pieces.iter().any(Piece::needs_engine);
+        if shape != Shape::Bytes && !engine {
+            return Some(Side::passthrough(user, &args));
+        }
+        if shape == Shape::Mixed && pieces.iter().any(|p| !matches!(p, Piece::Empty) && !p.needs_engine()) {
+            return Side::mixed(user, pieces, &args, recv);
+        }
+        let counts: Vec<c_int> = pieces.iter().map(|p| p.bytes() as c_int).collect();
+        let types = vec![consts::byte(); n];
+        if pieces.iter().all(|p| !matches!(p, Piece::Engine { .. })) {
             if let Some(displs) = in_place_displs(&pieces, uniform) {
                 let aint_displs = displs.iter().map(|&d| d as mpi::MPI_Aint).collect();
-                let types = vec![consts::byte(); n];
                 return Some(Side { base: user, counts, displs, aint_displs, types, staging: None, user, pieces: Vec::new(), engine });
             }
         }
@@ -218,8 +296,66 @@ impl Side {
         let base = staging.as_mut().map_or(user, |s| s.as_mut_ptr());
         let pieces = pieces.into_iter().zip(displs.iter().map(|&d| d as usize)).collect();
         let aint_displs = displs.iter().map(|&d| d as mpi::MPI_Aint).collect();
-        let types = vec![consts::byte(); n];
         Some(Side { base, counts, displs, aint_displs, types, staging, user, pieces, engine })
+    }
+
+    /// The application's own arguments (a w-variant side none of whose blocks needs the engine).
+    fn passthrough(user: *mut u8, args: &[(c_int, i64, mpi::MPI_Datatype)]) -> Side {
+        Side {
+            base: user,
+            counts: args.iter().map(|a| a.0).collect(),
+            // Byte displacements as the application gave them, from its `int` or `MPI_Aint` array.
+            displs: args.iter().map(|a| a.1 as c_int).collect(),
+            aint_displs: args.iter().map(|a| a.1 as mpi::MPI_Aint).collect(),
+            types: args.iter().map(|a| a.2).collect(),
+            staging: None,
+            user,
+            pieces: Vec::new(),
+            engine: false,
+        }
+    }
+
+    /// Per peer: staged bytes for the blocks that need the engine, the application's own
+    /// (count, byte displacement, type) for the others.
+    fn mixed(user: *mut u8, pieces: Vec<Piece>, args: &[(c_int, i64, mpi::MPI_Datatype)], recv: bool) -> Option<Side> {
+        let mut offsets = Vec::with_capacity(pieces.len());
+        let mut total = 0usize;
+        for p in &pieces {
+            offsets.push(total);
+            if p.needs_engine() {
+                total = total.checked_add(p.bytes())?;
+            }
+        }
+        let mut staging = if recv { staging::take_for_receive(total) } else { staging::take(total) };
+        let st = staging.as_mut_ptr();
+        let n = pieces.len();
+        let (mut counts, mut aint_displs, mut types, mut kept) =
+            (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        for ((p, off), &(count, d, t)) in pieces.into_iter().zip(offsets).zip(args) {
+            if p.needs_engine() {
+                counts.push(p.bytes() as c_int);
+                // The staged block's address relative to the application's buffer.
+                aint_displs.push((st as isize).wrapping_add(off as isize).wrapping_sub(user as isize) as mpi::MPI_Aint);
+                types.push(consts::byte());
+                kept.push((p, off));
+            } else {
+                counts.push(count);
+                aint_displs.push(d as mpi::MPI_Aint);
+                types.push(t);
+                kept.push((Piece::Empty, off)); // the MPI moves it in place
+            }
+        }
+        Some(Side {
+            base: user,
+            counts,
+            displs: vec![0; n], // `int` displacements cannot express a mixed side (not used)
+            aint_displs,
+            types,
+            staging: Some(staging),
+            user,
+            pieces: kept,
+            engine: true,
+        })
     }
 
     /// Whether some block goes through the engine.
@@ -251,7 +387,7 @@ impl Side {
         self.displs.as_ptr()
     }
 
-    /// `MPI_BYTE` for every peer (w-variants).
+    /// The per-peer types (w-variants): `MPI_BYTE` for staged blocks.
     pub fn types(&self) -> *const mpi::MPI_Datatype {
         self.types.as_ptr()
     }
@@ -290,10 +426,57 @@ impl Side {
                     Piece::Run { at, bytes } => {
                         std::ptr::copy_nonoverlapping(self.user.wrapping_offset(*at), dst.as_mut_ptr(), *bytes)
                     }
-                    Piece::Engine { at, layout } => layout.pack_into(self.user.wrapping_offset(*at).cast(), dst),
+                    Piece::Engine { at, layout, .. } => layout.pack_into(self.user.wrapping_offset(*at).cast(), dst),
                 }
             }
         }
+    }
+
+    /// Moves this side's block of `peer` straight into `dst`'s block of `dst_peer` (a rank's
+    /// own block of an alltoall: staged, it would be packed, copied by the MPI and unpacked, three
+    /// passes over memory, where this is one pass through a cache-sized bounce buffer), and takes
+    /// both out of the staging work. `false` (nothing done): either block is not staged or
+    /// their sizes differ (an erroneous call whose error the MPI reports).
+    ///
+    /// # Safety
+    /// This side's application buffer is readable and `dst`'s writable for those blocks, and
+    /// they do not overlap (MPI forbids aliased send and receive buffers).
+    pub unsafe fn copy_block(&mut self, peer: usize, dst: &mut Side, dst_peer: usize) -> bool {
+        /// Bounce buffer size: both halves of the copy stay in the L2 cache.
+        const CHUNK: usize = 64 << 10;
+        let (Some((from, _)), Some((to, _))) = (self.pieces.get(peer), dst.pieces.get(dst_peer)) else { return false };
+        let n = from.bytes();
+        if n == 0 || n != to.bytes() {
+            return false;
+        }
+        let mut bounce = vec![0u8; CHUNK.min(n)];
+        let mut first = 0;
+        while first < n {
+            let last = (first + CHUNK).min(n);
+            let chunk = &mut bounce[..last - first];
+            // SAFETY: the caller guarantees both blocks; `chunk` is sluice's memory and the
+            // ranges lie inside both blocks' streams of `n` bytes.
+            unsafe {
+                match from {
+                    Piece::Run { at, .. } => {
+                        std::ptr::copy_nonoverlapping(self.user.wrapping_offset(*at + first as isize), chunk.as_mut_ptr(), chunk.len())
+                    }
+                    Piece::Engine { at, layout, .. } => layout.pack_range(self.user.wrapping_offset(*at).cast(), first, last, chunk),
+                    Piece::Empty => unreachable!("a block of {n} bytes"),
+                }
+                match to {
+                    Piece::Run { at, .. } => {
+                        std::ptr::copy_nonoverlapping(chunk.as_ptr(), dst.user.wrapping_offset(*at + first as isize), chunk.len())
+                    }
+                    Piece::Engine { at, layout, .. } => layout.unpack_range(chunk, first, dst.user.wrapping_offset(*at).cast()),
+                    Piece::Empty => unreachable!("a block of {n} bytes"),
+                }
+            }
+            first = last;
+        }
+        self.pieces[peer].0 = Piece::Empty;
+        dst.pieces[dst_peer].0 = Piece::Empty;
+        true
     }
 
     /// Copies/unpacks the staged bytes of `slots` into the application's blocks.
@@ -315,7 +498,7 @@ impl Side {
                     Piece::Run { at, bytes } => {
                         std::ptr::copy_nonoverlapping(src.as_ptr(), self.user.wrapping_offset(*at), *bytes)
                     }
-                    Piece::Engine { at, layout } => layout.unpack_from(src, self.user.wrapping_offset(*at).cast()),
+                    Piece::Engine { at, layout, .. } => layout.unpack_from(src, self.user.wrapping_offset(*at).cast()),
                 }
             }
         }
