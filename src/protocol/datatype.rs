@@ -90,14 +90,20 @@ pub(crate) fn size_hint(t: mpi::MPI_Datatype) -> Option<usize> {
     hint(t).map(|h| h.size)
 }
 
+/// Whether `t` is certainly not compiled (its filter slot is empty): every predefined type.
+/// One relaxed load: the fast path's first test (`p2p::fast`).
+#[inline(always)]
+pub(crate) fn not_compiled(t: mpi::MPI_Datatype) -> bool {
+    slot(datatype_key(t)).load(Ordering::Relaxed) == 0
+}
+
 /// The compiled form of `t`, if the engine is on and `t` is compiled.
 #[inline]
 pub(crate) fn lookup(t: mpi::MPI_Datatype) -> Option<Arc<CompiledType>> {
-    let key = datatype_key(t);
-    if slot(key).load(Ordering::Relaxed) == 0 {
+    if not_compiled(t) {
         return None;
     }
-    lookup_compiled(key)
+    lookup_compiled(datatype_key(t))
 }
 
 fn lookup_compiled(key: usize) -> Option<Arc<CompiledType>> {

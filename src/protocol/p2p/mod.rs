@@ -11,9 +11,11 @@
 //! - [`send`]: the four send modes, blocking, nonblocking and persistent;
 //! - [`recv`]: receives, matched receives, Sendrecv and Sendrecv_replace;
 //! - [`ops`]: the table of requests sluice must finish (unpack, release staging);
-//! - [`complete`]: the Wait/Test family, Request_free, Request_get_status, Start/Startall.
+//! - [`complete`]: the Wait/Test family, Request_free, Request_get_status, Start/Startall;
+//! - [`fast`]: which calls the handlers would forward unchanged, decided before dispatch.
 
 pub mod complete;
+pub mod fast;
 pub mod ops;
 pub mod pipeline;
 pub mod recv;

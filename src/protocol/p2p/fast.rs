@@ -1,0 +1,88 @@
+//! The point-to-point fast path: predicates that prove, from a few atomic loads and no lock or
+//! MPI call, that a handler of this protocol would forward its call to the MPI unchanged. The
+//! exported function (`intercept::exports`) asks the predicate named in the registry entry
+//! (`fast(...)` in `ffi::interposed`) first and, when it holds, calls the next definition
+//! directly, skipping the dispatch and the handler's own rules.
+//!
+//! Each predicate must imply exactly what the handler decides (a `true` that the handler would
+//! not have forwarded changes semantics); a `false` only costs the full path. Most sends and
+//! receives use predefined types (which sluice never compiles) and small counts, most completion
+//! calls happen while sluice tracks no request: those are the cases answered here. The issue's
+//! target is that such a call costs no more than calling the MPI directly (docs/benchmarks.md,
+//! "Interception overhead").
+
+use super::{ops, pipeline};
+use crate::ffi::mpi;
+use crate::protocol::datatype;
+
+/// How far a predicate looks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Look {
+    /// What the exported function itself checks: types not compiled (predefined ones) only. Few
+    /// enough registers that it needs no stack frame and its calls are tail calls.
+    Quick,
+    /// Also compiled types that are contiguous (the lock-free hint table), checked out of line
+    /// when the quick look said no.
+    Thorough,
+}
+
+/// Widest predefined type, bytes (`MPI_C_LONG_DOUBLE_COMPLEX`): the bound `bytes_if_large` uses
+/// for a type sluice has no size of.
+const WIDEST_PREDEFINED: u64 = 32;
+
+/// A message of `count` elements of `datatype` that neither sluice's engine path nor the
+/// pipelined protocol takes (the send handlers forward it; receives also check the stash):
+/// - a type sluice has not compiled (every predefined type): `Layout::of` needs the compiled form,
+///   and `pipeline::bytes_if_large` says "small" when even the widest predefined element times
+///   `count` stays below the reserved size;
+/// - a compiled type that is contiguous in memory (`Layout::of` leaves it to the MPI) whose
+///   `count` elements stay below the reserved size.
+///
+/// The pipeline being off (reserved size 0) makes every size small. Negative counts fail the
+/// bound (as `u64` they are huge) and take the full path, which forwards them too. The second
+/// case needs [`Look::Thorough`].
+#[inline(always)]
+pub fn message(look: Look, count: impl Into<i64>, dt: mpi::MPI_Datatype) -> bool {
+    let count = count.into() as u64;
+    // The filter before the reserved size: one register fewer live at once, which keeps the
+    // exported function free of callee-saved registers (and so of a stack frame).
+    if datatype::not_compiled(dt) {
+        let reserved = pipeline::reserved() as u64;
+        return reserved == 0 || count.saturating_mul(WIDEST_PREDEFINED) < reserved;
+    }
+    look == Look::Thorough && compiled_contiguous(count, dt, pipeline::reserved() as u64)
+}
+
+/// The second case of [`message`].
+#[inline(always)]
+fn compiled_contiguous(count: u64, dt: mpi::MPI_Datatype, reserved: u64) -> bool {
+    datatype::hint(dt).is_some_and(|h| h.contiguous && (reserved == 0 || count.saturating_mul(h.size as u64) < reserved))
+}
+
+/// A receive (`MPI_Recv`, `MPI_Irecv`, `MPI_Recv_init`) the handler forwards: no probed
+/// pipelined message waits in the stash (one could match it), and [`message`].
+#[inline(always)]
+pub fn receive(look: Look, count: impl Into<i64>, dt: mpi::MPI_Datatype) -> bool {
+    !pipeline::stash::any() && message(look, count, dt)
+}
+
+/// `MPI_Sendrecv`: both sides forwarded, and no stashed message for the receive side.
+#[inline(always)]
+pub fn sendrecv(
+    look: Look,
+    sendcount: impl Into<i64>,
+    sendtype: mpi::MPI_Datatype,
+    recvcount: impl Into<i64>,
+    recvtype: mpi::MPI_Datatype,
+) -> bool {
+    !pipeline::stash::any() && message(look, sendcount, sendtype) && message(look, recvcount, recvtype)
+}
+
+/// The completion family (Wait/Test variants, Request_get_status, Request_free): no request is
+/// tracked by the engine path (`ops`, detached ones included) or by the pipeline (`track`), and
+/// no pipelined send has chunks in flight (nothing for the call to progress). Looks the same
+/// either way.
+#[inline(always)]
+pub fn completion(_: Look) -> bool {
+    !ops::any() && !pipeline::track::any() && !pipeline::send::in_flight()
+}
