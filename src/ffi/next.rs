@@ -140,6 +140,7 @@ macro_rules! define_next {
             /// the caller takes the path that resolves it). Lets the exported function's fast
             /// path be a load and a tail call, with no resolution code (and no frame) in it.
             #[inline(always)]
+            #[allow(dead_code)] // generated for every entry; those with a `fast` predicate use it
             pub fn [<resolved_ $name>]() -> Option<unsafe extern "C" fn($($ty),*) -> c_int> {
                 let p = [<SLOT_ $name>].load(Ordering::Relaxed);
                 // SAFETY: a non-null slot holds the target `$name` resolved to, a function of

@@ -157,6 +157,7 @@ pub fn forget_all() {
 }
 
 /// Number of compiled types currently held (for tests and statistics).
+#[allow(dead_code)] // no caller today; public before `protocol` became crate-private
 pub fn compiled_count() -> usize {
     TYPES.read().unwrap_or_else(|e| e.into_inner()).as_ref().map_or(0, |m| m.len())
 }

@@ -26,10 +26,6 @@ pub enum Look {
     Thorough,
 }
 
-/// Widest predefined type, bytes (`MPI_C_LONG_DOUBLE_COMPLEX`): the bound `bytes_if_large` uses
-/// for a type sluice has no size of.
-const WIDEST_PREDEFINED: u64 = 32;
-
 /// A message of `count` elements of `datatype` that neither sluice's engine path nor the
 /// pipelined protocol takes (the send handlers forward it; receives also check the stash):
 /// - a type sluice has not compiled (every predefined type): `Layout::of` needs the compiled form,
@@ -44,11 +40,9 @@ const WIDEST_PREDEFINED: u64 = 32;
 #[inline(always)]
 pub fn message(look: Look, count: impl Into<i64>, dt: mpi::MPI_Datatype) -> bool {
     let count = count.into() as u64;
-    // The filter before the reserved size: one register fewer live at once, which keeps the
-    // exported function free of callee-saved registers (and so of a stack frame).
     if datatype::not_compiled(dt) {
-        let reserved = pipeline::reserved() as u64;
-        return reserved == 0 || count.saturating_mul(WIDEST_PREDEFINED) < reserved;
+        // `count * WIDEST_PREDEFINED < S*` (or no pipeline), as `bytes_if_large` tests it.
+        return count < pipeline::small_count();
     }
     look == Look::Thorough && compiled_contiguous(count, dt, pipeline::reserved() as u64)
 }

@@ -17,7 +17,7 @@ pub mod stash;
 pub mod track;
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::ffi::{consts, errclass, mpi};
@@ -38,10 +38,33 @@ static NEXT_TAG: AtomicU32 = AtomicU32::new(0);
 /// The private communicator, as an integer (see [`comm_key`]).
 static PRIVATE: Mutex<Option<usize>> = Mutex::new(None);
 
+/// Counts below which `count` elements of any predefined type (at most
+/// [`WIDEST_PREDEFINED`] bytes each) stay below S\* (`u64::MAX` while the pipeline is off): the
+/// fast path's size test in one comparison (`p2p::fast`).
+static SMALL_COUNT: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Bytes of the widest predefined type (`MPI_C_LONG_DOUBLE_COMPLEX`), the bound used for a type
+/// whose size sluice does not know without an MPI call.
+pub const WIDEST_PREDEFINED: u64 = 32;
+
 /// The reserved size S\*, or 0 when the pipeline is off.
 #[inline]
 pub fn reserved() -> usize {
     RESERVED.load(Ordering::Relaxed)
+}
+
+/// See [`SMALL_COUNT`]: `count < small_count()` exactly when `count * WIDEST_PREDEFINED < S*`
+/// (or the pipeline is off).
+#[inline(always)]
+pub fn small_count() -> u64 {
+    SMALL_COUNT.load(Ordering::Relaxed)
+}
+
+/// Sets S\* (0: off) and the values derived from it.
+fn set_reserved(s: usize) {
+    let small = if s == 0 { u64::MAX } else { (s as u64).div_ceil(WIDEST_PREDEFINED) };
+    SMALL_COUNT.store(small, Ordering::Relaxed);
+    RESERVED.store(s, Ordering::Release);
 }
 
 /// Chunk size this process sends with.
@@ -180,7 +203,7 @@ pub fn start(cfg: Option<&crate::config::Config>) -> Result<(), String> {
     // The reserved size is odd: only a byte-typed message can have it, never a power of two
     // or an array of wider elements (measured: with S* = 256 KiB, contiguous 256 KiB messages
     // were pipelined through copies and ran 2.3x slower).
-    RESERVED.store(cfg.pipeline_threshold | 1, Ordering::Release);
+    set_reserved(cfg.pipeline_threshold | 1);
     Ok(())
 }
 
@@ -210,7 +233,7 @@ pub fn finish() {
     }
     track::finish();
     send::drain_all();
-    RESERVED.store(0, Ordering::Release);
+    set_reserved(0);
     if let Some(k) = PRIVATE.lock().unwrap_or_else(|e| e.into_inner()).take() {
         let mut c = comm_from_key(k);
         // SAFETY: sluice's own communicator; nothing is pending on it any more.
@@ -238,7 +261,7 @@ pub fn bytes_if_large(count: i64, datatype: mpi::MPI_Datatype) -> Option<usize> 
     }
     let size = match crate::protocol::datatype::size_hint(datatype) {
         Some(n) => n as u64,
-        None if (count as u64).saturating_mul(32) < s as u64 && crate::protocol::datatype::lookup(datatype).is_none() => return None,
+        None if (count as u64).saturating_mul(WIDEST_PREDEFINED) < s as u64 && crate::protocol::datatype::lookup(datatype).is_none() => return None,
         None => {
             let mut size: mpi::MPI_Count = 0;
             // SAFETY: writes one count; an invalid type returns an error and leaves 0.
