@@ -11,7 +11,7 @@
 //! target is that such a call costs no more than calling the MPI directly (docs/benchmarks.md,
 //! "Interception overhead").
 
-use super::{ops, pipeline};
+use super::pipeline;
 use crate::ffi::mpi;
 use crate::protocol::datatype;
 
@@ -74,9 +74,9 @@ pub fn sendrecv(
 
 /// The completion family (Wait/Test variants, Request_get_status, Request_free): no request is
 /// tracked by the engine path (`ops`, detached ones included) or by the pipeline (`track`), and
-/// no pipelined send has chunks in flight (nothing for the call to progress). Looks the same
-/// either way.
+/// no pipelined send has chunks in flight (nothing for the call to progress): all three counts
+/// in one load ([`super::nothing_pending`]). Looks the same either way.
 #[inline(always)]
 pub fn completion(_: Look) -> bool {
-    !ops::any() && !pipeline::track::any() && !pipeline::send::in_flight()
+    super::nothing_pending()
 }

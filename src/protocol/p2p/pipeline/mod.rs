@@ -62,9 +62,18 @@ pub fn small_count() -> u64 {
 
 /// Sets S\* (0: off) and the values derived from it.
 fn set_reserved(s: usize) {
-    let small = if s == 0 { u64::MAX } else { (s as u64).div_ceil(WIDEST_PREDEFINED) };
-    SMALL_COUNT.store(small, Ordering::Relaxed);
+    SMALL_COUNT.store(small_count_for(s), Ordering::Relaxed);
     RESERVED.store(s, Ordering::Release);
+}
+
+/// [`SMALL_COUNT`] for reserved size `s`: the least count whose widest-predefined size reaches
+/// `s` (`u64::MAX` when the pipeline is off).
+fn small_count_for(s: usize) -> u64 {
+    if s == 0 {
+        u64::MAX
+    } else {
+        (s as u64).div_ceil(WIDEST_PREDEFINED)
+    }
 }
 
 /// Chunk size this process sends with.
@@ -309,4 +318,23 @@ pub fn world_rank_of(comm: mpi::MPI_Comm, rank: c_int) -> Option<c_int> {
         mpi::PMPI_Group_free(&mut gw);
     }
     (out >= 0).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast path's one comparison must say "small" exactly where `bytes_if_large` does.
+    #[test]
+    fn small_count_matches_the_widest_predefined_bound() {
+        for s in [1usize, 31, 32, 33, 63, 64, 129, (256 << 10) + 1, (1 << 20) - 1, usize::MAX] {
+            let small = small_count_for(s);
+            let edge = small.saturating_sub(40)..small.saturating_add(40);
+            for count in edge.chain([0, 1, u64::MAX, i64::MAX as u64, (-1i64) as u64]) {
+                let bound = count.saturating_mul(WIDEST_PREDEFINED) < s as u64;
+                assert_eq!(count < small, bound, "s={s} count={count}");
+            }
+        }
+        assert_eq!(small_count_for(0), u64::MAX);
+    }
 }
