@@ -79,8 +79,8 @@ macro_rules! export {
                     return unsafe { f($($arg),*) };
                 }
             }
-            // `extern "C"`: it cannot unwind (`guard::call` catches every panic), so the call
-            // below needs no unwind edge and compiles to a tail call.
+            // `extern "C"` (here and below): they cannot unwind (`guard::call` catches every
+            // panic), so calling them needs no unwind edge and compiles to a tail call.
             #[inline(never)]
             unsafe extern "C" fn full($($arg: $ty),*) -> c_int {
                 if guard::fast_path_open() && fast::$fast(Look::Thorough, $($farg),*) {
@@ -89,7 +89,13 @@ macro_rules! export {
                         return unsafe { f($($arg),*) };
                     }
                 }
-                dispatch!($fam fn $name($($arg),*) err($ec) bytes($($b),*) => $handler)
+                // Separate, so that the thorough look runs before `dispatch`'s stack frame.
+                #[inline(never)]
+                unsafe extern "C" fn dispatch($($arg: $ty),*) -> c_int {
+                    dispatch!($fam fn $name($($arg),*) err($ec) bytes($($b),*) => $handler)
+                }
+                // SAFETY: as above.
+                unsafe { dispatch($($arg),*) }
             }
             // SAFETY: as above.
             unsafe { full($($arg),*) }

@@ -31,26 +31,36 @@ pub enum Look {
 /// - a type sluice has not compiled (every predefined type): `Layout::of` needs the compiled form,
 ///   and `pipeline::bytes_if_large` says "small" when even the widest predefined element times
 ///   `count` stays below the reserved size;
-/// - a compiled type that is contiguous in memory (`Layout::of` leaves it to the MPI) whose
-///   `count` elements stay below the reserved size.
+/// - with [`Look::Thorough`], a larger count of such a type whose size `bytes_if_large` noted
+///   earlier (`datatype::remember_size`), below the reserved size;
+/// - with [`Look::Thorough`], a compiled type that is contiguous in memory (`Layout::of` leaves
+///   it to the MPI) whose `count` elements stay below the reserved size.
 ///
 /// The pipeline being off (reserved size 0) makes every size small. Negative counts fail the
-/// bound (as `u64` they are huge) and take the full path, which forwards them too. The second
-/// case needs [`Look::Thorough`].
+/// bound (as `u64` they are huge) and take the full path, which forwards them too.
 #[inline(always)]
 pub fn message(look: Look, count: impl Into<i64>, dt: mpi::MPI_Datatype) -> bool {
     let count = count.into() as u64;
     if datatype::not_compiled(dt) {
         // `count * WIDEST_PREDEFINED < S*` (or no pipeline), as `bytes_if_large` tests it.
-        return count < pipeline::small_count();
+        if count < pipeline::small_count() {
+            return true;
+        }
+        // A larger count: the size `bytes_if_large` found for the type last time, if noted.
+        return look == Look::Thorough && below_reserved(count, dt, false);
     }
-    look == Look::Thorough && compiled_contiguous(count, dt, pipeline::reserved() as u64)
+    look == Look::Thorough && below_reserved(count, dt, true)
 }
 
-/// The second case of [`message`].
+/// Whether `count` elements of `dt` stay below the reserved size, by the type's hint: a type
+/// that is not compiled needs only that (`Layout::of` leaves it to the MPI); a compiled one must
+/// also be contiguous (`contiguous`).
 #[inline(always)]
-fn compiled_contiguous(count: u64, dt: mpi::MPI_Datatype, reserved: u64) -> bool {
-    datatype::hint(dt).is_some_and(|h| h.contiguous && (reserved == 0 || count.saturating_mul(h.size as u64) < reserved))
+fn below_reserved(count: u64, dt: mpi::MPI_Datatype, contiguous: bool) -> bool {
+    let reserved = pipeline::reserved() as u64;
+    datatype::hint(dt).is_some_and(|h| {
+        (h.contiguous || !contiguous) && (reserved == 0 || count.saturating_mul(h.size as u64) < reserved)
+    })
 }
 
 /// A receive (`MPI_Recv`, `MPI_Irecv`, `MPI_Recv_init`) the handler forwards: no probed

@@ -275,6 +275,8 @@ pub fn bytes_if_large(count: i64, datatype: mpi::MPI_Datatype) -> Option<usize> 
             let mut size: mpi::MPI_Count = 0;
             // SAFETY: writes one count; an invalid type returns an error and leaves 0.
             unsafe { mpi::PMPI_Type_size_x(datatype, &mut size) };
+            // Next time the fast path knows it (a large message of a predefined type, mostly).
+            crate::protocol::datatype::remember_size(datatype, size.max(0) as usize);
             size.max(0) as u64
         }
     };
