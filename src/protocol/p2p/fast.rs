@@ -21,8 +21,8 @@ pub enum Look {
     /// What the exported function itself checks: types not compiled (predefined ones) only. Few
     /// enough registers that it needs no stack frame and its calls are tail calls.
     Quick,
-    /// Also compiled types that are contiguous (the lock-free hint table), checked out of line
-    /// when the quick look said no.
+    /// Also larger counts of types whose size is noted, and compiled types that are contiguous
+    /// (both through the lock-free hint table), checked out of line when the quick look said no.
     Thorough,
 }
 
@@ -63,8 +63,9 @@ fn below_reserved(count: u64, dt: mpi::MPI_Datatype, contiguous: bool) -> bool {
     })
 }
 
-/// A receive (`MPI_Recv`, `MPI_Irecv`, `MPI_Recv_init`) the handler forwards: no probed
-/// pipelined message waits in the stash (one could match it), and [`message`].
+/// A receive (`MPI_Recv`, `MPI_Irecv`) the handler forwards: no probed pipelined message waits
+/// in the stash (one could match it), and [`message`]. (`MPI_Recv_init` never takes from the
+/// stash: its entry uses [`message`].)
 #[inline(always)]
 pub fn receive(look: Look, count: impl Into<i64>, dt: mpi::MPI_Datatype) -> bool {
     !pipeline::stash::any() && message(look, count, dt)
