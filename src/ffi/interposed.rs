@@ -8,7 +8,12 @@
 //! signature; adding a call means adding one line here.
 //!
 //! Entry grammar:
-//! `Family fn NAME(arg: Type, ...) err(comm_arg | world) [bytes(count_arg, type_arg)] => handler;`
+//! `Family fn NAME(arg: Type, ...) err(comm_arg | world) [bytes(count_arg, type_arg)]
+//!  [fast(predicate(arg, ...))] => handler;`
+//!
+//! `fast` names a predicate of `protocol::p2p::fast` over some of the arguments: when sluice is
+//! active and it holds, the handler would forward the call unchanged, so the exported function
+//! calls the next definition at once (the fast path, `intercept::exports`).
 
 /// Invokes `$callback!` with the whole list of intercepted functions.
 #[macro_export]
@@ -25,55 +30,55 @@ macro_rules! for_each_interposed {
 
             // ---- point-to-point: blocking -------------------------------------------------------
             P2p fn MPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
-                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => { $crate::protocol::p2p::send::send };
+                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::send };
             P2p fn MPI_Bsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
-                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => { $crate::protocol::p2p::send::bsend };
+                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::bsend };
             P2p fn MPI_Ssend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
-                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => { $crate::protocol::p2p::send::ssend };
+                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::ssend };
             P2p fn MPI_Rsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
-                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => { $crate::protocol::p2p::send::rsend };
+                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::rsend };
             P2p fn MPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int,
-                tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) err(comm) => { $crate::protocol::p2p::recv::recv };
+                tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) err(comm) fast(receive(count, datatype)) => { $crate::protocol::p2p::recv::recv };
             P2p fn MPI_Sendrecv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                 dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int,
                 recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm,
-                status: *mut MPI_Status) err(comm) bytes(sendcount, sendtype) => { $crate::protocol::p2p::recv::sendrecv };
+                status: *mut MPI_Status) err(comm) bytes(sendcount, sendtype) fast(sendrecv(sendcount, sendtype, recvcount, recvtype)) => { $crate::protocol::p2p::recv::sendrecv };
             P2p fn MPI_Sendrecv_replace(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
                 dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm,
-                status: *mut MPI_Status) err(comm) bytes(count, datatype) => { $crate::protocol::p2p::recv::sendrecv_replace };
+                status: *mut MPI_Status) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::recv::sendrecv_replace };
 
             // ---- point-to-point: nonblocking ----------------------------------------------------
             P2p fn MPI_Isend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
                 tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                bytes(count, datatype) => { $crate::protocol::p2p::send::isend };
+                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::isend };
             P2p fn MPI_Ibsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
                 tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                bytes(count, datatype) => { $crate::protocol::p2p::send::ibsend };
+                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::ibsend };
             P2p fn MPI_Issend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
                 tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                bytes(count, datatype) => { $crate::protocol::p2p::send::issend };
+                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::issend };
             P2p fn MPI_Irsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
                 tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                bytes(count, datatype) => { $crate::protocol::p2p::send::irsend };
+                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::irsend };
             P2p fn MPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int,
-                tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm) => { $crate::protocol::p2p::recv::irecv };
+                tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm) fast(receive(count, datatype)) => { $crate::protocol::p2p::recv::irecv };
 
             // ---- point-to-point: persistent -----------------------------------------------------
             Persistent fn MPI_Send_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                => { $crate::protocol::p2p::send::send_init };
+                fast(message(count, datatype)) => { $crate::protocol::p2p::send::send_init };
             Persistent fn MPI_Bsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                => { $crate::protocol::p2p::send::bsend_init };
+                fast(message(count, datatype)) => { $crate::protocol::p2p::send::bsend_init };
             Persistent fn MPI_Ssend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                => { $crate::protocol::p2p::send::ssend_init };
+                fast(message(count, datatype)) => { $crate::protocol::p2p::send::ssend_init };
             Persistent fn MPI_Rsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                => { $crate::protocol::p2p::send::rsend_init };
+                fast(message(count, datatype)) => { $crate::protocol::p2p::send::rsend_init };
             Persistent fn MPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
                 source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                => { $crate::protocol::p2p::recv::recv_init };
+                fast(message(count, datatype)) => { $crate::protocol::p2p::recv::recv_init };
             Persistent fn MPI_Start(request: *mut MPI_Request) err(world) => { $crate::protocol::p2p::complete::start };
             Persistent fn MPI_Startall(count: c_int, requests: *mut MPI_Request) err(world)
                 => { $crate::protocol::p2p::complete::startall };
@@ -94,26 +99,26 @@ macro_rules! for_each_interposed {
 
             // ---- completion ---------------------------------------------------------------------
             Completion fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) err(world)
-                => { $crate::protocol::p2p::complete::wait };
+                fast(completion()) => { $crate::protocol::p2p::complete::wait };
             Completion fn MPI_Waitall(count: c_int, requests: *mut MPI_Request,
-                statuses: *mut MPI_Status) err(world) => { $crate::protocol::p2p::complete::waitall };
+                statuses: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::p2p::complete::waitall };
             Completion fn MPI_Waitany(count: c_int, requests: *mut MPI_Request, index: *mut c_int,
-                status: *mut MPI_Status) err(world) => { $crate::protocol::p2p::complete::waitany };
+                status: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::p2p::complete::waitany };
             Completion fn MPI_Waitsome(incount: c_int, requests: *mut MPI_Request,
                 outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status) err(world)
-                => { $crate::protocol::p2p::complete::waitsome };
+                fast(completion()) => { $crate::protocol::p2p::complete::waitsome };
             Completion fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int,
-                status: *mut MPI_Status) err(world) => { $crate::protocol::p2p::complete::test };
+                status: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::p2p::complete::test };
             Completion fn MPI_Testall(count: c_int, requests: *mut MPI_Request, flag: *mut c_int,
-                statuses: *mut MPI_Status) err(world) => { $crate::protocol::p2p::complete::testall };
+                statuses: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::p2p::complete::testall };
             Completion fn MPI_Testany(count: c_int, requests: *mut MPI_Request, index: *mut c_int,
-                flag: *mut c_int, status: *mut MPI_Status) err(world) => { $crate::protocol::p2p::complete::testany };
+                flag: *mut c_int, status: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::p2p::complete::testany };
             Completion fn MPI_Testsome(incount: c_int, requests: *mut MPI_Request,
                 outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status) err(world)
-                => { $crate::protocol::p2p::complete::testsome };
-            Completion fn MPI_Request_free(request: *mut MPI_Request) err(world) => { $crate::protocol::p2p::complete::request_free };
+                fast(completion()) => { $crate::protocol::p2p::complete::testsome };
+            Completion fn MPI_Request_free(request: *mut MPI_Request) err(world) fast(completion()) => { $crate::protocol::p2p::complete::request_free };
             Completion fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int,
-                status: *mut MPI_Status) err(world) => { $crate::protocol::p2p::complete::request_get_status };
+                status: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::p2p::complete::request_get_status };
             Completion fn MPI_Cancel(request: *mut MPI_Request) err(world) => forward;
             Completion fn MPI_Get_count(status: *const MPI_Status, datatype: MPI_Datatype,
                 count: *mut c_int) err(world) => forward;
@@ -273,55 +278,55 @@ macro_rules! for_each_interposed_large_count {
         $callback! {
             $($main)*
             P2p fn MPI_Send_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
-                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => { $crate::protocol::p2p::send::send_c };
+                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::send_c };
             P2p fn MPI_Bsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
-                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => { $crate::protocol::p2p::send::bsend_c };
+                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::bsend_c };
             P2p fn MPI_Ssend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
-                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => { $crate::protocol::p2p::send::ssend_c };
+                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::ssend_c };
             P2p fn MPI_Rsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
-                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => { $crate::protocol::p2p::send::rsend_c };
+                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::rsend_c };
             P2p fn MPI_Recv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,
                 source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) err(comm)
-                => { $crate::protocol::p2p::recv::large_count::recv_c };
+                fast(receive(count, datatype)) => { $crate::protocol::p2p::recv::large_count::recv_c };
             P2p fn MPI_Sendrecv_c(sendbuf: *const c_void, sendcount: MPI_Count,
                 sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void,
                 recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
                 comm: MPI_Comm, status: *mut MPI_Status) err(comm) bytes(sendcount, sendtype)
-                => { $crate::protocol::p2p::recv::large_count::sendrecv_c };
+                fast(sendrecv(sendcount, sendtype, recvcount, recvtype)) => { $crate::protocol::p2p::recv::large_count::sendrecv_c };
             P2p fn MPI_Sendrecv_replace_c(buf: *mut c_void, count: MPI_Count,
                 datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int,
                 comm: MPI_Comm, status: *mut MPI_Status) err(comm) bytes(count, datatype)
-                => { $crate::protocol::p2p::recv::large_count::sendrecv_replace_c };
+                fast(message(count, datatype)) => { $crate::protocol::p2p::recv::large_count::sendrecv_replace_c };
             P2p fn MPI_Isend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                bytes(count, datatype) => { $crate::protocol::p2p::send::isend_c };
+                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::isend_c };
             P2p fn MPI_Ibsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                bytes(count, datatype) => { $crate::protocol::p2p::send::ibsend_c };
+                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::ibsend_c };
             P2p fn MPI_Issend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                bytes(count, datatype) => { $crate::protocol::p2p::send::issend_c };
+                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::issend_c };
             P2p fn MPI_Irsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                bytes(count, datatype) => { $crate::protocol::p2p::send::irsend_c };
+                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::irsend_c };
             P2p fn MPI_Irecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,
                 source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                => { $crate::protocol::p2p::recv::large_count::irecv_c };
+                fast(receive(count, datatype)) => { $crate::protocol::p2p::recv::large_count::irecv_c };
             Persistent fn MPI_Send_init_c(buf: *const c_void, count: MPI_Count,
                 datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
-                request: *mut MPI_Request) err(comm) => { $crate::protocol::p2p::send::send_init_c };
+                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::p2p::send::send_init_c };
             Persistent fn MPI_Bsend_init_c(buf: *const c_void, count: MPI_Count,
                 datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
-                request: *mut MPI_Request) err(comm) => { $crate::protocol::p2p::send::bsend_init_c };
+                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::p2p::send::bsend_init_c };
             Persistent fn MPI_Ssend_init_c(buf: *const c_void, count: MPI_Count,
                 datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
-                request: *mut MPI_Request) err(comm) => { $crate::protocol::p2p::send::ssend_init_c };
+                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::p2p::send::ssend_init_c };
             Persistent fn MPI_Rsend_init_c(buf: *const c_void, count: MPI_Count,
                 datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
-                request: *mut MPI_Request) err(comm) => { $crate::protocol::p2p::send::rsend_init_c };
+                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::p2p::send::rsend_init_c };
             Persistent fn MPI_Recv_init_c(buf: *mut c_void, count: MPI_Count,
                 datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm,
-                request: *mut MPI_Request) err(comm) => { $crate::protocol::p2p::recv::large_count::recv_init_c };
+                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::p2p::recv::large_count::recv_init_c };
             Probe fn MPI_Mrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,
                 message: *mut MPI_Message, status: *mut MPI_Status) err(world) => { $crate::protocol::p2p::recv::large_count::mrecv_c };
             Probe fn MPI_Imrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,

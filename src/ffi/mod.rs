@@ -8,7 +8,8 @@
 
 pub mod consts;
 pub mod interposed;
-pub mod next;
+// Crate-private: see the note in lib.rs (its target slots are on the fast path).
+pub(crate) mod next;
 
 /// bindgen's translation of the flavor's `mpi.h` plus `cbuild/handles.h`.
 #[allow(

@@ -9,7 +9,8 @@
 //! messages) calls `PMPI_*` directly so that tools below never see it.
 //!
 //! Each target is resolved once, on first use, into an atomic slot; the hot path is one relaxed
-//! load and an indirect call.
+//! load and an indirect call ([`untimed`]), plus one load of the statistics switch for the
+//! handlers' calls ([`timed`] when statistics are on).
 
 // MPI signatures have as many arguments as the standard gives them.
 #![allow(clippy::too_many_arguments, non_snake_case)]
@@ -48,6 +49,13 @@ pub fn slot_target(
     if !p.is_null() {
         return p;
     }
+    resolve_into(slot, name, fallback, own)
+}
+
+/// First use of a slot: resolves and stores the target (out of line, like all of the rare path).
+#[cold]
+#[inline(never)]
+fn resolve_into(slot: &AtomicPtr<c_void>, name: &CStr, fallback: *mut c_void, own: *mut c_void) -> *mut c_void {
     let p = resolve(name, fallback, own);
     slot.store(p, Ordering::Relaxed);
     p
@@ -56,7 +64,8 @@ pub fn slot_target(
 macro_rules! define_next {
     ($(
         $fam:ident fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) err($ec:ident)
-        $(bytes($cnt:ident, $dt:ident))? => $handler:tt ;
+        $(bytes($cnt:ident, $dt:ident))?
+        $(fast($fast:ident($($farg:ident),*)))? => $handler:tt ;
     )*) => { paste::paste! {$(
         #[doc = concat!("Calls the next definition of `", stringify!($name), "` (see module docs).")]
         ///
@@ -64,30 +73,83 @@ macro_rules! define_next {
         /// The arguments must satisfy the MPI standard's contract for this function.
         #[inline(always)]
         pub unsafe fn $name($($arg: $ty),*) -> c_int {
-            type Target = unsafe extern "C" fn($($ty),*) -> c_int;
-            static SLOT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-            let p = slot_target(
-                &SLOT,
-                // SAFETY: literal with exactly one trailing NUL.
-                unsafe { CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
-                [<P $name>] as Target as *mut c_void,
-                crate::intercept::exports::$name as Target as *mut c_void,
-            );
-            // SAFETY: `p` is either the PMPI function of this exact prototype or a symbol named
-            // like it, which the MPI standard gives the same prototype.
-            let f: Target = unsafe { std::mem::transmute::<*mut c_void, Target>(p) };
             if stats::timing_enabled() {
-                let t = stats::now_ns();
                 // SAFETY: forwarded unchanged; the caller upholds the MPI contract.
-                let rc = unsafe { f($($arg),*) };
-                stats::add_mpi_ns(stats::now_ns() - t);
-                rc
+                unsafe { timed::$name($($arg),*) }
             } else {
                 // SAFETY: as above.
-                unsafe { f($($arg),*) }
+                unsafe { untimed::$name($($arg),*) }
             }
         }
-    )*}};
+    )*
+
+    /// The forwarding calls with the time spent in the MPI added to the thread's account
+    /// (statistics on), out of line: the common path must not pay for the clock calls' frame.
+    pub mod timed {
+        #[allow(unused_imports)]
+        use super::*;
+        $(
+            #[doc = concat!("`", stringify!($name), "`, timed.")]
+            ///
+            /// # Safety
+            /// As [`super::untimed`].
+            #[cold]
+            #[inline(never)]
+            pub unsafe fn $name($($arg: $ty),*) -> c_int {
+                let t = stats::now_ns();
+                // SAFETY: forwarded unchanged; the caller upholds the MPI contract.
+                let rc = unsafe { super::untimed::$name($($arg),*) };
+                stats::add_mpi_ns(stats::now_ns() - t);
+                rc
+            }
+        )*
+    }
+
+    /// The forwarding calls themselves: one load of the resolved target and an indirect call.
+    /// The exported functions' fast path uses these directly (it runs only while statistics
+    /// are off).
+    pub mod untimed {
+        #[allow(unused_imports)]
+        use super::*;
+        $(
+            #[allow(non_upper_case_globals)]
+            static [<SLOT_ $name>]: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+
+            #[doc = concat!("Calls the next definition of `", stringify!($name), "`, untimed.")]
+            ///
+            /// # Safety
+            /// The arguments must satisfy the MPI standard's contract for this function.
+            #[inline(always)]
+            pub unsafe fn $name($($arg: $ty),*) -> c_int {
+                type Target = unsafe extern "C" fn($($ty),*) -> c_int;
+                let p = slot_target(
+                    &[<SLOT_ $name>],
+                    // SAFETY: literal with exactly one trailing NUL.
+                    unsafe { CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
+                    [<P $name>] as Target as *mut c_void,
+                    crate::intercept::exports::$name as Target as *mut c_void,
+                );
+                // SAFETY: `p` is either the PMPI function of this exact prototype or a symbol
+                // named like it, which the MPI standard gives the same prototype.
+                let f: Target = unsafe { std::mem::transmute::<*mut c_void, Target>(p) };
+                // SAFETY: forwarded unchanged; the caller upholds the MPI contract.
+                unsafe { f($($arg),*) }
+            }
+
+            #[doc = concat!("The next definition of `", stringify!($name), "` once a call resolved it (`None` before: ")]
+            /// the caller takes the path that resolves it). Lets the exported function's fast
+            /// path be a load and a tail call, with no resolution code (and no frame) in it.
+            #[inline(always)]
+            #[allow(dead_code)] // generated for every entry; those with a `fast` predicate use it
+            pub fn [<resolved_ $name>]() -> Option<unsafe extern "C" fn($($ty),*) -> c_int> {
+                let p = [<SLOT_ $name>].load(Ordering::Relaxed);
+                // SAFETY: a non-null slot holds the target `$name` resolved to, a function of
+                // exactly this prototype (see above).
+                (!p.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($ty),*) -> c_int>(p) })
+            }
+        )*
+    }
+    }};
 }
 
 crate::for_each_interposed!(define_next);

@@ -42,24 +42,82 @@ macro_rules! handler {
 macro_rules! define_exports {
     ($(
         $fam:ident fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) err($ec:ident)
-        $(bytes($cnt:ident, $dt:ident))? => $handler:tt ;
+        $(bytes($cnt:ident, $dt:ident))?
+        $(fast($fast:ident($($farg:ident),*)))? => $handler:tt ;
     )*) => {$(
+        export! {
+            $fam fn $name($($arg: $ty),*) err($ec) bytes($($cnt, $dt)?) fast($($fast($($farg),*))?) => $handler
+        }
+    )*};
+}
+
+/// One exported function. Without a `fast` predicate: [`guard::call`] inline. With one
+/// (`protocol::p2p::fast`): its quick look first, in the exported function, which then is a
+/// few loads and a tail call to the next definition, with no stack frame of its own; else, out
+/// of line, its thorough look, then `guard::call`.
+macro_rules! export {
+    ($fam:ident fn $name:ident($($arg:ident : $ty:ty),*) err($ec:ident) bytes($($b:ident),*) fast() => $handler:tt) => {
         #[doc = concat!("Intercepted `", stringify!($name), "` (C binding).")]
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            static INFO: FnInfo = FnInfo { name: stringify!($name), family: Family::$fam };
-            guard::call(
-                &INFO,
-                move || err_comm!($ec),
-                move || payload!($($cnt, $dt)?),
-                // SAFETY: the application's arguments are forwarded unchanged to the next
-                // definition of the same function; MPI's contract is the caller's.
-                move || unsafe { next::$name($($arg),*) },
-                // SAFETY: protocol handlers take the same contract as the C function.
-                move || unsafe { handler!($handler, $name $(, $arg)*) },
-            )
+            dispatch!($fam fn $name($($arg),*) err($ec) bytes($($b),*) => $handler)
         }
-    )*};
+    };
+    ($fam:ident fn $name:ident($($arg:ident : $ty:ty),*) err($ec:ident) bytes($($b:ident),*)
+     fast($fast:ident($($farg:ident),*)) => $handler:tt) => {
+        #[doc = concat!("Intercepted `", stringify!($name), "` (C binding).")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            use crate::protocol::p2p::fast::{self, Look};
+            // The predicate only loads atomics (it cannot panic): no `catch_unwind` needed, and
+            // in `Active` mode the forwarded call is exactly what the handler would make.
+            if guard::fast_path_open() && fast::$fast(Look::Quick, $($farg),*) {
+                if let Some(f) = paste::paste!(next::untimed::[<resolved_ $name>]()) {
+                    // SAFETY: the application's arguments, forwarded unchanged to the next
+                    // definition of the same function; MPI's contract is the caller's.
+                    // Untimed: statistics put sluice in `Instrumented` mode, never `Active`.
+                    return unsafe { f($($arg),*) };
+                }
+            }
+            // `extern "C"` (here and below): they cannot unwind (`guard::call` catches every
+            // panic), so calling them needs no unwind edge and compiles to a tail call.
+            #[inline(never)]
+            unsafe extern "C" fn full($($arg: $ty),*) -> c_int {
+                if guard::fast_path_open() && fast::$fast(Look::Thorough, $($farg),*) {
+                    if let Some(f) = paste::paste!(next::untimed::[<resolved_ $name>]()) {
+                        // SAFETY: as above.
+                        return unsafe { f($($arg),*) };
+                    }
+                }
+                // Separate, so that the thorough look runs before `dispatch`'s stack frame.
+                #[inline(never)]
+                unsafe extern "C" fn dispatch($($arg: $ty),*) -> c_int {
+                    dispatch!($fam fn $name($($arg),*) err($ec) bytes($($b),*) => $handler)
+                }
+                // SAFETY: as above.
+                unsafe { dispatch($($arg),*) }
+            }
+            // SAFETY: as above.
+            unsafe { full($($arg),*) }
+        }
+    };
+}
+
+/// The body of an exported function: everything through [`guard::call`].
+macro_rules! dispatch {
+    ($fam:ident fn $name:ident($($arg:ident),*) err($ec:ident) bytes($($b:ident),*) => $handler:tt) => {{
+        static INFO: FnInfo = FnInfo { name: stringify!($name), family: Family::$fam };
+        guard::call(
+            &INFO,
+            move || err_comm!($ec),
+            move || payload!($($b),*),
+            // SAFETY: the application's arguments are forwarded unchanged to the next
+            // definition of the same function; MPI's contract is the caller's.
+            move || unsafe { next::$name($($arg),*) },
+            // SAFETY: protocol handlers take the same contract as the C function.
+            move || unsafe { handler!($handler, $name $(, $arg)*) },
+        )
+    }};
 }
 
 crate::for_each_interposed!(define_exports);

@@ -48,6 +48,13 @@ pub fn call(
     }
 }
 
+/// Whether the exported functions' fast path may run: sluice is active without
+/// instrumentation (statistics and fault injection need the full path).
+#[inline(always)]
+pub fn fast_path_open() -> bool {
+    runtime::mode() == Mode::Active
+}
+
 #[cold]
 #[inline(never)]
 fn slow_path(

@@ -11,7 +11,8 @@ pub mod guard;
 macro_rules! define_name_list {
     ($(
         $fam:ident fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) err($ec:ident)
-        $(bytes($cnt:ident, $dt:ident))? => $handler:tt ;
+        $(bytes($cnt:ident, $dt:ident))?
+        $(fast($fast:ident($($farg:ident),*)))? => $handler:tt ;
     )*) => {
         /// Every intercepted C function name (the registry in `ffi::interposed`).
         pub const INTERCEPTED: &[&str] = &[$( stringify!($name) ),*];

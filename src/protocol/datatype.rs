@@ -66,8 +66,9 @@ pub(crate) struct TypeHint {
     pub large_blocks: bool,
 }
 
-/// The hint of compiled type `t`, without a lock (`None`: not compiled, or its slot holds
-/// another type: use [`lookup`]).
+/// The hint of type `t`, without a lock: a compiled type's, or the size [`remember_size`] noted
+/// for a type that is not compiled (with both flags false). `None`: neither, or its slot holds
+/// another type (use [`lookup`]).
 #[inline]
 pub(crate) fn hint(t: mpi::MPI_Datatype) -> Option<TypeHint> {
     let key = datatype_key(t);
@@ -90,14 +91,20 @@ pub(crate) fn size_hint(t: mpi::MPI_Datatype) -> Option<usize> {
     hint(t).map(|h| h.size)
 }
 
+/// Whether `t` is certainly not compiled (its filter slot is empty): every predefined type.
+/// One relaxed load: the fast path's first test (`p2p::fast`).
+#[inline(always)]
+pub(crate) fn not_compiled(t: mpi::MPI_Datatype) -> bool {
+    slot(datatype_key(t)).load(Ordering::Relaxed) == 0
+}
+
 /// The compiled form of `t`, if the engine is on and `t` is compiled.
 #[inline]
 pub(crate) fn lookup(t: mpi::MPI_Datatype) -> Option<Arc<CompiledType>> {
-    let key = datatype_key(t);
-    if slot(key).load(Ordering::Relaxed) == 0 {
+    if not_compiled(t) {
         return None;
     }
-    lookup_compiled(key)
+    lookup_compiled(datatype_key(t))
 }
 
 fn lookup_compiled(key: usize) -> Option<Arc<CompiledType>> {
@@ -125,12 +132,33 @@ fn insert(t: mpi::MPI_Datatype, c: Arc<CompiledType>) {
     SIZE_KEY[i].store(key, Ordering::Release);
 }
 
+/// Notes the size of one element of `t`, a type that is not compiled (predefined, or left to
+/// the MPI's engine), measured by the MPI: later sends and receives of it find the size in
+/// [`hint`] instead of asking the MPI (the fast path's thorough look, `p2p::fast`). A compiled
+/// type's entry is never replaced; [`remove`] forgets the size when the type is freed.
+pub(crate) fn remember_size(t: mpi::MPI_Datatype, size: usize) {
+    let key = datatype_key(t);
+    let i = slot_index(key);
+    if !not_compiled(t) || size == 0 || size > usize::MAX >> FLAG_BITS {
+        return; // a compiled type's slot (its own or another's), or nothing worth noting
+    }
+    // Under the table's lock, checked again: `insert` and `remove` change the slot under it.
+    let _g = TYPES.write().unwrap_or_else(|e| e.into_inner());
+    if !not_compiled(t) {
+        return;
+    }
+    SIZE_KEY[i].store(0, Ordering::Release);
+    SIZE_VAL[i].store(size << FLAG_BITS, Ordering::Release);
+    SIZE_KEY[i].store(key, Ordering::Release);
+}
+
 fn remove(t: mpi::MPI_Datatype) {
     let key = datatype_key(t);
     let mut g = TYPES.write().unwrap_or_else(|e| e.into_inner());
+    // A remembered size of a type that is not compiled goes too: the MPI may reuse the handle.
+    let _ = SIZE_KEY[slot_index(key)].compare_exchange(key, 0, Ordering::AcqRel, Ordering::Relaxed);
     if let Some(c) = g.as_mut().and_then(|m| m.remove(&key)) {
         slot(key).fetch_sub(1, Ordering::Relaxed);
-        let _ = SIZE_KEY[slot_index(key)].compare_exchange(key, 0, Ordering::AcqRel, Ordering::Relaxed);
         // The last handle of this compiled form (no dup, no operation in flight): its
         // checkpoint tables can go. Otherwise the budget's LRU evicts them later.
         if Arc::strong_count(&c) == 1 {
@@ -151,6 +179,7 @@ pub fn forget_all() {
 }
 
 /// Number of compiled types currently held (for tests and statistics).
+#[allow(dead_code)] // no caller today; public before `protocol` became crate-private
 pub fn compiled_count() -> usize {
     TYPES.read().unwrap_or_else(|e| e.into_inner()).as_ref().map_or(0, |m| m.len())
 }

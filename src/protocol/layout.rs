@@ -113,6 +113,7 @@ impl Layout {
     }
 
     /// Extent of one element (the stride between consecutive elements), bytes.
+    #[allow(dead_code)] // no caller today; public before `protocol` became crate-private
     pub fn extent(&self) -> i64 {
         self.ct.dataloop().extent
     }

@@ -11,21 +11,65 @@
 //! - [`send`]: the four send modes, blocking, nonblocking and persistent;
 //! - [`recv`]: receives, matched receives, Sendrecv and Sendrecv_replace;
 //! - [`ops`]: the table of requests sluice must finish (unpack, release staging);
-//! - [`complete`]: the Wait/Test family, Request_free, Request_get_status, Start/Startall.
+//! - [`complete`]: the Wait/Test family, Request_free, Request_get_status, Start/Startall;
+//! - [`fast`]: which calls the handlers would forward unchanged, decided before dispatch.
 
 pub mod complete;
+pub mod fast;
 pub mod ops;
 pub mod pipeline;
 pub mod recv;
 pub mod send;
 
 use std::ffi::c_int;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::ffi::{consts, errclass, mpi};
 use crate::transfer::staging;
 
 /// The engine's view of a typed buffer, shared with the collective protocol.
 pub use crate::protocol::layout::Layout;
+
+/// A count of things the completion calls must attend to (requests sluice tracks, pipelined
+/// receives, pipelined sends in flight), each also counted in one process-wide total so that the
+/// fast path ([`fast::completion`]) tests all of them with a single load.
+///
+/// The total is raised before and lowered after the count itself, so it is never below the sum
+/// of the counts: a zero total proves every count zero.
+pub(crate) struct Pending(AtomicUsize);
+
+/// The sum of every [`Pending`] count.
+static PENDING_TOTAL: AtomicUsize = AtomicUsize::new(0);
+
+impl Pending {
+    pub(crate) const fn new() -> Pending {
+        Pending(AtomicUsize::new(0))
+    }
+
+    /// Counts `n` more.
+    pub(crate) fn add(&self, n: usize) {
+        PENDING_TOTAL.fetch_add(n, Ordering::AcqRel);
+        self.0.fetch_add(n, Ordering::AcqRel);
+    }
+
+    /// Counts `n` fewer.
+    pub(crate) fn sub(&self, n: usize) {
+        self.0.fetch_sub(n, Ordering::AcqRel);
+        PENDING_TOTAL.fetch_sub(n, Ordering::AcqRel);
+    }
+
+    /// The count.
+    #[inline]
+    pub(crate) fn get(&self) -> usize {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// Whether every [`Pending`] count is zero.
+#[inline(always)]
+pub(crate) fn nothing_pending() -> bool {
+    PENDING_TOTAL.load(Ordering::Acquire) == 0
+}
 
 /// Bytes of the staging buffer to unpack after a receive that returned `rc` with `status`, for
 /// a receive of `capacity` bytes: what the MPI itself leaves in a truncated receive buffer.

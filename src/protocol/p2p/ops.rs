@@ -22,7 +22,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use super::{received_bytes, Layout};
+use super::{received_bytes, Layout, Pending};
 use crate::ffi::{errclass, mpi, next, request_from_key, request_key};
 use crate::transfer::staging::Staging;
 
@@ -128,26 +128,26 @@ impl Entry {
 static OPS: Mutex<Option<HashMap<usize, Entry>>> = Mutex::new(None);
 static DETACHED: Mutex<Vec<(usize, Entry)>> = Mutex::new(Vec::new());
 /// Entries in OPS plus DETACHED: zero means every completion call is a plain forward.
-static TRACKED: AtomicUsize = AtomicUsize::new(0);
+static TRACKED: Pending = Pending::new();
 /// Entries in DETACHED (checked without the lock on every progressing call).
 static DETACHED_N: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether sluice tracks any request at all (the completion calls' fast-path test).
 #[inline]
 pub fn any() -> bool {
-    TRACKED.load(Ordering::Acquire) != 0
+    TRACKED.get() != 0
 }
 
 /// Number of tracked requests (including detached ones).
 pub fn tracked() -> usize {
-    TRACKED.load(Ordering::Acquire)
+    TRACKED.get()
 }
 
 /// Starts tracking `op` under the request the MPI just returned.
 pub fn track(request: mpi::MPI_Request, op: impl Into<Entry>) {
     let mut g = OPS.lock().unwrap_or_else(|e| e.into_inner());
     if g.get_or_insert_with(HashMap::new).insert(request_key(request), op.into()).is_none() {
-        TRACKED.fetch_add(1, Ordering::AcqRel);
+        TRACKED.add(1);
     }
 }
 
@@ -163,7 +163,7 @@ pub fn take(request: mpi::MPI_Request) -> Option<Entry> {
 fn take_tracked(request: mpi::MPI_Request) -> Option<Entry> {
     let mut g = OPS.lock().unwrap_or_else(|e| e.into_inner());
     let op = g.as_mut()?.remove(&request_key(request))?;
-    TRACKED.fetch_sub(1, Ordering::AcqRel);
+    TRACKED.sub(1);
     Some(op)
 }
 
@@ -176,7 +176,7 @@ pub fn restore(request: mpi::MPI_Request, op: Entry) {
 pub fn detach(request: mpi::MPI_Request, op: Entry) {
     DETACHED.lock().unwrap_or_else(|e| e.into_inner()).push((request_key(request), op));
     DETACHED_N.fetch_add(1, Ordering::AcqRel);
-    TRACKED.fetch_add(1, Ordering::AcqRel);
+    TRACKED.add(1);
 }
 
 /// Tests every detached request once (`wait`: waits for each instead, at MPI_Finalize) and
@@ -214,7 +214,7 @@ fn progress_detached_now(wait: bool) {
         }
         let (_, mut op) = g.swap_remove(i);
         DETACHED_N.fetch_sub(1, Ordering::AcqRel);
-        TRACKED.fetch_sub(1, Ordering::AcqRel);
+        TRACKED.sub(1);
         // SAFETY: the request completed; the application promised to keep the buffer alive.
         unsafe { op.finish(rc, &st) };
         if op.persistent() && req != crate::ffi::consts::request_null() {
@@ -228,6 +228,6 @@ fn progress_detached_now(wait: bool) {
 /// live requests were still tracked (application leaks, reported by the caller).
 pub fn clear() -> usize {
     let n = OPS.lock().unwrap_or_else(|e| e.into_inner()).take().map_or(0, |m| m.len());
-    TRACKED.fetch_sub(n, Ordering::AcqRel);
+    TRACKED.sub(n);
     n
 }

@@ -17,7 +17,7 @@ pub mod stash;
 pub mod track;
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::ffi::{consts, errclass, mpi};
@@ -38,10 +38,42 @@ static NEXT_TAG: AtomicU32 = AtomicU32::new(0);
 /// The private communicator, as an integer (see [`comm_key`]).
 static PRIVATE: Mutex<Option<usize>> = Mutex::new(None);
 
+/// Counts below which `count` elements of any predefined type (at most
+/// [`WIDEST_PREDEFINED`] bytes each) stay below S\* (`u64::MAX` while the pipeline is off): the
+/// fast path's size test in one comparison (`p2p::fast`).
+static SMALL_COUNT: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Bytes of the widest predefined type (`MPI_C_LONG_DOUBLE_COMPLEX`), the bound used for a type
+/// whose size sluice does not know without an MPI call.
+pub const WIDEST_PREDEFINED: u64 = 32;
+
 /// The reserved size S\*, or 0 when the pipeline is off.
 #[inline]
 pub fn reserved() -> usize {
     RESERVED.load(Ordering::Relaxed)
+}
+
+/// See [`SMALL_COUNT`]: `count < small_count()` exactly when `count * WIDEST_PREDEFINED < S*`
+/// (or the pipeline is off).
+#[inline(always)]
+pub fn small_count() -> u64 {
+    SMALL_COUNT.load(Ordering::Relaxed)
+}
+
+/// Sets S\* (0: off) and the values derived from it.
+fn set_reserved(s: usize) {
+    SMALL_COUNT.store(small_count_for(s), Ordering::Relaxed);
+    RESERVED.store(s, Ordering::Release);
+}
+
+/// [`SMALL_COUNT`] for reserved size `s`: the least count whose widest-predefined size reaches
+/// `s` (`u64::MAX` when the pipeline is off).
+fn small_count_for(s: usize) -> u64 {
+    if s == 0 {
+        u64::MAX
+    } else {
+        (s as u64).div_ceil(WIDEST_PREDEFINED)
+    }
 }
 
 /// Chunk size this process sends with.
@@ -180,7 +212,7 @@ pub fn start(cfg: Option<&crate::config::Config>) -> Result<(), String> {
     // The reserved size is odd: only a byte-typed message can have it, never a power of two
     // or an array of wider elements (measured: with S* = 256 KiB, contiguous 256 KiB messages
     // were pipelined through copies and ran 2.3x slower).
-    RESERVED.store(cfg.pipeline_threshold | 1, Ordering::Release);
+    set_reserved(cfg.pipeline_threshold | 1);
     Ok(())
 }
 
@@ -210,7 +242,7 @@ pub fn finish() {
     }
     track::finish();
     send::drain_all();
-    RESERVED.store(0, Ordering::Release);
+    set_reserved(0);
     if let Some(k) = PRIVATE.lock().unwrap_or_else(|e| e.into_inner()).take() {
         let mut c = comm_from_key(k);
         // SAFETY: sluice's own communicator; nothing is pending on it any more.
@@ -238,11 +270,13 @@ pub fn bytes_if_large(count: i64, datatype: mpi::MPI_Datatype) -> Option<usize> 
     }
     let size = match crate::protocol::datatype::size_hint(datatype) {
         Some(n) => n as u64,
-        None if (count as u64).saturating_mul(32) < s as u64 && crate::protocol::datatype::lookup(datatype).is_none() => return None,
+        None if (count as u64).saturating_mul(WIDEST_PREDEFINED) < s as u64 && crate::protocol::datatype::lookup(datatype).is_none() => return None,
         None => {
             let mut size: mpi::MPI_Count = 0;
             // SAFETY: writes one count; an invalid type returns an error and leaves 0.
             unsafe { mpi::PMPI_Type_size_x(datatype, &mut size) };
+            // Next time the fast path knows it (a large message of a predefined type, mostly).
+            crate::protocol::datatype::remember_size(datatype, size.max(0) as usize);
             size.max(0) as u64
         }
     };
@@ -286,4 +320,23 @@ pub fn world_rank_of(comm: mpi::MPI_Comm, rank: c_int) -> Option<c_int> {
         mpi::PMPI_Group_free(&mut gw);
     }
     (out >= 0).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast path's one comparison must say "small" exactly where `bytes_if_large` does.
+    #[test]
+    fn small_count_matches_the_widest_predefined_bound() {
+        for s in [1usize, 31, 32, 33, 63, 64, 129, (256 << 10) + 1, (1 << 20) - 1, usize::MAX] {
+            let small = small_count_for(s);
+            let edge = small.saturating_sub(40)..small.saturating_add(40);
+            for count in edge.chain([0, 1, u64::MAX, i64::MAX as u64, (-1i64) as u64]) {
+                let bound = count.saturating_mul(WIDEST_PREDEFINED) < s as u64;
+                assert_eq!(count < small, bound, "s={s} count={count}");
+            }
+        }
+        assert_eq!(small_count_for(0), u64::MAX);
+    }
 }

@@ -8,12 +8,11 @@
 //! at `MPI_Finalize`, where orphaned chunks of truncated transfers are received and dropped.
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::{chunk, m0_data, next_tag, private, reserved, world_rank, world_rank_of, Header, HEADER};
 use crate::ffi::{consts, errclass, mpi, next, request_from_key, request_key};
-use crate::protocol::p2p::Layout;
+use crate::protocol::p2p::{Layout, Pending};
 use crate::transfer::staging::{self, Staging};
 
 type Comm = mpi::MPI_Comm;
@@ -62,7 +61,7 @@ struct Outgoing {
 const MAX_CHUNKS: usize = 1024;
 
 static OUTGOING: Mutex<Vec<Outgoing>> = Mutex::new(Vec::new());
-static OUTGOING_N: AtomicUsize = AtomicUsize::new(0);
+static OUTGOING_N: Pending = Pending::new();
 
 /// Whether a send of `total` packed bytes on `comm` is pipelined.
 pub fn applies(total: usize, comm: Comm) -> bool {
@@ -128,24 +127,24 @@ pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm
         off += len;
     }
     OUTGOING.lock().unwrap_or_else(|e| e.into_inner()).push(Outgoing { reqs, _m0: m0, _stream: stream });
-    OUTGOING_N.fetch_add(1, Ordering::AcqRel);
+    OUTGOING_N.add(1);
     (rc, req)
 }
 
 /// Pipelined sends whose chunks are still in flight (each holds two staging buffers).
 pub fn transfers_in_flight() -> usize {
-    OUTGOING_N.load(Ordering::Acquire)
+    OUTGOING_N.get()
 }
 
 /// Whether chunks of pipelined sends are still in flight.
 pub fn in_flight() -> bool {
-    OUTGOING_N.load(Ordering::Acquire) != 0
+    OUTGOING_N.get() != 0
 }
 
 /// Tests the chunks in flight and releases the memory of finished transfers.
 #[inline]
 pub fn progress() {
-    if OUTGOING_N.load(Ordering::Acquire) != 0 {
+    if OUTGOING_N.get() != 0 {
         progress_now();
     }
 }
@@ -162,7 +161,7 @@ fn progress_now() {
         unsafe { next::MPI_Testall(reqs.len() as c_int, reqs.as_mut_ptr(), &mut flag, consts::statuses_ignore()) };
         o.reqs = reqs.iter().map(|&r| request_key(r)).collect();
         if flag != 0 {
-            OUTGOING_N.fetch_sub(1, Ordering::AcqRel);
+            OUTGOING_N.sub(1);
         }
         flag == 0
     });
@@ -174,7 +173,7 @@ fn progress_now() {
 /// on the private communicator), so no rank leaves while a chunk to it is in flight.
 pub fn drain_all() {
     let pc = private();
-    while OUTGOING_N.load(Ordering::Acquire) != 0 {
+    while OUTGOING_N.get() != 0 {
         progress_now();
         drain_orphans(pc);
     }

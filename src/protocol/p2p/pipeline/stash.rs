@@ -283,6 +283,7 @@ fn message_key(m: mpi::MPI_Message) -> usize {
 }
 
 /// Entries still stashed (leak checks).
+#[allow(dead_code)] // no caller today; public before `protocol` became crate-private
 pub fn stashed() -> usize {
     BY_MATCH_N.load(Ordering::Acquire) + BY_MESSAGE_N.load(Ordering::Acquire)
 }

@@ -13,14 +13,13 @@
 
 use std::collections::HashMap;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::incoming::{Dest, Incoming, Outcome};
 use super::reserved;
 use crate::protocol::p2p::Layout;
 use crate::ffi::{consts, errclass, mpi, request_from_key, request_key};
-use crate::protocol::p2p::{blank_status, ops, received_bytes};
+use crate::protocol::p2p::{blank_status, ops, received_bytes, Pending};
 
 type Req = mpi::MPI_Request;
 type Status = mpi::MPI_Status;
@@ -71,17 +70,17 @@ unsafe impl Send for Entry {}
 
 /// `None`: taken out by a thread working on it.
 static TABLE: Mutex<Option<HashMap<usize, Option<Entry>>>> = Mutex::new(None);
-static TRACKED: AtomicUsize = AtomicUsize::new(0);
+static TRACKED: Pending = Pending::new();
 
 /// Whether any receive is tracked or any chunk is in flight (the completion calls' fast test).
 #[inline]
 pub fn any() -> bool {
-    TRACKED.load(Ordering::Acquire) != 0
+    TRACKED.get() != 0
 }
 
 /// Number of tracked receives (leak checks).
 pub fn tracked() -> usize {
-    TRACKED.load(Ordering::Acquire)
+    TRACKED.get()
 }
 
 /// Tracks a receive served from the probe stash under its placeholder request `req`: its
@@ -98,7 +97,7 @@ pub fn arm_served(req: Req, t: Result<Incoming, Outcome>, comm: mpi::MPI_Comm) {
 pub fn arm(req: Req, e: Entry) {
     let mut g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
     if g.get_or_insert_with(HashMap::new).insert(request_key(req), Some(e)).is_none() {
-        TRACKED.fetch_add(1, Ordering::AcqRel);
+        TRACKED.add(1);
     }
 }
 
@@ -134,14 +133,14 @@ fn take_out(req: Req) -> Option<Entry> {
         return None; // untracked, or another thread works on it
     }
     let e = m.remove(&k).flatten();
-    TRACKED.fetch_sub(1, Ordering::AcqRel);
+    TRACKED.sub(1);
     e
 }
 
 fn forget(req: Req) {
     let mut g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
     if g.as_mut().and_then(|m| m.remove(&request_key(req))).is_some() {
-        TRACKED.fetch_sub(1, Ordering::AcqRel);
+        TRACKED.sub(1);
     }
 }
 
@@ -598,7 +597,7 @@ pub fn finish() {
         progress_all();
     }
     let left = TABLE.lock().unwrap_or_else(|e| e.into_inner()).take().map_or(0, |m| m.len());
-    TRACKED.fetch_sub(left, Ordering::AcqRel);
+    TRACKED.sub(left);
 }
 
 /// A blocking receive that got S\* bytes: reads the header and receives the rest. Returns the

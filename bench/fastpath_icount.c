@@ -1,0 +1,74 @@
+/*
+ * fastpath_icount.c - instructions sluice adds to MPI_Send, MPI_Recv, MPI_Isend, MPI_Irecv,
+ * MPI_Wait, MPI_Waitall and MPI_Test on 8-byte messages of predefined types (docs/benchmarks.md,
+ * "The point-to-point fast path"). One process, MPI_COMM_SELF; each loop is its own function so
+ * that callgrind can collect only inside them:
+ *
+ *   mpicc -O2 -o icount bench/fastpath_icount.c
+ *   LD_PRELOAD=$PWD/target/openmpi/release/libsluice.so valgrind --tool=callgrind \
+ *       --toggle-collect='loop_*' --callgrind-out-file=cg.out ./icount 10000
+ *   python3 scripts/callgrind_own.py cg.out
+ *
+ * (Open MPI as root also needs OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1.)
+ * Blocking sends pair with a pre-posted receive: MPICH's ch4:ucx does not complete a blocking
+ * send to self before its receive is posted.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char sbuf[64], rbuf[64];
+
+__attribute__((noinline)) void loop_send_recv(long n) {
+    for (long i = 0; i < n; i++) {
+        MPI_Request r;
+        MPI_Irecv(rbuf, 8, MPI_BYTE, 0, 1, MPI_COMM_SELF, &r);
+        MPI_Send(sbuf, 8, MPI_BYTE, 0, 1, MPI_COMM_SELF);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        MPI_Isend(sbuf, 8, MPI_BYTE, 0, 1, MPI_COMM_SELF, &r);
+        MPI_Recv(rbuf, 8, MPI_BYTE, 0, 1, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+}
+__attribute__((noinline)) void loop_isend_irecv_wait(long n) {
+    MPI_Request r[2];
+    for (long i = 0; i < n; i++) {
+        MPI_Irecv(rbuf, 2, MPI_INT, 0, 2, MPI_COMM_SELF, &r[0]);
+        MPI_Isend(sbuf, 2, MPI_INT, 0, 2, MPI_COMM_SELF, &r[1]);
+        MPI_Wait(&r[1], MPI_STATUS_IGNORE);
+        MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+    }
+}
+__attribute__((noinline)) void loop_waitall(long n) {
+    MPI_Request r[2];
+    MPI_Status st[2];
+    for (long i = 0; i < n; i++) {
+        MPI_Irecv(rbuf, 1, MPI_DOUBLE, 0, 3, MPI_COMM_SELF, &r[0]);
+        MPI_Isend(sbuf, 1, MPI_DOUBLE, 0, 3, MPI_COMM_SELF, &r[1]);
+        MPI_Waitall(2, r, st);
+    }
+}
+__attribute__((noinline)) void loop_test(long n) {
+    MPI_Request r[2];
+    int flag = 0;
+    for (long i = 0; i < n; i++) {
+        MPI_Irecv(rbuf, 8, MPI_CHAR, 0, 4, MPI_COMM_SELF, &r[0]);
+        MPI_Isend(sbuf, 8, MPI_CHAR, 0, 4, MPI_COMM_SELF, &r[1]);
+        do { MPI_Test(&r[1], &flag, MPI_STATUS_IGNORE); } while (!flag);
+        do { MPI_Test(&r[0], &flag, MPI_STATUS_IGNORE); } while (!flag);
+    }
+}
+
+int main(int argc, char **argv) {
+    long n = argc > 1 ? atol(argv[1]) : 10000;
+    MPI_Init(&argc, &argv);
+    memset(sbuf, 1, sizeof sbuf);
+    loop_send_recv(100); loop_isend_irecv_wait(100); loop_waitall(100); loop_test(100);
+    loop_send_recv(n);
+    loop_isend_irecv_wait(n);
+    loop_waitall(n);
+    loop_test(n);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,93 @@
+//! The point-to-point fast path: predicates that prove, from a few atomic loads and no lock or
+//! MPI call, that a handler of this protocol would forward its call to the MPI unchanged. The
+//! exported function (`intercept::exports`) asks the predicate named in the registry entry
+//! (`fast(...)` in `ffi::interposed`) first and, when it holds, calls the next definition
+//! directly, skipping the dispatch and the handler's own rules.
+//!
+//! Each predicate must imply exactly what the handler decides (a `true` that the handler would
+//! not have forwarded changes semantics); a `false` only costs the full path. Most sends and
+//! receives use predefined types (which sluice never compiles) and small counts, most completion
+//! calls happen while sluice tracks no request: those are the cases answered here. The issue's
+//! target is that such a call costs no more than calling the MPI directly (docs/benchmarks.md,
+//! "Interception overhead").
+
+use super::pipeline;
+use crate::ffi::mpi;
+use crate::protocol::datatype;
+
+/// How far a predicate looks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Look {
+    /// What the exported function itself checks: types not compiled (predefined ones) only. Few
+    /// enough registers that it needs no stack frame and its calls are tail calls.
+    Quick,
+    /// Also larger counts of types whose size is noted, and compiled types that are contiguous
+    /// (both through the lock-free hint table), checked out of line when the quick look said no.
+    Thorough,
+}
+
+/// A message of `count` elements of `datatype` that neither sluice's engine path nor the
+/// pipelined protocol takes (the send handlers forward it; receives also check the stash):
+/// - a type sluice has not compiled (every predefined type): `Layout::of` needs the compiled form,
+///   and `pipeline::bytes_if_large` says "small" when even the widest predefined element times
+///   `count` stays below the reserved size;
+/// - with [`Look::Thorough`], a larger count of such a type whose size `bytes_if_large` noted
+///   earlier (`datatype::remember_size`), below the reserved size;
+/// - with [`Look::Thorough`], a compiled type that is contiguous in memory (`Layout::of` leaves
+///   it to the MPI) whose `count` elements stay below the reserved size.
+///
+/// The pipeline being off (reserved size 0) makes every size small. Negative counts fail the
+/// bound (as `u64` they are huge) and take the full path, which forwards them too.
+#[inline(always)]
+pub fn message(look: Look, count: impl Into<i64>, dt: mpi::MPI_Datatype) -> bool {
+    let count = count.into() as u64;
+    if datatype::not_compiled(dt) {
+        // `count * WIDEST_PREDEFINED < S*` (or no pipeline), as `bytes_if_large` tests it.
+        if count < pipeline::small_count() {
+            return true;
+        }
+        // A larger count: the size `bytes_if_large` found for the type last time, if noted.
+        return look == Look::Thorough && below_reserved(count, dt, false);
+    }
+    look == Look::Thorough && below_reserved(count, dt, true)
+}
+
+/// Whether `count` elements of `dt` stay below the reserved size, by the type's hint: a type
+/// that is not compiled needs only that (`Layout::of` leaves it to the MPI); a compiled one must
+/// also be contiguous (`contiguous`).
+#[inline(always)]
+fn below_reserved(count: u64, dt: mpi::MPI_Datatype, contiguous: bool) -> bool {
+    let reserved = pipeline::reserved() as u64;
+    datatype::hint(dt).is_some_and(|h| {
+        (h.contiguous || !contiguous) && (reserved == 0 || count.saturating_mul(h.size as u64) < reserved)
+    })
+}
+
+/// A receive (`MPI_Recv`, `MPI_Irecv`) the handler forwards: no probed pipelined message waits
+/// in the stash (one could match it), and [`message`]. (`MPI_Recv_init` never takes from the
+/// stash: its entry uses [`message`].)
+#[inline(always)]
+pub fn receive(look: Look, count: impl Into<i64>, dt: mpi::MPI_Datatype) -> bool {
+    !pipeline::stash::any() && message(look, count, dt)
+}
+
+/// `MPI_Sendrecv`: both sides forwarded, and no stashed message for the receive side.
+#[inline(always)]
+pub fn sendrecv(
+    look: Look,
+    sendcount: impl Into<i64>,
+    sendtype: mpi::MPI_Datatype,
+    recvcount: impl Into<i64>,
+    recvtype: mpi::MPI_Datatype,
+) -> bool {
+    !pipeline::stash::any() && message(look, sendcount, sendtype) && message(look, recvcount, recvtype)
+}
+
+/// The completion family (Wait/Test variants, Request_get_status, Request_free): no request is
+/// tracked by the engine path (`ops`, detached ones included) or by the pipeline (`track`), and
+/// no pipelined send has chunks in flight (nothing for the call to progress): all three counts
+/// in one load ([`super::nothing_pending`]). Looks the same either way.
+#[inline(always)]
+pub fn completion(_: Look) -> bool {
+    super::nothing_pending()
+}
