@@ -73,9 +73,9 @@ pub const PARAMS: &[Param] = &[
     },
     Param {
         name: "SLUICE_COLL_MPI_BLOCK",
-        default: "auto",
-        accepted: "auto, off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 512",
-        doc: "Collective buffers whose type's smallest contiguous block is at least this many bytes are passed to the MPI with the application's own type instead of being staged (MPI_Neighbor_alltoallw decides per neighbor); auto = 64 with Open MPI, whose engine moves such blocks at memory speed and overlaps packing with the transfer, off with MPICH, whose engine is slower than sluice's at every block size (measured, docs/benchmarks.md).",
+        default: "64",
+        accepted: "off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 512",
+        doc: "Collective blocks whose type's smallest contiguous block is at least this many bytes are left to the MPI's own engine: a call with no smaller block goes to the MPI unchanged, and MPI_Alltoallw/MPI_Neighbor_alltoallw pass such blocks with the application's own type while staging the others (measured with the halo exchange on both MPIs, docs/benchmarks.md); off stages every non-contiguous block.",
     },
     Param {
         name: "SLUICE_STAGING_CACHE",
@@ -278,16 +278,6 @@ fn parse_bytes_or_off(p: &'static Param, v: &str) -> Result<usize, ConfigError> 
 /// blocks); MPICH's engine is slower on small messages, so sluice keeps them below 512 KiB.
 pub const MPI_ABOVE_AUTO: usize = if cfg!(sluice_mpi = "mpich") { 512 << 10 } else { 0 };
 
-/// `SLUICE_COLL_MPI_BLOCK=auto` (see its documentation).
-pub const COLL_MPI_BLOCK_AUTO: usize = if cfg!(sluice_mpi = "mpich") { usize::MAX } else { 64 };
-
-fn parse_coll_mpi_block(p: &'static Param, v: &str) -> Result<usize, ConfigError> {
-    if v.trim().eq_ignore_ascii_case("auto") {
-        return Ok(COLL_MPI_BLOCK_AUTO);
-    }
-    parse_bytes_or_off(p, v)
-}
-
 fn parse_mpi_above(p: &'static Param, v: &str) -> Result<usize, ConfigError> {
     if v.trim().eq_ignore_ascii_case("auto") {
         return Ok(MPI_ABOVE_AUTO);
@@ -379,7 +369,7 @@ impl Config {
             coll: parse_bool(param("SLUICE_COLL"), &value("SLUICE_COLL"))?,
             p2p_mpi_above: parse_mpi_above(param("SLUICE_P2P_MPI_ABOVE"), &value("SLUICE_P2P_MPI_ABOVE"))?,
             p2p_mpi_block: parse_bytes(param("SLUICE_P2P_MPI_BLOCK"), &value("SLUICE_P2P_MPI_BLOCK"))?,
-            coll_mpi_block: parse_coll_mpi_block(param("SLUICE_COLL_MPI_BLOCK"), &value("SLUICE_COLL_MPI_BLOCK"))?,
+            coll_mpi_block: parse_bytes_or_off(param("SLUICE_COLL_MPI_BLOCK"), &value("SLUICE_COLL_MPI_BLOCK"))?,
             staging_cache: parse_bytes(param("SLUICE_STAGING_CACHE"), &value("SLUICE_STAGING_CACHE"))?,
             pipeline_threshold: parse_bytes_in(param("SLUICE_PIPELINE_THRESHOLD"), &value("SLUICE_PIPELINE_THRESHOLD"), 128, usize::MAX, true)?,
             pipeline_chunk: parse_bytes_in(param("SLUICE_PIPELINE_CHUNK"), &value("SLUICE_PIPELINE_CHUNK"), 64, 1 << 30, false)?,
@@ -424,7 +414,7 @@ mod tests {
             coll: true,
             p2p_mpi_above: MPI_ABOVE_AUTO,
             p2p_mpi_block: 64,
-            coll_mpi_block: COLL_MPI_BLOCK_AUTO,
+            coll_mpi_block: 64,
             staging_cache: 64 << 20,
             pipeline_threshold: 256 << 10,
             pipeline_chunk: 128 << 10,
@@ -454,7 +444,6 @@ mod tests {
         assert_eq!(parse(&[("SLUICE_P2P_MPI_ABOVE", "AUTO")]).unwrap().p2p_mpi_above, MPI_ABOVE_AUTO);
         assert_eq!(parse(&[("SLUICE_COLL_MPI_BLOCK", "off")]).unwrap().coll_mpi_block, usize::MAX);
         assert_eq!(parse(&[("SLUICE_COLL_MPI_BLOCK", "1K")]).unwrap().coll_mpi_block, 1 << 10);
-        assert_eq!(parse(&[("SLUICE_COLL_MPI_BLOCK", "auto")]).unwrap().coll_mpi_block, COLL_MPI_BLOCK_AUTO);
         assert!(parse(&[("SLUICE_COLL_MPI_BLOCK", "big")]).is_err());
         assert_eq!(parse(&[("SLUICE_P2P_MPI_BLOCK", "x")]).unwrap_err().name, "SLUICE_P2P_MPI_BLOCK");
         assert_eq!(parse(&[("SLUICE_P2P", "sometimes")]).unwrap_err().name, "SLUICE_P2P");
