@@ -68,7 +68,9 @@ fn main() {
         "mpich" => mpich(),
         other => panic!("SLUICE_MPI={other}: accepted values are `openmpi` and `mpich`"),
     }
-    .unwrap_or_else(|| panic!("SLUICE_MPI={wanted}: its compiler wrapper (mpicc.{wanted}) was not found; install the MPI (scripts/install-deps.sh)"));
+    .unwrap_or_else(|| {
+        panic!("SLUICE_MPI={wanted}: its compiler wrapper (mpicc.{wanted}) was not found; install the MPI (scripts/install-deps.sh)")
+    });
 
     println!("cargo:rustc-cfg=sluice_mpi=\"{}\"", flavor.name);
     println!("cargo:rustc-env=SLUICE_MPI={}", flavor.name);

@@ -218,11 +218,7 @@ pub struct ConfigError {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "invalid value {}={:?}; accepted values: {}",
-            self.name, self.value, self.accepted
-        )
+        write!(f, "invalid value {}={:?}; accepted values: {}", self.name, self.value, self.accepted)
     }
 }
 
@@ -331,10 +327,7 @@ impl Config {
     }
 
     /// Parses from any variable lookup; `known_fn` tells which function names exist.
-    pub fn from_lookup(
-        get: impl Fn(&str) -> Option<String>,
-        known_fn: &dyn Fn(&str) -> bool,
-    ) -> Result<Config, ConfigError> {
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>, known_fn: &dyn Fn(&str) -> bool) -> Result<Config, ConfigError> {
         let value = |name: &str| get(name).unwrap_or_else(|| param(name).default.to_string());
         let disable = parse_bool(param("SLUICE_DISABLE"), &value("SLUICE_DISABLE"))?;
         if disable {
@@ -371,7 +364,13 @@ impl Config {
             p2p_mpi_block: parse_bytes(param("SLUICE_P2P_MPI_BLOCK"), &value("SLUICE_P2P_MPI_BLOCK"))?,
             coll_mpi_block: parse_bytes_or_off(param("SLUICE_COLL_MPI_BLOCK"), &value("SLUICE_COLL_MPI_BLOCK"))?,
             staging_cache: parse_bytes(param("SLUICE_STAGING_CACHE"), &value("SLUICE_STAGING_CACHE"))?,
-            pipeline_threshold: parse_bytes_in(param("SLUICE_PIPELINE_THRESHOLD"), &value("SLUICE_PIPELINE_THRESHOLD"), 128, usize::MAX, true)?,
+            pipeline_threshold: parse_bytes_in(
+                param("SLUICE_PIPELINE_THRESHOLD"),
+                &value("SLUICE_PIPELINE_THRESHOLD"),
+                128,
+                usize::MAX,
+                true,
+            )?,
             pipeline_chunk: parse_bytes_in(param("SLUICE_PIPELINE_CHUNK"), &value("SLUICE_PIPELINE_CHUNK"), 64, 1 << 30, false)?,
             pipeline_depth: parse_bytes_in(param("SLUICE_PIPELINE_DEPTH"), &value("SLUICE_PIPELINE_DEPTH"), 1, 64, false)?,
             threads: parse_threads(param("SLUICE_THREADS"), &value("SLUICE_THREADS"))?,
@@ -397,8 +396,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn parse(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let m: HashMap<String, String> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_lookup(|k| m.get(k).cloned(), &|n| n == "MPI_Send")
     }
 
@@ -472,8 +470,7 @@ mod tests {
 
     #[test]
     fn typed_values() {
-        let c = parse(&[("SLUICE_STATS", "Yes"), ("SLUICE_LOG", "debug"), ("SLUICE_TEST_PANIC", "MPI_Send")])
-            .unwrap();
+        let c = parse(&[("SLUICE_STATS", "Yes"), ("SLUICE_LOG", "debug"), ("SLUICE_TEST_PANIC", "MPI_Send")]).unwrap();
         assert!(c.stats);
         assert_eq!(c.log, LogLevel::Debug);
         assert_eq!(c.test_panic.as_deref(), Some("MPI_Send"));
@@ -492,7 +489,9 @@ mod tests {
 
     #[test]
     fn parallel_processing_settings() {
-        let c = parse(&[("SLUICE_THREADS", "2"), ("SLUICE_CKPT_EPSILON", "0.05"), ("SLUICE_CKPT_MEMORY", "1M"), ("SLUICE_PARALLEL_MIN", "0")]).unwrap();
+        let c =
+            parse(&[("SLUICE_THREADS", "2"), ("SLUICE_CKPT_EPSILON", "0.05"), ("SLUICE_CKPT_MEMORY", "1M"), ("SLUICE_PARALLEL_MIN", "0")])
+                .unwrap();
         assert_eq!((c.threads, c.ckpt_epsilon, c.ckpt_memory, c.parallel_min), (Some(2), 0.05, 1 << 20, 0));
         assert_eq!(parse(&[("SLUICE_PARALLEL_MIN", "4x")]).unwrap_err().name, "SLUICE_PARALLEL_MIN");
         assert_eq!(parse(&[("SLUICE_PARALLEL_MIN", " OFF ")]).unwrap().parallel_min, usize::MAX);

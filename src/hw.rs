@@ -47,11 +47,7 @@ pub struct HardwareReport {
 
 /// Probes the machine. Never panics and never aborts.
 pub fn detect() -> HardwareReport {
-    HardwareReport {
-        cpu: guarded("hwloc", detect_cpu),
-        cuda: guarded("CUDA", detect_cuda),
-        rdma: guarded("RDMA verbs", detect_rdma),
-    }
+    HardwareReport { cpu: guarded("hwloc", detect_cpu), cuda: guarded("CUDA", detect_cuda), rdma: guarded("RDMA verbs", detect_rdma) }
 }
 
 /// Runs a probe, turning a panic inside a binding into an error message.
@@ -73,11 +69,7 @@ pub fn detect_cpu() -> Probe<CpuTopology> {
 
     let topology = Topology::new().map_err(|e| format!("hwloc topology discovery failed: {e}"))?;
     let count = |t: ObjectType| topology.objects_with_type(t).count();
-    Ok(CpuTopology {
-        cores: count(ObjectType::Core),
-        pus: count(ObjectType::PU),
-        numa_nodes: count(ObjectType::NUMANode),
-    })
+    Ok(CpuTopology { cores: count(ObjectType::Core), pus: count(ObjectType::PU), numa_nodes: count(ObjectType::NUMANode) })
 }
 
 fn detect_cuda() -> Probe<Vec<CudaDevice>> {
@@ -207,11 +199,7 @@ mod tests {
 
     #[test]
     fn failures_render_as_none_with_reason() {
-        let report = HardwareReport {
-            cpu: Err("boom".into()),
-            cuda: Err("no CUDA driver".into()),
-            rdma: Ok(vec![]),
-        };
+        let report = HardwareReport { cpu: Err("boom".into()), cuda: Err("no CUDA driver".into()), rdma: Ok(vec![]) };
         let text = report.to_string();
         assert!(text.contains("unknown (boom)"), "{text}");
         assert!(text.contains("none (no CUDA driver)"), "{text}");

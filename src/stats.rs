@@ -195,14 +195,7 @@ pub fn format_report(all: &[u64], flavor: &str) -> String {
             mpi += all[base + 3];
         }
         let sluice_us = total.saturating_sub(mpi) as f64 / 1e3;
-        out.push_str(&format!(
-            "[sluice] {:<12} {:>12} {:>16} {:>16.1} {:>16.1}\n",
-            fam.name(),
-            calls,
-            bytes,
-            sluice_us,
-            mpi as f64 / 1e3
-        ));
+        out.push_str(&format!("[sluice] {:<12} {:>12} {:>16} {:>16.1} {:>16.1}\n", fam.name(), calls, bytes, sluice_us, mpi as f64 / 1e3));
     }
     out
 }

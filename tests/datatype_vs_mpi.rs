@@ -126,20 +126,64 @@ enum Spec {
     Dup(Box<Spec>),
     Contig(c_int, Box<Spec>),
     /// Stride `±(blocklen + gap)` child extents.
-    Vector { count: c_int, blocklen: c_int, gap: c_int, neg: bool, child: Box<Spec> },
+    Vector {
+        count: c_int,
+        blocklen: c_int,
+        gap: c_int,
+        neg: bool,
+        child: Box<Spec>,
+    },
     /// Stride `±(block footprint + gap)` bytes.
-    Hvector { count: c_int, blocklen: c_int, gap: i64, neg: bool, child: Box<Spec> },
-    Indexed { blocklens: Vec<c_int>, at: Layout, child: Box<Spec> },
-    Hindexed { blocklens: Vec<c_int>, at: Layout, child: Box<Spec> },
-    IndexedBlock { blocklen: c_int, at: Layout, child: Box<Spec> },
-    HindexedBlock { blocklen: c_int, at: Layout, child: Box<Spec> },
-    Struct { members: Vec<(c_int, Spec)>, at: Layout },
+    Hvector {
+        count: c_int,
+        blocklen: c_int,
+        gap: i64,
+        neg: bool,
+        child: Box<Spec>,
+    },
+    Indexed {
+        blocklens: Vec<c_int>,
+        at: Layout,
+        child: Box<Spec>,
+    },
+    Hindexed {
+        blocklens: Vec<c_int>,
+        at: Layout,
+        child: Box<Spec>,
+    },
+    IndexedBlock {
+        blocklen: c_int,
+        at: Layout,
+        child: Box<Spec>,
+    },
+    HindexedBlock {
+        blocklen: c_int,
+        at: Layout,
+        child: Box<Spec>,
+    },
+    Struct {
+        members: Vec<(c_int, Spec)>,
+        at: Layout,
+    },
     /// `(size, subsize, start)` per dimension.
-    Subarray { dims: Vec<(c_int, c_int, c_int)>, fortran: bool, child: Box<Spec> },
+    Subarray {
+        dims: Vec<(c_int, c_int, c_int)>,
+        fortran: bool,
+        child: Box<Spec>,
+    },
     /// `(gsize, distribution, psize)` per dimension; `rank` picks the process.
-    Darray { dims: Vec<(c_int, Distrib, c_int)>, rank: Index, fortran: bool, child: Box<Spec> },
+    Darray {
+        dims: Vec<(c_int, Distrib, c_int)>,
+        rank: Index,
+        fortran: bool,
+        child: Box<Spec>,
+    },
     /// New lb = lb + `dlb`, new extent = extent + `dext` (at least 0; shrinking may overlap).
-    Resized { dlb: i64, dext: i64, child: Box<Spec> },
+    Resized {
+        dlb: i64,
+        dext: i64,
+        child: Box<Spec>,
+    },
 }
 
 impl Spec {
@@ -170,8 +214,11 @@ impl Spec {
 fn arb_layout(n: usize) -> impl Strategy<Value = Layout> {
     // Mostly disjoint blocks; now and then a negative gap makes two overlap.
     let gap = prop_oneof![8 => 0i64..6, 1 => -6i64..0];
-    (prop::collection::vec(gap, n), prop::collection::vec(any::<u8>(), n), any::<u16>())
-        .prop_map(|(gaps, keys, shift)| Layout { gaps, keys, shift })
+    (prop::collection::vec(gap, n), prop::collection::vec(any::<u8>(), n), any::<u16>()).prop_map(|(gaps, keys, shift)| Layout {
+        gaps,
+        keys,
+        shift,
+    })
 }
 
 fn arb_blocks() -> impl Strategy<Value = (Vec<c_int>, Layout)> {
@@ -210,20 +257,22 @@ fn arb_spec() -> impl Strategy<Value = Spec> {
                 .prop_map(|(count, blocklen, gap, neg, child)| Spec::Hvector { count, blocklen, gap, neg, child }),
             (arb_blocks(), bx.clone()).prop_map(|((blocklens, at), child)| Spec::Indexed { blocklens, at, child }),
             (arb_blocks(), bx.clone()).prop_map(|((blocklens, at), child)| Spec::Hindexed { blocklens, at, child }),
-            (0 as c_int..3, (0usize..5).prop_flat_map(arb_layout), bx.clone())
-                .prop_map(|(blocklen, at, child)| Spec::IndexedBlock { blocklen, at, child }),
-            (0 as c_int..3, (0usize..5).prop_flat_map(arb_layout), bx.clone())
-                .prop_map(|(blocklen, at, child)| Spec::HindexedBlock { blocklen, at, child }),
+            (0 as c_int..3, (0usize..5).prop_flat_map(arb_layout), bx.clone()).prop_map(|(blocklen, at, child)| Spec::IndexedBlock {
+                blocklen,
+                at,
+                child
+            }),
+            (0 as c_int..3, (0usize..5).prop_flat_map(arb_layout), bx.clone()).prop_map(|(blocklen, at, child)| Spec::HindexedBlock {
+                blocklen,
+                at,
+                child
+            }),
             prop::collection::vec((0 as c_int..3, inner), 1..4).prop_flat_map(|members| {
                 let n = members.len();
                 (Just(members), arb_layout(n)).prop_map(|(members, at)| Spec::Struct { members, at })
             }),
-            (
-                prop::collection::vec((1 as c_int..5, any::<Index>(), any::<Index>()), 1..4),
-                any::<bool>(),
-                bx.clone()
-            )
-                .prop_map(|(d, fortran, child)| {
+            (prop::collection::vec((1 as c_int..5, any::<Index>(), any::<Index>()), 1..4), any::<bool>(), bx.clone()).prop_map(
+                |(d, fortran, child)| {
                     let dims = d
                         .into_iter()
                         .map(|(size, sub, start)| {
@@ -232,7 +281,8 @@ fn arb_spec() -> impl Strategy<Value = Spec> {
                         })
                         .collect();
                     Spec::Subarray { dims, fortran, child }
-                }),
+                }
+            ),
             (prop::collection::vec(arb_distrib(), 1..4), any::<Index>(), any::<bool>(), bx.clone())
                 .prop_map(|(dims, rank, fortran, child)| Spec::Darray { dims, rank, fortran, child }),
             (-16i64..16, -4i64..16, bx).prop_map(|(dlb, dext, child)| Spec::Resized { dlb, dext, child }),
@@ -271,12 +321,12 @@ impl Builder {
         let leaf = match spec {
             Spec::Named(i) => return Ok((BASICS[*i].1(), BASICS[*i].0.to_string())),
             // SAFETY (F90 constructors): plain integer arguments, fresh output handle.
-            Spec::F90Real(p) => Some(self.make(format!("f90_real({p})"), |o| unsafe {
-                mpi::PMPI_Type_create_f90_real(*p, mpi::MPI_UNDEFINED, o)
-            })?),
-            Spec::F90Complex(p) => Some(self.make(format!("f90_complex({p})"), |o| unsafe {
-                mpi::PMPI_Type_create_f90_complex(*p, mpi::MPI_UNDEFINED, o)
-            })?),
+            Spec::F90Real(p) => {
+                Some(self.make(format!("f90_real({p})"), |o| unsafe { mpi::PMPI_Type_create_f90_real(*p, mpi::MPI_UNDEFINED, o) })?)
+            }
+            Spec::F90Complex(p) => {
+                Some(self.make(format!("f90_complex({p})"), |o| unsafe { mpi::PMPI_Type_create_f90_complex(*p, mpi::MPI_UNDEFINED, o) })?)
+            }
             Spec::F90Integer(r) => Some(self.make(format!("f90_integer({r})"), |o| unsafe { mpi::PMPI_Type_create_f90_integer(*r, o) })?),
             _ => None,
         };
@@ -342,7 +392,10 @@ impl Builder {
             Spec::Dup(_) => self.make(format!("dup({cn})"), |o| unsafe { mpi::PMPI_Type_dup(c, o) }),
             Spec::Contig(n, _) => self.make(format!("contiguous({n}, {cn})"), |o| unsafe { mpi::PMPI_Type_contiguous(*n, c, o) }),
             Spec::Vector { count, blocklen, gap, neg, .. } => {
-                let s = (blocklen + gap + (ompi_reverse_bytes(c, (*blocklen + gap) as i64 * ext, *neg) as u64).div_ceil(ext.max(1) as u64) as c_int) * if *neg { -1 } else { 1 };
+                let s = (blocklen
+                    + gap
+                    + (ompi_reverse_bytes(c, (*blocklen + gap) as i64 * ext, *neg) as u64).div_ceil(ext.max(1) as u64) as c_int)
+                    * if *neg { -1 } else { 1 };
                 self.make(format!("vector({count}, {blocklen}, {s}, {cn})"), |o| unsafe {
                     mpi::PMPI_Type_vector(*count, *blocklen, s, c, o)
                 })
@@ -355,7 +408,8 @@ impl Builder {
                 })
             }
             Spec::Indexed { blocklens: b, at, .. } => {
-                let ds: Vec<c_int> = place(at, &b.iter().map(|&b| (b as i64, 0)).collect::<Vec<_>>()).into_iter().map(|d| d as c_int).collect();
+                let ds: Vec<c_int> =
+                    place(at, &b.iter().map(|&b| (b as i64, 0)).collect::<Vec<_>>()).into_iter().map(|d| d as c_int).collect();
                 self.make(format!("indexed({}, {b:?}, {ds:?}, {cn})", b.len()), |o| unsafe {
                     mpi::PMPI_Type_indexed(b.len() as c_int, b.as_ptr(), ds.as_ptr(), c, o)
                 })
@@ -715,7 +769,9 @@ fn suite_cases() {
     let vec = |n, b, s, t| make(|o| unsafe { mpi::PMPI_Type_vector(n, b, s, t, o) });
     let contig = |n, t| make(|o| unsafe { mpi::PMPI_Type_contiguous(n, t, o) });
     let sub = |sizes: [c_int; 3], subs: [c_int; 3], t| {
-        make(|o| unsafe { mpi::PMPI_Type_create_subarray(3, sizes.as_ptr(), subs.as_ptr(), [0; 3].as_ptr(), mpi::MPI_ORDER_C as c_int, t, o) })
+        make(|o| unsafe {
+            mpi::PMPI_Type_create_subarray(3, sizes.as_ptr(), subs.as_ptr(), [0; 3].as_ptr(), mpi::MPI_ORDER_C as c_int, t, o)
+        })
     };
     let mut cases: Vec<(&str, MPI_Datatype, usize)> = vec![
         ("contig", contig(1 << 19, d), 1),
@@ -769,7 +825,18 @@ fn suite_cases() {
     cases.push((
         "darray-cyclic",
         make(|o| unsafe {
-            mpi::PMPI_Type_create_darray(6, 3, 2, g.as_ptr(), dist.as_ptr(), darg.as_ptr(), p.as_ptr(), mpi::MPI_ORDER_FORTRAN as c_int, d, o)
+            mpi::PMPI_Type_create_darray(
+                6,
+                3,
+                2,
+                g.as_ptr(),
+                dist.as_ptr(),
+                darg.as_ptr(),
+                p.as_ptr(),
+                mpi::MPI_ORDER_FORTRAN as c_int,
+                d,
+                o,
+            )
         }),
         1,
     ));

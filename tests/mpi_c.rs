@@ -231,7 +231,13 @@ fn parallel_pack_and_unpack_match_the_mpi() {
     }
     // Two application threads at once (MPI_THREAD_MULTIPLE): one finds the pool busy and runs
     // serially; the data is right either way.
-    let env = [("SLUICE_STATS", "1"), ("SLUICE_PARALLEL_MIN", "0"), ("SLUICE_THREADS", "2"), ("SLUICE_CKPT_EPSILON", "10"), ("PACKPAR_THREADS", "1")];
+    let env = [
+        ("SLUICE_STATS", "1"),
+        ("SLUICE_PARALLEL_MIN", "0"),
+        ("SLUICE_THREADS", "2"),
+        ("SLUICE_CKPT_EPSILON", "10"),
+        ("PACKPAR_THREADS", "1"),
+    ];
     let job = launch_shim(2, &exe, &env);
     job.assert_pass("pack_parallel");
     assert!(job.stat_calls("ddt-parallel").unwrap_or(0) >= LARGE_OPS * 2, "{}", job.all());

@@ -28,8 +28,22 @@ use sluice::ffi::FLAVOR;
 
 /// The suite, in ddt-suite.md order.
 const CASES: [&str; 16] = [
-    "contig", "vec-1", "vec-2", "vec-8", "vec-64", "vec-256", "face-x", "face-y", "face-z", "lu-5", "milc", "wrf",
-    "fft-t", "lammps", "specfem", "struct-mix",
+    "contig",
+    "vec-1",
+    "vec-2",
+    "vec-8",
+    "vec-64",
+    "vec-256",
+    "face-x",
+    "face-y",
+    "face-z",
+    "lu-5",
+    "milc",
+    "wrf",
+    "fft-t",
+    "lammps",
+    "specfem",
+    "struct-mix",
 ];
 
 fn ok(rc: c_int, what: &str) {
@@ -97,9 +111,7 @@ fn build(name: &str) -> (MPI_Datatype, usize) {
         "milc" => {
             let su3 = contig(6, f);
             let plane = vec(16 * 16, 16, 16 * 16, su3);
-            let t = make("MPI_Type_create_hvector", |o| unsafe {
-                mpi::PMPI_Type_create_hvector(16, 1, 16 * 16 * 16 * 16 * 24, plane, o)
-            });
+            let t = make("MPI_Type_create_hvector", |o| unsafe { mpi::PMPI_Type_create_hvector(16, 1, 16 * 16 * 16 * 16 * 24, plane, o) });
             free(plane);
             free(su3);
             (t, 1)
@@ -130,9 +142,8 @@ fn build(name: &str) -> (MPI_Datatype, usize) {
                 })
                 .collect();
             let bls = vec![3 as c_int; 1 << 15];
-            let t = make("MPI_Type_create_hindexed", |o| unsafe {
-                mpi::PMPI_Type_create_hindexed(1 << 15, bls.as_ptr(), ds.as_ptr(), d, o)
-            });
+            let t =
+                make("MPI_Type_create_hindexed", |o| unsafe { mpi::PMPI_Type_create_hindexed(1 << 15, bls.as_ptr(), ds.as_ptr(), d, o) });
             (t, 1)
         }
         "specfem" => {
@@ -144,9 +155,8 @@ fn build(name: &str) -> (MPI_Datatype, usize) {
                     d
                 })
                 .collect();
-            let t = make("MPI_Type_create_indexed_block", |o| unsafe {
-                mpi::PMPI_Type_create_indexed_block(1 << 17, 3, ds.as_ptr(), f, o)
-            });
+            let t =
+                make("MPI_Type_create_indexed_block", |o| unsafe { mpi::PMPI_Type_create_indexed_block(1 << 17, 3, ds.as_ptr(), f, o) });
             (t, 1)
         }
         "struct-mix" => {
@@ -370,9 +380,14 @@ fn run_case(name: &str, case_time: Duration, sample: Duration, portable: bool) -
     black_box(&dst_buf);
     let gbs = |s: f64| total as f64 / s / 1e9;
     let mut results = vec![];
-    for (i, dir, engine) in
-        [(0, "pack", "sluice"), (1, "pack", "mpi"), (4, "pack", "memcpy"), (2, "unpack", "sluice"), (3, "unpack", "mpi"), (4, "unpack", "memcpy")]
-    {
+    for (i, dir, engine) in [
+        (0, "pack", "sluice"),
+        (1, "pack", "mpi"),
+        (4, "pack", "memcpy"),
+        (2, "unpack", "sluice"),
+        (3, "unpack", "mpi"),
+        (4, "unpack", "memcpy"),
+    ] {
         let s = &ops[i].samples;
         results.push((dir, engine, gbs(s.median()), gbs(s.best()), s.0.len()));
     }
@@ -445,7 +460,10 @@ fn main() -> ExitCode {
         let mut s = String::from("mpi,case,kernel,count,packed_bytes,block,dir,engine,median_gbs,best_gbs,samples\n");
         for r in &rows {
             for (dir, engine, med, best, n) in &r.results {
-                s += &format!("{FLAVOR},{},{},{},{},{},{dir},{engine},{med:.4},{best:.4},{n}\n", r.case, r.kernel, r.count, r.bytes, r.block);
+                s += &format!(
+                    "{FLAVOR},{},{},{},{},{},{dir},{engine},{med:.4},{best:.4},{n}\n",
+                    r.case, r.kernel, r.count, r.bytes, r.block
+                );
             }
         }
         if let Err(e) = std::fs::write(&path, s) {

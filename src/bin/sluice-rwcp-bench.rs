@@ -317,7 +317,12 @@ fn main() {
         "local_catchup".into(),
     ];
     let h8: Vec<&str> = h8.iter().map(String::as_str).collect();
-    out.table("fig8", &format!("Fig. 8: unpack GB/s of a 4 MiB vector vs block size (median, best; {p} workers; catch-up bytes)"), &h8, &rows);
+    out.table(
+        "fig8",
+        &format!("Fig. 8: unpack GB/s of a 4 MiB vector vs block size (median, best; {p} workers; catch-up bytes)"),
+        &h8,
+        &rows,
+    );
 
     // Fig. 13a: vs workers, 2 KiB blocks.
     let dl = DataLoop::vector(msg / 2048, 1, 4096, DataLoop::bytes(2048));
@@ -331,7 +336,19 @@ fn main() {
         rows.push(r);
         eprint!(".");
     }
-    let h = ["workers", "specialized", "rwcp", "rocp", "local", "kernel", "specialized_best", "rwcp_best", "rocp_best", "local_best", "kernel_best"];
+    let h = [
+        "workers",
+        "specialized",
+        "rwcp",
+        "rocp",
+        "local",
+        "kernel",
+        "specialized_best",
+        "rwcp_best",
+        "rocp_best",
+        "local_best",
+        "kernel_best",
+    ];
     out.table("fig13a", "Fig. 13a: unpack GB/s of a 4 MiB vector of 2 KiB blocks vs workers (median, best)", &h, &rows);
 
     // Fig. 13b: checkpoint memory vs block size.
@@ -387,7 +404,11 @@ fn main() {
         let create = c[c.len() / 2];
         let reuses = |base: f64| {
             let gain = base - unpack_times.2;
-            if gain > 0.0 { format!("{:.2}", create / gain) } else { "never".into() }
+            if gain > 0.0 {
+                format!("{:.2}", create / gain)
+            } else {
+                "never".into()
+            }
         };
         rows18.push(vec![name.to_string(), format!("{:.1}", create * 1e6), reuses(unpack_times.1), reuses(unpack_times.0)]);
         rows.push(r);
@@ -397,8 +418,24 @@ fn main() {
     let (a2, a7) = (format!("pack_p{p}"), format!("pack_rwcp_p{p}"));
     let (b2, b7) = (format!("unpack_p{p}"), format!("unpack_rwcp_p{p}"));
     let h = [
-        "case", "bytes", "pack_specialized", "pack_p1", &a2, "pack_speedup", "pack_speedup_best", "pack_rwcp_p1", &a7, "pack_catchup",
-        "unpack_specialized", "unpack_p1", &b2, "unpack_speedup", "unpack_speedup_best", "unpack_rwcp_p1", &b7, "unpack_catchup",
+        "case",
+        "bytes",
+        "pack_specialized",
+        "pack_p1",
+        &a2,
+        "pack_speedup",
+        "pack_speedup_best",
+        "pack_rwcp_p1",
+        &a7,
+        "pack_catchup",
+        "unpack_specialized",
+        "unpack_p1",
+        &b2,
+        "unpack_speedup",
+        "unpack_speedup_best",
+        "unpack_rwcp_p1",
+        &b7,
+        "unpack_catchup",
     ];
     let title = format!(
         "Suite: GB/s (median) with the range kernel on 1 and {p} workers, speedup = p{p}/p1 (median, best); RW-CP (interpreter chunks) on 1 and {p}, its catch-up bytes"

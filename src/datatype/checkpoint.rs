@@ -27,8 +27,7 @@ impl Checkpoints {
     pub fn build(dl: &DataLoop, count: usize, interval: usize) -> Self {
         assert!(interval > 0, "checkpoint interval must be positive");
         let total = dl.size * count;
-        let states: Vec<SegState> =
-            (0..total.div_ceil(interval).max(1)).map(|c| SegState::seek(dl, count, c * interval)).collect();
+        let states: Vec<SegState> = (0..total.div_ceil(interval).max(1)).map(|c| SegState::seek(dl, count, c * interval)).collect();
         let bytes = std::mem::size_of::<Self>() + states.iter().map(SegState::footprint).sum::<usize>();
         Checkpoints { interval, states, bytes }
     }
@@ -265,12 +264,8 @@ impl CheckpointCache {
         }
         while g.used + size > self.budget {
             // Only tables of the same or lower priority make room.
-            let victim = g
-                .entries
-                .iter()
-                .filter(|(_, e)| e.priority <= priority)
-                .min_by_key(|(_, e)| (e.priority, e.last_use))
-                .map(|(k, _)| *k);
+            let victim =
+                g.entries.iter().filter(|(_, e)| e.priority <= priority).min_by_key(|(_, e)| (e.priority, e.last_use)).map(|(k, _)| *k);
             let Some(v) = victim else { return table };
             let e = g.entries.remove(&v).expect("victim present");
             g.used -= e.table.bytes();

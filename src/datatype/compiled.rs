@@ -138,6 +138,17 @@ impl CompiledType {
         assert!(input.len() >= last - first, "input too short");
         // SAFETY: forwarded contract; the kernel only reads through the buffer pointer when
         // unpacking.
-        unsafe { self.kernel.run_range::<false>(self.isa, self.unpack_stores(count), &self.dl, dst, count, first, last, input.as_ptr().cast_mut()) }
+        unsafe {
+            self.kernel.run_range::<false>(
+                self.isa,
+                self.unpack_stores(count),
+                &self.dl,
+                dst,
+                count,
+                first,
+                last,
+                input.as_ptr().cast_mut(),
+            )
+        }
     }
 }

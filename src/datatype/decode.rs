@@ -35,8 +35,7 @@ fn check(rc: c_int) -> Result<()> {
 
 /// What MPI says about a datatype: (size, lb, extent, true_lb, true_extent).
 fn mpi_bounds(t: MPI_Datatype) -> Result<(usize, i64, i64, i64, i64)> {
-    let (mut size, mut lb, mut ext, mut tlb, mut text): (c_int, MPI_Aint, MPI_Aint, MPI_Aint, MPI_Aint) =
-        (0, 0, 0, 0, 0);
+    let (mut size, mut lb, mut ext, mut tlb, mut text): (c_int, MPI_Aint, MPI_Aint, MPI_Aint, MPI_Aint) = (0, 0, 0, 0, 0);
     // SAFETY: `t` is a datatype handle the caller got from MPI; the outputs are valid locals.
     unsafe {
         check(mpi::PMPI_Type_size(t, &mut size))?;
@@ -54,14 +53,24 @@ mod comb {
     macro_rules! c {
         ($($n:ident = $v:ident),*) => { $(pub const $n: c_int = crate::ffi::mpi::$v as c_int;)* };
     }
-    c!(NAMED = SLUICE_COMBINER_NAMED, DUP = SLUICE_COMBINER_DUP,
-       CONTIGUOUS = SLUICE_COMBINER_CONTIGUOUS, VECTOR = SLUICE_COMBINER_VECTOR,
-       HVECTOR = SLUICE_COMBINER_HVECTOR, INDEXED = SLUICE_COMBINER_INDEXED,
-       HINDEXED = SLUICE_COMBINER_HINDEXED, INDEXED_BLOCK = SLUICE_COMBINER_INDEXED_BLOCK,
-       HINDEXED_BLOCK = SLUICE_COMBINER_HINDEXED_BLOCK, STRUCT = SLUICE_COMBINER_STRUCT,
-       SUBARRAY = SLUICE_COMBINER_SUBARRAY, DARRAY = SLUICE_COMBINER_DARRAY, F90_REAL = SLUICE_COMBINER_F90_REAL,
-       F90_COMPLEX = SLUICE_COMBINER_F90_COMPLEX, F90_INTEGER = SLUICE_COMBINER_F90_INTEGER,
-       RESIZED = SLUICE_COMBINER_RESIZED);
+    c!(
+        NAMED = SLUICE_COMBINER_NAMED,
+        DUP = SLUICE_COMBINER_DUP,
+        CONTIGUOUS = SLUICE_COMBINER_CONTIGUOUS,
+        VECTOR = SLUICE_COMBINER_VECTOR,
+        HVECTOR = SLUICE_COMBINER_HVECTOR,
+        INDEXED = SLUICE_COMBINER_INDEXED,
+        HINDEXED = SLUICE_COMBINER_HINDEXED,
+        INDEXED_BLOCK = SLUICE_COMBINER_INDEXED_BLOCK,
+        HINDEXED_BLOCK = SLUICE_COMBINER_HINDEXED_BLOCK,
+        STRUCT = SLUICE_COMBINER_STRUCT,
+        SUBARRAY = SLUICE_COMBINER_SUBARRAY,
+        DARRAY = SLUICE_COMBINER_DARRAY,
+        F90_REAL = SLUICE_COMBINER_F90_REAL,
+        F90_COMPLEX = SLUICE_COMBINER_F90_COMPLEX,
+        F90_INTEGER = SLUICE_COMBINER_F90_INTEGER,
+        RESIZED = SLUICE_COMBINER_RESIZED
+    );
 }
 
 /// The arguments a datatype was built from.
@@ -97,9 +106,7 @@ fn contents(t: MPI_Datatype, ni: c_int, na: c_int, nd: c_int) -> Result<Contents
     let mut addrs = vec![0 as MPI_Aint; na as usize];
     let mut handles: Vec<MPI_Datatype> = vec![crate::ffi::consts::datatype_null(); nd as usize];
     // SAFETY: the arrays have exactly the lengths the envelope reported.
-    check(unsafe {
-        mpi::PMPI_Type_get_contents(t, ni, na, nd, ints.as_mut_ptr(), addrs.as_mut_ptr(), handles.as_mut_ptr())
-    })?;
+    check(unsafe { mpi::PMPI_Type_get_contents(t, ni, na, nd, ints.as_mut_ptr(), addrs.as_mut_ptr(), handles.as_mut_ptr()) })?;
     // Decode every child, then free the derived ones (get_contents returned new references);
     // free them all even when one fails to decode.
     let mut types = Vec::with_capacity(handles.len());
@@ -155,8 +162,17 @@ pub fn decode(t: MPI_Datatype) -> Result<DataLoop> {
     let (size, lb, extent, tlb, text) = mpi_bounds(t)?;
     let dl = match combiner {
         comb::NAMED | comb::F90_REAL | comb::F90_COMPLEX | comb::F90_INTEGER => named(size, tlb, text)?,
-        comb::DUP | comb::CONTIGUOUS | comb::VECTOR | comb::HVECTOR | comb::INDEXED | comb::HINDEXED
-        | comb::INDEXED_BLOCK | comb::HINDEXED_BLOCK | comb::STRUCT | comb::SUBARRAY | comb::DARRAY
+        comb::DUP
+        | comb::CONTIGUOUS
+        | comb::VECTOR
+        | comb::HVECTOR
+        | comb::INDEXED
+        | comb::HINDEXED
+        | comb::INDEXED_BLOCK
+        | comb::HINDEXED_BLOCK
+        | comb::STRUCT
+        | comb::SUBARRAY
+        | comb::DARRAY
         | comb::RESIZED => {
             let c = contents(t, ni, na, nd)?;
             derived(combiner, c)?

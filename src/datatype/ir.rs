@@ -152,17 +152,8 @@ impl DataLoop {
 
     /// Computes the cached properties from the blocks (natural MPI bounds, no padding).
     fn build(kind: Kind) -> Self {
-        let mut n = DataLoop {
-            kind,
-            size: 0,
-            lb: 0,
-            extent: 0,
-            true_lb: 0,
-            true_ub: 0,
-            contiguous: true,
-            depth: 0,
-            block_ends: Box::default(),
-        };
+        let mut n =
+            DataLoop { kind, size: 0, lb: 0, extent: 0, true_lb: 0, true_ub: 0, contiguous: true, depth: 0, block_ends: Box::default() };
         if let Kind::Bytes(b) = n.kind {
             n.size = b;
             n.extent = b as i64;

@@ -26,16 +26,12 @@ pub fn normalize(dl: &DataLoop) -> DataLoop {
         Kind::BlockIndexed { blocklen, displs_bytes, child } => {
             Kind::BlockIndexed { blocklen: *blocklen, displs_bytes: displs_bytes.clone(), child: Box::new(normalize(child)) }
         }
-        Kind::Indexed { blocklens, displs_bytes, child } => Kind::Indexed {
-            blocklens: blocklens.clone(),
-            displs_bytes: displs_bytes.clone(),
-            child: Box::new(normalize(child)),
-        },
-        Kind::Struct { blocklens, displs, children } => Kind::Struct {
-            blocklens: blocklens.clone(),
-            displs: displs.clone(),
-            children: children.iter().map(normalize).collect(),
-        },
+        Kind::Indexed { blocklens, displs_bytes, child } => {
+            Kind::Indexed { blocklens: blocklens.clone(), displs_bytes: displs_bytes.clone(), child: Box::new(normalize(child)) }
+        }
+        Kind::Struct { blocklens, displs, children } => {
+            Kind::Struct { blocklens: blocklens.clone(), displs: displs.clone(), children: children.iter().map(normalize).collect() }
+        }
     };
     let node = rebuild(kind);
     simplify(node).resized(dl.lb, dl.extent)
@@ -99,16 +95,13 @@ fn simplify(dl: DataLoop) -> DataLoop {
         }
         // Rule: a vector of one-copy blocks of a vector whose stride tiles the outer stride
         // (S = m * T) is one vector of stride T.
-        Kind::Vector { count, blocklen: 1, stride_bytes, child }
-            if matches!(child.kind, Kind::Vector { count: m, stride_bytes: t, .. } if stride_bytes == m as i64 * t) =>
+        Kind::Vector { count, blocklen: 1, stride_bytes, child } if matches!(child.kind, Kind::Vector { count: m, stride_bytes: t, .. } if stride_bytes == m as i64 * t) =>
         {
             let Kind::Vector { count: m, blocklen, stride_bytes: t, child: g } = child.kind else { unreachable!() };
             simplify(DataLoop::vector(count * m, blocklen, t, *g))
         }
         Kind::Vector { count, blocklen, stride_bytes, child } => DataLoop::vector(count, blocklen, stride_bytes, *child),
-        Kind::BlockIndexed { blocklen, displs_bytes, child } => {
-            indexed_runs(vec![blocklen; displs_bytes.len()], displs_bytes, *child)
-        }
+        Kind::BlockIndexed { blocklen, displs_bytes, child } => indexed_runs(vec![blocklen; displs_bytes.len()], displs_bytes, *child),
         Kind::Indexed { blocklens, displs_bytes, child } => indexed_runs(blocklens, displs_bytes, *child),
         Kind::Struct { blocklens, displs, children } => structure(blocklens, displs, children),
         Kind::Bytes(_) => unreachable!(),

@@ -123,16 +123,7 @@ impl<'a> Stream<'a> {
     }
 
     fn with(dl: &'a DataLoop, count: usize, chunk: usize, workers: usize, how: How<'a>) -> Self {
-        Stream {
-            dl,
-            count,
-            chunk,
-            workers,
-            how,
-            catch_up: AtomicU64::new(0),
-            resets: AtomicU64::new(0),
-            copies: AtomicU64::new(0),
-        }
+        Stream { dl, count, chunk, workers, how, catch_up: AtomicU64::new(0), resets: AtomicU64::new(0), copies: AtomicU64::new(0) }
     }
 
     /// Packed bytes of the stream.
@@ -152,11 +143,7 @@ impl<'a> Stream<'a> {
 
     /// The counters so far.
     pub fn counters(&self) -> Counters {
-        Counters {
-            catch_up_bytes: self.catch_up.load(Relaxed),
-            resets: self.resets.load(Relaxed),
-            copies: self.copies.load(Relaxed),
-        }
+        Counters { catch_up_bytes: self.catch_up.load(Relaxed), resets: self.resets.load(Relaxed), copies: self.copies.load(Relaxed) }
     }
 
     /// Worker that owns the chunk starting at stream byte `first` (module doc).
@@ -185,9 +172,7 @@ impl<'a> Stream<'a> {
     /// (the interpreter's path).
     fn for_each_run(&self, first: usize, last: usize, mut emit: impl FnMut(i64, usize, usize)) {
         assert!(first <= last && last <= self.len(), "range [{first}, {last}) outside the stream of {} bytes", self.len());
-        let How::Segment { strategy, ckpts, slots } = &self.how else {
-            unreachable!("kernel streams do not walk runs")
-        };
+        let How::Segment { strategy, ckpts, slots } = &self.how else { unreachable!("kernel streams do not walk runs") };
         let mut first = first;
         while first < last {
             let (c, master) = ckpts.before(first);

@@ -328,8 +328,12 @@ mod tests {
                 .collect();
             spawn.sort_by(f64::total_cmp);
             let spawn = spawn[spawn.len() / 2];
-            println!("P={workers}: pool round trip median {:.1} us, p90 {:.1} us; scoped spawn+join median {:.1} us",
-                t[t.len() / 2] * 1e6, t[t.len() * 9 / 10] * 1e6, spawn * 1e6);
+            println!(
+                "P={workers}: pool round trip median {:.1} us, p90 {:.1} us; scoped spawn+join median {:.1} us",
+                t[t.len() / 2] * 1e6,
+                t[t.len() * 9 / 10] * 1e6,
+                spawn * 1e6
+            );
         }
         pool.shutdown();
     }

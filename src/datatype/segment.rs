@@ -136,10 +136,7 @@ impl<'a, 's> Cursor<'a, 's> {
             }
             self.st.frames.push(Frame { i, j, base });
             self.nodes.push(node);
-            if DataLoop::block_contiguous(bl, c)
-                || c.contiguous
-                || self.descend(c, base + d + j as i64 * c.extent, 0, 0)
-            {
+            if DataLoop::block_contiguous(bl, c) || c.contiguous || self.descend(c, base + d + j as i64 * c.extent, 0, 0) {
                 return true;
             }
             self.st.frames.pop();

@@ -22,8 +22,7 @@ pub(crate) fn arb_dl() -> impl Strategy<Value = DataLoop> {
                 let s = m * c.extent * b as i64;
                 DataLoop::vector(n, b, s, c)
             }),
-            (1usize..3, prop::collection::vec(-128i64..128, 0..5), inner.clone())
-                .prop_map(|(b, d, c)| DataLoop::block_indexed(b, d, c)),
+            (1usize..3, prop::collection::vec(-128i64..128, 0..5), inner.clone()).prop_map(|(b, d, c)| DataLoop::block_indexed(b, d, c)),
             (prop::collection::vec((0usize..3, -128i64..128), 0..5), inner.clone()).prop_map(|(v, c)| {
                 let (b, d) = v.into_iter().unzip();
                 DataLoop::indexed(b, d, c)

@@ -39,12 +39,7 @@ pub fn resolve(name: &CStr, fallback: *mut c_void, own: *mut c_void) -> *mut c_v
 
 /// Loads a resolved target from its slot, resolving on first use.
 #[inline(always)]
-pub fn slot_target(
-    slot: &AtomicPtr<c_void>,
-    name: &CStr,
-    fallback: *mut c_void,
-    own: *mut c_void,
-) -> *mut c_void {
+pub fn slot_target(slot: &AtomicPtr<c_void>, name: &CStr, fallback: *mut c_void, own: *mut c_void) -> *mut c_void {
     let p = slot.load(Ordering::Relaxed);
     if !p.is_null() {
         return p;

@@ -17,11 +17,7 @@ fn guarded(f: impl FnOnce() -> c_int) -> c_int {
 /// Non-null pointers must be valid for writing one `int`.
 #[no_mangle]
 pub unsafe extern "C" fn sluice_version(major: *mut c_int, minor: *mut c_int, patch: *mut c_int) -> c_int {
-    let parts = [
-        env!("CARGO_PKG_VERSION_MAJOR"),
-        env!("CARGO_PKG_VERSION_MINOR"),
-        env!("CARGO_PKG_VERSION_PATCH"),
-    ];
+    let parts = [env!("CARGO_PKG_VERSION_MAJOR"), env!("CARGO_PKG_VERSION_MINOR"), env!("CARGO_PKG_VERSION_PATCH")];
     for (p, v) in [major, minor, patch].into_iter().zip(parts) {
         if !p.is_null() {
             // SAFETY: caller promises `p` is writable when non-null.
@@ -58,7 +54,10 @@ pub extern "C" fn sluice_enable() -> c_int {
 #[no_mangle]
 pub extern "C" fn sluice_disable() -> c_int {
     guarded(|| {
-        if crate::protocol::p2p::ops::any() || crate::protocol::p2p::pipeline::track::any() || crate::protocol::p2p::pipeline::send::in_flight() {
+        if crate::protocol::p2p::ops::any()
+            || crate::protocol::p2p::pipeline::track::any()
+            || crate::protocol::p2p::pipeline::send::in_flight()
+        {
             return -1;
         }
         runtime::disable();

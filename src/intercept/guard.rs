@@ -109,11 +109,7 @@ fn instrumented(info: &'static FnInfo, bytes: impl FnOnce() -> u64, handle: impl
 }
 
 #[cold]
-fn internal_error(
-    info: &FnInfo,
-    err_comm: impl FnOnce() -> mpi::MPI_Comm,
-    payload: Box<dyn Any + Send>,
-) -> c_int {
+fn internal_error(info: &FnInfo, err_comm: impl FnOnce() -> mpi::MPI_Comm, payload: Box<dyn Any + Send>) -> c_int {
     let what = payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())

@@ -276,7 +276,6 @@ fn plan(
     Some(PackPlan { datatype, compiled, count: count as usize, start: position as usize, bytes: bytes as usize })
 }
 
-
 /// Packs through sluice's engine if `plan` allows; returns the new position.
 ///
 /// # Safety

@@ -136,11 +136,7 @@ fn decode(parallel: Option<isize>, eps: Option<isize>, priority: Option<isize>, 
         }
         None => epsilon,
     };
-    Hints {
-        parallel: parallel != Some(0),
-        epsilon,
-        priority: priority.map_or(0, |p| p.clamp(i32::MIN as isize, i32::MAX as isize) as i32),
-    }
+    Hints { parallel: parallel != Some(0), epsilon, priority: priority.map_or(0, |p| p.clamp(i32::MIN as isize, i32::MAX as isize) as i32) }
 }
 
 #[cfg(test)]

@@ -22,11 +22,7 @@ fn after_init(rc: c_int, t0: u64, mpi_ns: u64) -> c_int {
             }
             rc
         }
-        Err(e) => errors::raise(
-            consts::comm_world(),
-            errclass::ERR_ARG,
-            &format!("MPI_Init: {e}"),
-        ),
+        Err(e) => errors::raise(consts::comm_world(), errclass::ERR_ARG, &format!("MPI_Init: {e}")),
     }
 }
 
@@ -51,12 +47,7 @@ pub unsafe fn init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
 ///
 /// # Safety
 /// As `MPI_Init_thread`.
-pub unsafe fn init_thread(
-    argc: *mut c_int,
-    argv: *mut *mut *mut c_char,
-    required: c_int,
-    provided: *mut c_int,
-) -> c_int {
+pub unsafe fn init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) -> c_int {
     let t0 = stats::now_ns();
     // SAFETY: arguments forwarded unchanged.
     let rc = unsafe { next::MPI_Init_thread(argc, argv, required, provided) };

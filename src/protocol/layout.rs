@@ -58,9 +58,7 @@ impl Layout {
         if bytes == 0 || bytes > c_int::MAX as usize {
             return None;
         }
-        if bytes >= cfg.p2p_mpi_above
-            && ct.kernel().min_block(count as usize, dl.extent).is_some_and(|b| b >= cfg.p2p_mpi_block)
-        {
+        if bytes >= cfg.p2p_mpi_above && ct.kernel().min_block(count as usize, dl.extent).is_some_and(|b| b >= cfg.p2p_mpi_block) {
             // Large blocks, large message: the MPI pipelines its own packing with the transfer
             // and beats pack-send-unpack in sequence here (docs/benchmarks.md, vect:128:64 at
             // 4-16 MiB). The receiver decides for itself; any pairing reads correctly.

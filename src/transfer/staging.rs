@@ -35,7 +35,10 @@ const GUARD_RESERVE: usize = 1 << 36;
 enum Buf {
     Heap(Box<[u8]>),
     /// `cap` usable bytes at the start of a `cap + GUARD_RESERVE` private anonymous mapping.
-    Guarded { ptr: NonNull<u8>, cap: usize },
+    Guarded {
+        ptr: NonNull<u8>,
+        cap: usize,
+    },
 }
 
 // SAFETY: a guarded buffer is an exclusively owned private mapping, like a Box; it is only

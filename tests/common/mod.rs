@@ -55,12 +55,7 @@ fn build_once(src: &Path, out: PathBuf, cmd: impl FnOnce(&Path) -> Command) -> P
 
 fn run_checked(cmd: &mut Command, what: &str) {
     let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        out.status.success(),
-        "{what} failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{what} failed:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
 }
 
 /// Compiles `tests/c/<name>.c` with `mpicc.<flavor>`; returns the executable.

@@ -40,12 +40,26 @@ pub(super) trait Entries {
     ///
     /// # Safety
     /// As there; the CPU runs the level.
-    unsafe fn strided<const N: usize, const PACK: bool>(mem: *mut u8, off: i64, levels: &[Level], block: usize, buf: *mut u8, nt: bool) -> *mut u8;
+    unsafe fn strided<const N: usize, const PACK: bool>(
+        mem: *mut u8,
+        off: i64,
+        levels: &[Level],
+        block: usize,
+        buf: *mut u8,
+        nt: bool,
+    ) -> *mut u8;
     /// [`super::strided::table`].
     ///
     /// # Safety
     /// As there; the CPU runs the level.
-    unsafe fn table<const N: usize, const PACK: bool>(mem: *mut u8, base: i64, displs: &[i64], inner: &Strided, buf: *mut u8, nt: bool) -> *mut u8;
+    unsafe fn table<const N: usize, const PACK: bool>(
+        mem: *mut u8,
+        base: i64,
+        displs: &[i64],
+        inner: &Strided,
+        buf: *mut u8,
+        nt: bool,
+    ) -> *mut u8;
     /// [`super::small_runs::column`].
     ///
     /// # Safety

@@ -41,13 +41,13 @@ mod range;
 mod small_runs;
 mod stores;
 mod strided;
-mod transpose;
 #[cfg(test)]
 mod tests;
+mod transpose;
 
 pub use isa::Isa;
-pub use stores::Stores;
 pub use small_runs::MOVE_WIDTHS;
+pub use stores::Stores;
 
 use super::interp;
 use super::ir::{DataLoop, Kind};
@@ -123,8 +123,7 @@ impl Strided {
                     continue;
                 }
             }
-            let Some(i) = (1..self.depth).find(|&i| self.lv[i - 1].stride == self.lv[i].count as i64 * self.lv[i].stride)
-            else {
+            let Some(i) = (1..self.depth).find(|&i| self.lv[i - 1].stride == self.lv[i].count as i64 * self.lv[i].stride) else {
                 break;
             };
             self.lv[i].count *= self.lv[i - 1].count;

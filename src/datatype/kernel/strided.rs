@@ -5,7 +5,7 @@
 use super::copy::{prefetch, prefetch_l2, xfer};
 use super::isa::Simd;
 use super::stores::{copy_streaming, LINE};
-use super::transpose::{transpose, transposable};
+use super::transpose::{transposable, transpose};
 use super::{Level, Strided, MAX_LEVELS};
 
 /// Rows whose stride is at least this many bytes (and below the max) prefetch ahead: the

@@ -180,9 +180,7 @@ fn picks_strided() {
     let three = DataLoop::contig(3, DataLoop::vector(4, 1, -4096, DataLoop::vector(16, 1, 64, b(8))).resized(0, 99999));
     assert_eq!(kernel_of(&three).name(), "strided-3");
     // Tiling levels merge: a vector of vectors that is itself a plain vector.
-    let Kernel::Strided(s) = kernel_of(&DataLoop::vector(4, 1, 16 * 32, DataLoop::vector(16, 1, 32, b(8)))) else {
-        panic!()
-    };
+    let Kernel::Strided(s) = kernel_of(&DataLoop::vector(4, 1, 16 * 32, DataLoop::vector(16, 1, 32, b(8)))) else { panic!() };
     assert_eq!((s.levels(), s.block), (&[Level { count: 64, stride: 32 }][..], 8));
 }
 
@@ -256,7 +254,21 @@ fn transpose_is_used_for_fft_columns() {
     assert!(transposable(s.levels()[0], s.levels()[1], s.block));
     check(&col, 64).unwrap();
     // 65 columns overlap the next row: not transposable, still correct.
-    let s2 = Strided { lv: [Level { count: 65, stride: 16 }, Level { count: 64, stride: 1024 }, Level::default(), Level::default(), Level::default(), Level::default(), Level::default(), Level::default()], depth: 2, off: 0, block: 16 };
+    let s2 = Strided {
+        lv: [
+            Level { count: 65, stride: 16 },
+            Level { count: 64, stride: 1024 },
+            Level::default(),
+            Level::default(),
+            Level::default(),
+            Level::default(),
+            Level::default(),
+            Level::default(),
+        ],
+        depth: 2,
+        off: 0,
+        block: 16,
+    };
     assert!(!transposable(s2.levels()[0], s2.levels()[1], 16));
     check(&col, 65).unwrap();
 }
@@ -300,7 +312,8 @@ fn alternate_8_stays_inside_the_typemap() {
     // SAFETY: a fresh anonymous mapping of two pages, the second then made inaccessible; both
     // calls are checked and the mapping is unmapped at the end.
     let base = unsafe {
-        let p = libc::mmap(std::ptr::null_mut(), 2 * PAGE, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+        let p =
+            libc::mmap(std::ptr::null_mut(), 2 * PAGE, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
         assert_ne!(p, libc::MAP_FAILED);
         assert_eq!(libc::mprotect(p.cast::<u8>().add(PAGE).cast(), PAGE, libc::PROT_NONE), 0);
         p.cast::<u8>()

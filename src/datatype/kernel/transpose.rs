@@ -51,12 +51,8 @@ pub(super) unsafe fn transpose<const N: usize, const PACK: bool>(
     // first, shorter tile (`lead` blocks, ordinary stores) runs up to the first boundary (a
     // malloc'ed array starts 16 bytes past one); the full tiles after it are aligned.
     let origin = mem.wrapping_offset(off as isize);
-    let streaming = !PACK
-        && nt
-        && N > 0
-        && TRANSPOSE_TILE % N.max(1) == 0
-        && origin.align_offset(N.max(1)) == 0
-        && b.stride % LINE as i64 == 0;
+    let streaming =
+        !PACK && nt && N > 0 && TRANSPOSE_TILE % N.max(1) == 0 && origin.align_offset(N.max(1)) == 0 && b.stride % LINE as i64 == 0;
     let mut lead = if streaming { origin.align_offset(LINE) / N.max(1) } else { 0 };
     let mut i = 0;
     while i < a.count {

@@ -1,10 +1,10 @@
 //! Strategies and the range-kernel stream against serial processing, and their counters.
 
+use super::Strategy;
 use super::*;
 use crate::datatype::interp;
 use crate::datatype::testgen::{arb_dl, span};
 use proptest::prelude::*;
-use super::Strategy;
 
 /// Whether the typemap of `count` elements addresses no byte twice.
 fn disjoint(dl: &DataLoop, count: usize) -> bool {

@@ -9,8 +9,7 @@ use crate::ffi::{consts, Fint};
 /// Fortran `MPI_STATUS_SIZE` (INTEGERs per status, also `TYPE(MPI_Status)`'s size): the size
 /// of the C `MPI_Status` in `int`s in both MPIs (Open MPI's `mpif-config.h` says 6, MPICH's
 /// `MPI_F_STATUS_SIZE` 5).
-pub const F_STATUS_SIZE: usize =
-    std::mem::size_of::<MPI_Status>() / std::mem::size_of::<Fint>();
+pub const F_STATUS_SIZE: usize = std::mem::size_of::<MPI_Status>() / std::mem::size_of::<Fint>();
 #[cfg(sluice_mpi = "openmpi")]
 const _: () = assert!(F_STATUS_SIZE == 6);
 #[cfg(sluice_mpi = "mpich")]
@@ -20,19 +19,11 @@ const _: () = assert!(F_STATUS_SIZE == mpi::MPI_F_STATUS_SIZE as usize);
 /// `use mpi` and `use mpi_f08`); MPICH's `mpi_f08` objects (sluice exports only `mpi_f08`
 /// procedures there).
 #[cfg(sluice_mpi = "openmpi")]
-const SYMBOLS: [&CStr; 4] = [
-    c"mpi_fortran_bottom_",
-    c"mpi_fortran_in_place_",
-    c"mpi_fortran_status_ignore_",
-    c"mpi_fortran_statuses_ignore_",
-];
+const SYMBOLS: [&CStr; 4] =
+    [c"mpi_fortran_bottom_", c"mpi_fortran_in_place_", c"mpi_fortran_status_ignore_", c"mpi_fortran_statuses_ignore_"];
 #[cfg(sluice_mpi = "mpich")]
-const SYMBOLS: [&CStr; 4] = [
-    c"MPIR_F08_MPI_BOTTOM",
-    c"MPIR_F08_MPI_IN_PLACE",
-    c"MPIR_F08_MPI_STATUS_IGNORE_OBJ",
-    c"MPIR_F08_MPI_STATUSES_IGNORE_OBJ",
-];
+const SYMBOLS: [&CStr; 4] =
+    [c"MPIR_F08_MPI_BOTTOM", c"MPIR_F08_MPI_IN_PLACE", c"MPIR_F08_MPI_STATUS_IGNORE_OBJ", c"MPIR_F08_MPI_STATUSES_IGNORE_OBJ"];
 
 /// Addresses of the Fortran sentinels (`MPI_BOTTOM`, ...), resolved once; `0` where the
 /// symbol does not exist.
@@ -47,8 +38,7 @@ struct Sentinels {
 /// cast macros (Fortran and C handles are the same integer), so they are written out here.
 #[cfg(sluice_mpi = "openmpi")]
 use mpi::{
-    PMPI_Comm_c2f, PMPI_Comm_f2c, PMPI_Message_c2f, PMPI_Message_f2c, PMPI_Request_c2f,
-    PMPI_Request_f2c, PMPI_Type_c2f, PMPI_Type_f2c,
+    PMPI_Comm_c2f, PMPI_Comm_f2c, PMPI_Message_c2f, PMPI_Message_f2c, PMPI_Request_c2f, PMPI_Request_f2c, PMPI_Type_c2f, PMPI_Type_f2c,
 };
 #[cfg(sluice_mpi = "mpich")]
 use mpich_handles::*;
@@ -80,12 +70,7 @@ fn sentinels() -> &'static Sentinels {
     static S: OnceLock<Sentinels> = OnceLock::new();
     S.get_or_init(|| {
         let [bottom, in_place, status_ignore, statuses_ignore] = SYMBOLS.map(lookup);
-        Sentinels {
-            bottom,
-            in_place,
-            status_ignore,
-            statuses_ignore,
-        }
+        Sentinels { bottom, in_place, status_ignore, statuses_ignore }
     })
 }
 
@@ -234,9 +219,7 @@ impl StatusOut {
 
     /// The C argument: this status, or C `MPI_STATUS_IGNORE`.
     pub fn c(&mut self) -> *mut MPI_Status {
-        self.c
-            .as_mut()
-            .map_or_else(consts::status_ignore, |s| s as *mut _)
+        self.c.as_mut().map_or_else(consts::status_ignore, |s| s as *mut _)
     }
 
     /// Copies the C status to the Fortran one.
@@ -277,9 +260,7 @@ impl StatusesOut {
 
     /// The C argument: these statuses, or C `MPI_STATUSES_IGNORE`.
     pub fn c(&mut self) -> *mut MPI_Status {
-        self.c
-            .as_mut()
-            .map_or_else(consts::statuses_ignore, |v| v.as_mut_ptr())
+        self.c.as_mut().map_or_else(consts::statuses_ignore, |v| v.as_mut_ptr())
     }
 
     /// Copies the first `n` C statuses back (all of them when `n` exceeds the array).
@@ -307,9 +288,7 @@ impl Requests {
     /// `fortran` points to `n` request handles when `n > 0`.
     pub unsafe fn new(fortran: *mut Fint, n: c_int) -> Self {
         // SAFETY: caller's contract, `k < n`.
-        let c = (0..len(n))
-            .map(|k| unsafe { request_f2c(fortran.add(k)) })
-            .collect();
+        let c = (0..len(n)).map(|k| unsafe { request_f2c(fortran.add(k)) }).collect();
         Self { fortran, c }
     }
 

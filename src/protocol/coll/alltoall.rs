@@ -110,7 +110,15 @@ blocking_pair!(
 );
 
 unsafe fn allgatherv_any(
-    sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Dt, comm: Comm, request: *mut Req,
+    sb: *const c_void,
+    sc: c_int,
+    st: Dt,
+    rb: *mut c_void,
+    rcs: *const c_int,
+    rds: *const c_int,
+    rt: Dt,
+    comm: Comm,
+    request: *mut Req,
 ) -> c_int {
     // SAFETY: the application's arguments, or sluice's converted ones for the same call.
     let call = |sb, sc, st, rb, rcs, rds, rt| unsafe {
@@ -196,8 +204,16 @@ blocking_pair!(
 );
 
 unsafe fn alltoallv_any(
-    sb: *const c_void, scs: *const c_int, sds: *const c_int, st: Dt, rb: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Dt,
-    comm: Comm, request: *mut Req,
+    sb: *const c_void,
+    scs: *const c_int,
+    sds: *const c_int,
+    st: Dt,
+    rb: *mut c_void,
+    rcs: *const c_int,
+    rds: *const c_int,
+    rt: Dt,
+    comm: Comm,
+    request: *mut Req,
 ) -> c_int {
     // SAFETY: the application's arguments, or sluice's converted ones for the same call.
     let call = |sb, scs, sds, st, rb, rcs, rds, rt| unsafe {
@@ -258,8 +274,16 @@ pub(super) unsafe fn types<'a>(p: *const Dt, n: usize) -> Option<&'a [Dt]> {
 }
 
 unsafe fn alltoallw_any(
-    sb: *const c_void, scs: *const c_int, sds: *const c_int, sts: *const Dt, rb: *mut c_void, rcs: *const c_int, rds: *const c_int,
-    rts: *const Dt, comm: Comm, request: *mut Req,
+    sb: *const c_void,
+    scs: *const c_int,
+    sds: *const c_int,
+    sts: *const Dt,
+    rb: *mut c_void,
+    rcs: *const c_int,
+    rds: *const c_int,
+    rts: *const Dt,
+    comm: Comm,
+    request: *mut Req,
 ) -> c_int {
     // SAFETY: the application's arguments, or sluice's converted ones for the same call.
     let call = |sb, scs, sds, sts, rb, rcs, rds, rts| unsafe {

@@ -126,7 +126,15 @@ blocking_pair!(
 );
 
 unsafe fn allgatherv_any(
-    sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Dt, comm: Comm, request: *mut Req,
+    sb: *const c_void,
+    sc: c_int,
+    st: Dt,
+    rb: *mut c_void,
+    rcs: *const c_int,
+    rds: *const c_int,
+    rt: Dt,
+    comm: Comm,
+    request: *mut Req,
 ) -> c_int {
     // SAFETY: the application's arguments, or sluice's converted ones for the same call.
     let call = |sb, sc, st, rb, rcs, rds, rt| unsafe {
@@ -204,8 +212,16 @@ blocking_pair!(
 );
 
 unsafe fn alltoallv_any(
-    sb: *const c_void, scs: *const c_int, sds: *const c_int, st: Dt, rb: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Dt,
-    comm: Comm, request: *mut Req,
+    sb: *const c_void,
+    scs: *const c_int,
+    sds: *const c_int,
+    st: Dt,
+    rb: *mut c_void,
+    rcs: *const c_int,
+    rds: *const c_int,
+    rt: Dt,
+    comm: Comm,
+    request: *mut Req,
 ) -> c_int {
     // SAFETY: the application's arguments, or sluice's converted ones for the same call.
     let call = |sb, scs, sds, st, rb, rcs, rds, rt| unsafe {
@@ -256,8 +272,16 @@ unsafe fn aints<'a>(p: *const mpi::MPI_Aint, n: usize) -> Option<&'a [mpi::MPI_A
 }
 
 unsafe fn alltoallw_any(
-    sb: *const c_void, scs: *const c_int, sds: *const mpi::MPI_Aint, sts: *const Dt, rb: *mut c_void, rcs: *const c_int,
-    rds: *const mpi::MPI_Aint, rts: *const Dt, comm: Comm, request: *mut Req,
+    sb: *const c_void,
+    scs: *const c_int,
+    sds: *const mpi::MPI_Aint,
+    sts: *const Dt,
+    rb: *mut c_void,
+    rcs: *const c_int,
+    rds: *const mpi::MPI_Aint,
+    rts: *const Dt,
+    comm: Comm,
+    request: *mut Req,
 ) -> c_int {
     // SAFETY: the application's arguments, or sluice's converted ones for the same call.
     let call = |sb, scs, sds, sts, rb, rcs, rds, rts| unsafe {

@@ -111,14 +111,30 @@ pub unsafe fn gather(sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc: 
 /// # Safety
 /// As `MPI_Igather`.
 pub unsafe fn igather(
-    sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, root: c_int, comm: Comm, request: *mut Req,
+    sb: *const c_void,
+    sc: c_int,
+    st: Dt,
+    rb: *mut c_void,
+    rc: c_int,
+    rt: Dt,
+    root: c_int,
+    comm: Comm,
+    request: *mut Req,
 ) -> c_int {
     // SAFETY: forwarded contract.
     unsafe { gather_any(sb, sc, st, rb, rc, rt, root, comm, request) }
 }
 
 unsafe fn gather_any(
-    sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, root: c_int, comm: Comm, request: *mut Req,
+    sb: *const c_void,
+    sc: c_int,
+    st: Dt,
+    rb: *mut c_void,
+    rc: c_int,
+    rt: Dt,
+    root: c_int,
+    comm: Comm,
+    request: *mut Req,
 ) -> c_int {
     // SAFETY: the application's arguments, or sluice's converted ones for the same call.
     let call = |sb, sc, st, rb, rc, rt| unsafe {
@@ -136,11 +152,7 @@ unsafe fn gather_any(
         let is_root = rank == root as usize;
         let in_place = is_root && sb == consts::in_place().cast_const();
         let send = if in_place { None } else { Some(Side::plan(sb, 1, Disp::Elements, true, false, |_| (sc, 0, st))?) };
-        let recv = if is_root {
-            Some(Side::plan(rb, size, Disp::Elements, true, true, |i| (rc, i as i64 * rc as i64, rt))?)
-        } else {
-            None
-        };
+        let recv = if is_root { Some(Side::plan(rb, size, Disp::Elements, true, true, |i| (rc, i as i64 * rc as i64, rt))?) } else { None };
         let out = if in_place { Slots::AllBut(rank) } else { Slots::All };
         converted(send, recv, Slots::Nothing, out)
     };
@@ -162,7 +174,15 @@ unsafe fn gather_any(
 /// # Safety
 /// As `MPI_Gatherv`.
 pub unsafe fn gatherv(
-    sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Dt, root: c_int, comm: Comm,
+    sb: *const c_void,
+    sc: c_int,
+    st: Dt,
+    rb: *mut c_void,
+    rcs: *const c_int,
+    rds: *const c_int,
+    rt: Dt,
+    root: c_int,
+    comm: Comm,
 ) -> c_int {
     // SAFETY: forwarded contract.
     unsafe { gatherv_any(sb, sc, st, rb, rcs, rds, rt, root, comm, BLOCKING) }
@@ -173,7 +193,15 @@ pub unsafe fn gatherv(
 /// # Safety
 /// As `MPI_Igatherv`.
 pub unsafe fn igatherv(
-    sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Dt, root: c_int, comm: Comm,
+    sb: *const c_void,
+    sc: c_int,
+    st: Dt,
+    rb: *mut c_void,
+    rcs: *const c_int,
+    rds: *const c_int,
+    rt: Dt,
+    root: c_int,
+    comm: Comm,
     request: *mut Req,
 ) -> c_int {
     // SAFETY: forwarded contract.
@@ -181,7 +209,15 @@ pub unsafe fn igatherv(
 }
 
 unsafe fn gatherv_any(
-    sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Dt, root: c_int, comm: Comm,
+    sb: *const c_void,
+    sc: c_int,
+    st: Dt,
+    rb: *mut c_void,
+    rcs: *const c_int,
+    rds: *const c_int,
+    rt: Dt,
+    root: c_int,
+    comm: Comm,
     request: *mut Req,
 ) -> c_int {
     // SAFETY: the application's arguments, or sluice's converted ones for the same call.
@@ -239,14 +275,30 @@ pub unsafe fn scatter(sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc:
 /// # Safety
 /// As `MPI_Iscatter`.
 pub unsafe fn iscatter(
-    sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, root: c_int, comm: Comm, request: *mut Req,
+    sb: *const c_void,
+    sc: c_int,
+    st: Dt,
+    rb: *mut c_void,
+    rc: c_int,
+    rt: Dt,
+    root: c_int,
+    comm: Comm,
+    request: *mut Req,
 ) -> c_int {
     // SAFETY: forwarded contract.
     unsafe { scatter_any(sb, sc, st, rb, rc, rt, root, comm, request) }
 }
 
 unsafe fn scatter_any(
-    sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, root: c_int, comm: Comm, request: *mut Req,
+    sb: *const c_void,
+    sc: c_int,
+    st: Dt,
+    rb: *mut c_void,
+    rc: c_int,
+    rt: Dt,
+    root: c_int,
+    comm: Comm,
+    request: *mut Req,
 ) -> c_int {
     // SAFETY: the application's arguments, or sluice's converted ones for the same call.
     let call = |sb, sc, st, rb, rc, rt| unsafe {
@@ -263,11 +315,8 @@ unsafe fn scatter_any(
         let (size, rank) = rooted(comm, root)?;
         let is_root = rank == root as usize;
         let in_place = is_root && rb == consts::in_place();
-        let send = if is_root {
-            Some(Side::plan(sb, size, Disp::Elements, true, false, |i| (sc, i as i64 * sc as i64, st))?)
-        } else {
-            None
-        };
+        let send =
+            if is_root { Some(Side::plan(sb, size, Disp::Elements, true, false, |i| (sc, i as i64 * sc as i64, st))?) } else { None };
         let recv = if in_place { None } else { Some(Side::plan(rb, 1, Disp::Elements, true, true, |_| (rc, 0, rt))?) };
         converted(send, recv, Slots::Nothing, Slots::All)
     };
@@ -289,7 +338,15 @@ unsafe fn scatter_any(
 /// # Safety
 /// As `MPI_Scatterv`.
 pub unsafe fn scatterv(
-    sb: *const c_void, scs: *const c_int, sds: *const c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, root: c_int, comm: Comm,
+    sb: *const c_void,
+    scs: *const c_int,
+    sds: *const c_int,
+    st: Dt,
+    rb: *mut c_void,
+    rc: c_int,
+    rt: Dt,
+    root: c_int,
+    comm: Comm,
 ) -> c_int {
     // SAFETY: forwarded contract.
     unsafe { scatterv_any(sb, scs, sds, st, rb, rc, rt, root, comm, BLOCKING) }
@@ -300,7 +357,15 @@ pub unsafe fn scatterv(
 /// # Safety
 /// As `MPI_Iscatterv`.
 pub unsafe fn iscatterv(
-    sb: *const c_void, scs: *const c_int, sds: *const c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, root: c_int, comm: Comm,
+    sb: *const c_void,
+    scs: *const c_int,
+    sds: *const c_int,
+    st: Dt,
+    rb: *mut c_void,
+    rc: c_int,
+    rt: Dt,
+    root: c_int,
+    comm: Comm,
     request: *mut Req,
 ) -> c_int {
     // SAFETY: forwarded contract.
@@ -308,7 +373,15 @@ pub unsafe fn iscatterv(
 }
 
 unsafe fn scatterv_any(
-    sb: *const c_void, scs: *const c_int, sds: *const c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, root: c_int, comm: Comm,
+    sb: *const c_void,
+    scs: *const c_int,
+    sds: *const c_int,
+    st: Dt,
+    rb: *mut c_void,
+    rc: c_int,
+    rt: Dt,
+    root: c_int,
+    comm: Comm,
     request: *mut Req,
 ) -> c_int {
     // SAFETY: the application's arguments, or sluice's converted ones for the same call.

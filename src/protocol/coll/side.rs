@@ -208,12 +208,7 @@ impl Side {
     /// As [`Side::plan`] for a side of `MPI_Alltoallw` (a type per peer, byte displacements):
     /// when no block needs the engine the side keeps the application's arguments even if the
     /// other side is converted. Neither MPI chooses an alltoallw algorithm by message size.
-    pub fn plan_typed(
-        buf: *const c_void,
-        n: usize,
-        recv: bool,
-        block: impl Fn(usize) -> (c_int, i64, mpi::MPI_Datatype),
-    ) -> Option<Side> {
+    pub fn plan_typed(buf: *const c_void, n: usize, recv: bool, block: impl Fn(usize) -> (c_int, i64, mpi::MPI_Datatype)) -> Option<Side> {
         Side::plan_with(buf, n, Disp::Bytes, false, recv, Shape::Typed, block)
     }
 
@@ -222,12 +217,7 @@ impl Side {
     /// with its types and only the others are staged. Staged blocks are addressed by their
     /// displacement from the application's buffer: MPI computes `buf + displacement`, and the
     /// difference of two addresses is a valid `MPI_Aint`.
-    pub fn plan_mixed(
-        buf: *const c_void,
-        n: usize,
-        recv: bool,
-        block: impl Fn(usize) -> (c_int, i64, mpi::MPI_Datatype),
-    ) -> Option<Side> {
+    pub fn plan_mixed(buf: *const c_void, n: usize, recv: bool, block: impl Fn(usize) -> (c_int, i64, mpi::MPI_Datatype)) -> Option<Side> {
         Side::plan_with(buf, n, Disp::Bytes, false, recv, Shape::Mixed, block)
     }
 
@@ -423,9 +413,7 @@ impl Side {
             unsafe {
                 match piece {
                     Piece::Empty => {}
-                    Piece::Run { at, bytes } => {
-                        std::ptr::copy_nonoverlapping(self.user.wrapping_offset(*at), dst.as_mut_ptr(), *bytes)
-                    }
+                    Piece::Run { at, bytes } => std::ptr::copy_nonoverlapping(self.user.wrapping_offset(*at), dst.as_mut_ptr(), *bytes),
                     Piece::Engine { at, layout, .. } => layout.pack_into(self.user.wrapping_offset(*at).cast(), dst),
                 }
             }
@@ -495,9 +483,7 @@ impl Side {
             unsafe {
                 match piece {
                     Piece::Empty => {}
-                    Piece::Run { at, bytes } => {
-                        std::ptr::copy_nonoverlapping(src.as_ptr(), self.user.wrapping_offset(*at), *bytes)
-                    }
+                    Piece::Run { at, bytes } => std::ptr::copy_nonoverlapping(src.as_ptr(), self.user.wrapping_offset(*at), *bytes),
                     Piece::Engine { at, layout, .. } => layout.unpack_from(src, self.user.wrapping_offset(*at).cast()),
                 }
             }

@@ -273,9 +273,7 @@ unsafe fn any_of(
 pub(crate) unsafe fn waitany_mpi(count: c_int, reqs: *mut Req, index: *mut c_int, status: *mut Status) -> c_int {
     // SAFETY: forwarded contract.
     unsafe {
-        any_of(count, reqs, index, status, |s| next::MPI_Waitany(count, reqs, index, s), || {
-            next::MPI_Waitany(count, reqs, index, status)
-        })
+        any_of(count, reqs, index, status, |s| next::MPI_Waitany(count, reqs, index, s), || next::MPI_Waitany(count, reqs, index, status))
     }
 }
 
@@ -286,9 +284,14 @@ pub(crate) unsafe fn waitany_mpi(count: c_int, reqs: *mut Req, index: *mut c_int
 pub(crate) unsafe fn testany_mpi(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mut c_int, status: *mut Status) -> c_int {
     // SAFETY: forwarded contract.
     unsafe {
-        any_of(count, reqs, index, status, |s| next::MPI_Testany(count, reqs, index, flag, s), || {
-            next::MPI_Testany(count, reqs, index, flag, status)
-        })
+        any_of(
+            count,
+            reqs,
+            index,
+            status,
+            |s| next::MPI_Testany(count, reqs, index, flag, s),
+            || next::MPI_Testany(count, reqs, index, flag, status),
+        )
     }
 }
 
@@ -344,12 +347,24 @@ unsafe fn some_of(
 ///
 /// # Safety
 /// As `MPI_Waitsome`.
-pub(crate) unsafe fn waitsome_mpi(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
+pub(crate) unsafe fn waitsome_mpi(
+    incount: c_int,
+    reqs: *mut Req,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut Status,
+) -> c_int {
     // SAFETY: forwarded contract.
     unsafe {
-        some_of(incount, reqs, outcount, indices, statuses, |s| next::MPI_Waitsome(incount, reqs, outcount, indices, s), || {
-            next::MPI_Waitsome(incount, reqs, outcount, indices, statuses)
-        })
+        some_of(
+            incount,
+            reqs,
+            outcount,
+            indices,
+            statuses,
+            |s| next::MPI_Waitsome(incount, reqs, outcount, indices, s),
+            || next::MPI_Waitsome(incount, reqs, outcount, indices, statuses),
+        )
     }
 }
 
@@ -357,12 +372,24 @@ pub(crate) unsafe fn waitsome_mpi(incount: c_int, reqs: *mut Req, outcount: *mut
 ///
 /// # Safety
 /// As `MPI_Testsome`.
-pub(crate) unsafe fn testsome_mpi(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
+pub(crate) unsafe fn testsome_mpi(
+    incount: c_int,
+    reqs: *mut Req,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut Status,
+) -> c_int {
     // SAFETY: forwarded contract.
     unsafe {
-        some_of(incount, reqs, outcount, indices, statuses, |s| next::MPI_Testsome(incount, reqs, outcount, indices, s), || {
-            next::MPI_Testsome(incount, reqs, outcount, indices, statuses)
-        })
+        some_of(
+            incount,
+            reqs,
+            outcount,
+            indices,
+            statuses,
+            |s| next::MPI_Testsome(incount, reqs, outcount, indices, s),
+            || next::MPI_Testsome(incount, reqs, outcount, indices, statuses),
+        )
     }
 }
 
@@ -405,7 +432,7 @@ pub(crate) unsafe fn request_free_mpi(request: *mut Req) -> c_int {
     };
     if op.persistent() && !op.active() {
         drop(op); // staging back to the pool
-        // SAFETY: forwarded unchanged.
+                  // SAFETY: forwarded unchanged.
         return unsafe { next::MPI_Request_free(request) };
     }
     // SAFETY: as above.
@@ -713,7 +740,14 @@ pub unsafe fn testany(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mu
 ///
 /// # Safety
 /// As the MPI call.
-unsafe fn some_tracked(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status, wait: bool) -> c_int {
+unsafe fn some_tracked(
+    incount: c_int,
+    reqs: *mut Req,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut Status,
+    wait: bool,
+) -> c_int {
     // SAFETY: the application's array of `incount` requests.
     let rs = unsafe { requests(reqs, incount) };
     let read = |rc: c_int| {

@@ -58,9 +58,7 @@ pub fn message(look: Look, count: impl Into<i64>, dt: mpi::MPI_Datatype) -> bool
 #[inline(always)]
 fn below_reserved(count: u64, dt: mpi::MPI_Datatype, contiguous: bool) -> bool {
     let reserved = pipeline::reserved() as u64;
-    datatype::hint(dt).is_some_and(|h| {
-        (h.contiguous || !contiguous) && (reserved == 0 || count.saturating_mul(h.size as u64) < reserved)
-    })
+    datatype::hint(dt).is_some_and(|h| (h.contiguous || !contiguous) && (reserved == 0 || count.saturating_mul(h.size as u64) < reserved))
 }
 
 /// A receive (`MPI_Recv`, `MPI_Irecv`) the handler forwards: no probed pipelined message waits

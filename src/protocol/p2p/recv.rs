@@ -110,11 +110,7 @@ fn direct_landing(buf: *mut c_void, count: i64, datatype: Dt, source: c_int, com
 ///
 /// # Safety
 /// As `MPI_Recv`; `receive(status)` is the application's receive.
-unsafe fn direct_blocking(
-    landing: (Landing, usize, Comm),
-    status: *mut Status,
-    receive: impl FnOnce(*mut Status) -> c_int,
-) -> c_int {
+unsafe fn direct_blocking(landing: (Landing, usize, Comm), status: *mut Status, receive: impl FnOnce(*mut Status) -> c_int) -> c_int {
     let (landing, cap, comm) = landing;
     let mut local = super::blank_status();
     let stp = status_or(status, &mut local);
@@ -173,9 +169,7 @@ pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, 
         },
         None => match direct_landing(buf, count.into(), datatype, source, comm) {
             // SAFETY: forwarded contract.
-            Some(landing) => unsafe {
-                direct_blocking(landing, status, |s| next::MPI_Recv(buf, count, datatype, source, tag, comm, s))
-            },
+            Some(landing) => unsafe { direct_blocking(landing, status, |s| next::MPI_Recv(buf, count, datatype, source, tag, comm, s)) },
             // SAFETY: forwarded unchanged.
             None => unsafe { next::MPI_Recv(buf, count, datatype, source, tag, comm, status) },
         },
@@ -226,14 +220,25 @@ fn nonblocking(
 /// # Safety
 /// As `MPI_Irecv`.
 pub unsafe fn irecv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
-    nonblocking(buf, count.into(), datatype, source, tag, comm, request, false, |p, n| {
-        // SAFETY: forwarded contract; the staging buffer has `n` bytes and lives in the table
-        // until the request completes.
-        unsafe { next::MPI_Irecv(p, n, consts::packed(), source, tag, comm, request) }
-    }, || {
-        // SAFETY: forwarded unchanged.
-        unsafe { next::MPI_Irecv(buf, count, datatype, source, tag, comm, request) }
-    })
+    nonblocking(
+        buf,
+        count.into(),
+        datatype,
+        source,
+        tag,
+        comm,
+        request,
+        false,
+        |p, n| {
+            // SAFETY: forwarded contract; the staging buffer has `n` bytes and lives in the table
+            // until the request completes.
+            unsafe { next::MPI_Irecv(p, n, consts::packed(), source, tag, comm, request) }
+        },
+        || {
+            // SAFETY: forwarded unchanged.
+            unsafe { next::MPI_Irecv(buf, count, datatype, source, tag, comm, request) }
+        },
+    )
 }
 
 /// `MPI_Recv_init`: the staging buffer lives as long as the request.
@@ -241,13 +246,24 @@ pub unsafe fn irecv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int,
 /// # Safety
 /// As `MPI_Recv_init`.
 pub unsafe fn recv_init(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
-    nonblocking(buf, count.into(), datatype, source, tag, comm, request, true, |p, n| {
-        // SAFETY: as in `irecv`.
-        unsafe { next::MPI_Recv_init(p, n, consts::packed(), source, tag, comm, request) }
-    }, || {
-        // SAFETY: forwarded unchanged.
-        unsafe { next::MPI_Recv_init(buf, count, datatype, source, tag, comm, request) }
-    })
+    nonblocking(
+        buf,
+        count.into(),
+        datatype,
+        source,
+        tag,
+        comm,
+        request,
+        true,
+        |p, n| {
+            // SAFETY: as in `irecv`.
+            unsafe { next::MPI_Recv_init(p, n, consts::packed(), source, tag, comm, request) }
+        },
+        || {
+            // SAFETY: forwarded unchanged.
+            unsafe { next::MPI_Recv_init(buf, count, datatype, source, tag, comm, request) }
+        },
+    )
 }
 
 /// Whether a matched-receive call is served by sluice (`MPI_MESSAGE_NO_PROC` and invalid
@@ -316,9 +332,7 @@ pub unsafe fn imrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut
     }
     match Layout::of(buf, count.into(), datatype).filter(|_| message_ok(message) && !request.is_null()) {
         // SAFETY: as in `irecv`.
-        Some(l) => with_request(l, buf, request, false, |p, n| unsafe {
-            next::MPI_Imrecv(p, n, consts::packed(), message, request)
-        }),
+        Some(l) => with_request(l, buf, request, false, |p, n| unsafe { next::MPI_Imrecv(p, n, consts::packed(), message, request) }),
         // SAFETY: forwarded unchanged.
         None => unsafe { next::MPI_Imrecv(buf, count, datatype, message, request) },
     }
@@ -330,15 +344,36 @@ pub unsafe fn imrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut
 /// As `MPI_Sendrecv`.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn sendrecv(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: Dt, dest: c_int, sendtag: c_int,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: Dt, source: c_int, recvtag: c_int,
-    comm: Comm, status: *mut Status,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Dt,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Dt,
+    source: c_int,
+    recvtag: c_int,
+    comm: Comm,
+    status: *mut Status,
 ) -> c_int {
     // SAFETY: forwarded contract; `forward` is the application's call unchanged.
     unsafe {
-        sendrecv_any(sendbuf, sendcount.into(), sendtype, dest, sendtag, recvbuf, recvcount.into(), recvtype, source, recvtag, comm, status, || {
-            next::MPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
-        })
+        sendrecv_any(
+            sendbuf,
+            sendcount.into(),
+            sendtype,
+            dest,
+            sendtag,
+            recvbuf,
+            recvcount.into(),
+            recvtype,
+            source,
+            recvtag,
+            comm,
+            status,
+            || next::MPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status),
+        )
     }
 }
 
@@ -349,9 +384,19 @@ pub unsafe fn sendrecv(
 /// As `MPI_Sendrecv`; `forward` is the application's call.
 #[allow(clippy::too_many_arguments)]
 unsafe fn sendrecv_any(
-    sendbuf: *const c_void, sendcount: i64, sendtype: Dt, dest: c_int, sendtag: c_int,
-    recvbuf: *mut c_void, recvcount: i64, recvtype: Dt, source: c_int, recvtag: c_int,
-    comm: Comm, status: *mut Status, forward: impl FnOnce() -> c_int,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: Dt,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: Dt,
+    source: c_int,
+    recvtag: c_int,
+    comm: Comm,
+    status: *mut Status,
+    forward: impl FnOnce() -> c_int,
 ) -> c_int {
     if pipeline::stash::any() {
         if let (Some(e), Ok(sc)) = (stashed(source, recvtag, comm), c_int::try_from(sendcount)) {
@@ -420,8 +465,15 @@ unsafe fn sendrecv_any(
 /// As `MPI_Sendrecv_replace`.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn sendrecv_replace(
-    buf: *mut c_void, count: c_int, datatype: Dt, dest: c_int, sendtag: c_int, source: c_int,
-    recvtag: c_int, comm: Comm, status: *mut Status,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Dt,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: Comm,
+    status: *mut Status,
 ) -> c_int {
     // SAFETY: forwarded contract; `forward` is the application's call unchanged.
     unsafe {
@@ -437,8 +489,16 @@ pub unsafe fn sendrecv_replace(
 /// As `MPI_Sendrecv_replace`; `forward` is the application's call.
 #[allow(clippy::too_many_arguments)]
 unsafe fn sendrecv_replace_any(
-    buf: *mut c_void, count: i64, datatype: Dt, dest: c_int, sendtag: c_int, source: c_int,
-    recvtag: c_int, comm: Comm, status: *mut Status, forward_with_status: impl FnOnce(*mut Status) -> c_int,
+    buf: *mut c_void,
+    count: i64,
+    datatype: Dt,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: Comm,
+    status: *mut Status,
+    forward_with_status: impl FnOnce(*mut Status) -> c_int,
 ) -> c_int {
     let layout = Layout::of(buf, count, datatype).filter(|_| !(is_proc_null(dest) && is_proc_null(source)));
     if layout.is_none() {
@@ -457,9 +517,7 @@ unsafe fn sendrecv_replace_any(
     if is_proc_null(source) {
         // Nothing arrives: the buffer keeps its contents, as with the MPI.
         // SAFETY: forwarded with the packed send side.
-        return unsafe {
-            next::MPI_Sendrecv(sp, sc, consts::packed(), dest, sendtag, buf, count, datatype, source, recvtag, comm, status)
-        };
+        return unsafe { next::MPI_Sendrecv(sp, sc, consts::packed(), dest, sendtag, buf, count, datatype, source, recvtag, comm, status) };
     }
     let pipe = pipe_for(l.bytes(), source, comm);
     // SAFETY: forwarded contract; send and receive staging are distinct buffers.
@@ -480,7 +538,15 @@ pub mod large_count {
     ///
     /// # Safety
     /// As `MPI_Recv_c`.
-    pub unsafe fn recv_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, source: c_int, tag: c_int, comm: Comm, status: *mut Status) -> c_int {
+    pub unsafe fn recv_c(
+        buf: *mut c_void,
+        count: mpi::MPI_Count,
+        datatype: Dt,
+        source: c_int,
+        tag: c_int,
+        comm: Comm,
+        status: *mut Status,
+    ) -> c_int {
         if let Some(e) = stashed(source, tag, comm) {
             // SAFETY: forwarded contract.
             return unsafe { pipeline::serve::blocking(e, buf, count, datatype, comm, status) };
@@ -506,35 +572,79 @@ pub mod large_count {
     ///
     /// # Safety
     /// As `MPI_Irecv_c`.
-    pub unsafe fn irecv_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
-        nonblocking(buf, count, datatype, source, tag, comm, request, false, |p, n| {
-            // SAFETY: as in `irecv`.
-            unsafe { next::MPI_Irecv(p, n, consts::packed(), source, tag, comm, request) }
-        }, || {
-            // SAFETY: forwarded unchanged.
-            unsafe { next::MPI_Irecv_c(buf, count, datatype, source, tag, comm, request) }
-        })
+    pub unsafe fn irecv_c(
+        buf: *mut c_void,
+        count: mpi::MPI_Count,
+        datatype: Dt,
+        source: c_int,
+        tag: c_int,
+        comm: Comm,
+        request: *mut Req,
+    ) -> c_int {
+        nonblocking(
+            buf,
+            count,
+            datatype,
+            source,
+            tag,
+            comm,
+            request,
+            false,
+            |p, n| {
+                // SAFETY: as in `irecv`.
+                unsafe { next::MPI_Irecv(p, n, consts::packed(), source, tag, comm, request) }
+            },
+            || {
+                // SAFETY: forwarded unchanged.
+                unsafe { next::MPI_Irecv_c(buf, count, datatype, source, tag, comm, request) }
+            },
+        )
     }
 
     /// `MPI_Recv_init_c`.
     ///
     /// # Safety
     /// As `MPI_Recv_init_c`.
-    pub unsafe fn recv_init_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
-        nonblocking(buf, count, datatype, source, tag, comm, request, true, |p, n| {
-            // SAFETY: as in `irecv`.
-            unsafe { next::MPI_Recv_init(p, n, consts::packed(), source, tag, comm, request) }
-        }, || {
-            // SAFETY: forwarded unchanged.
-            unsafe { next::MPI_Recv_init_c(buf, count, datatype, source, tag, comm, request) }
-        })
+    pub unsafe fn recv_init_c(
+        buf: *mut c_void,
+        count: mpi::MPI_Count,
+        datatype: Dt,
+        source: c_int,
+        tag: c_int,
+        comm: Comm,
+        request: *mut Req,
+    ) -> c_int {
+        nonblocking(
+            buf,
+            count,
+            datatype,
+            source,
+            tag,
+            comm,
+            request,
+            true,
+            |p, n| {
+                // SAFETY: as in `irecv`.
+                unsafe { next::MPI_Recv_init(p, n, consts::packed(), source, tag, comm, request) }
+            },
+            || {
+                // SAFETY: forwarded unchanged.
+                unsafe { next::MPI_Recv_init_c(buf, count, datatype, source, tag, comm, request) }
+            },
+        )
     }
 
     /// `MPI_Mrecv_c`.
     ///
     /// # Safety
     /// As `MPI_Mrecv_c`.
-    pub unsafe fn mrecv_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, message: *mut mpi::MPI_Message, status: *mut Status) -> c_int {
+    pub unsafe fn mrecv_c(
+        buf: *mut c_void,
+        count: mpi::MPI_Count,
+        datatype: Dt,
+        message: *mut mpi::MPI_Message,
+        status: *mut Status,
+    ) -> c_int {
         // SAFETY: forwarded contract.
         if let Some(rc) = unsafe { mrecv_stashed(buf, count, datatype, message, status, std::ptr::null_mut()) } {
             return rc;
@@ -551,16 +661,20 @@ pub mod large_count {
     ///
     /// # Safety
     /// As `MPI_Imrecv_c`.
-    pub unsafe fn imrecv_c(buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, message: *mut mpi::MPI_Message, request: *mut Req) -> c_int {
+    pub unsafe fn imrecv_c(
+        buf: *mut c_void,
+        count: mpi::MPI_Count,
+        datatype: Dt,
+        message: *mut mpi::MPI_Message,
+        request: *mut Req,
+    ) -> c_int {
         // SAFETY: forwarded contract.
         if let Some(rc) = unsafe { mrecv_stashed(buf, count, datatype, message, std::ptr::null_mut(), request) } {
             return rc;
         }
         match Layout::of(buf, count, datatype).filter(|_| message_ok(message) && !request.is_null()) {
             // SAFETY: as in `irecv`.
-            Some(l) => with_request(l, buf, request, false, |p, n| unsafe {
-                next::MPI_Imrecv(p, n, consts::packed(), message, request)
-            }),
+            Some(l) => with_request(l, buf, request, false, |p, n| unsafe { next::MPI_Imrecv(p, n, consts::packed(), message, request) }),
             // SAFETY: forwarded unchanged.
             None => unsafe { next::MPI_Imrecv_c(buf, count, datatype, message, request) },
         }
@@ -572,14 +686,25 @@ pub mod large_count {
     /// As `MPI_Sendrecv_c`.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn sendrecv_c(
-        sendbuf: *const c_void, sendcount: mpi::MPI_Count, sendtype: Dt, dest: c_int, sendtag: c_int,
-        recvbuf: *mut c_void, recvcount: mpi::MPI_Count, recvtype: Dt, source: c_int, recvtag: c_int,
-        comm: Comm, status: *mut Status,
+        sendbuf: *const c_void,
+        sendcount: mpi::MPI_Count,
+        sendtype: Dt,
+        dest: c_int,
+        sendtag: c_int,
+        recvbuf: *mut c_void,
+        recvcount: mpi::MPI_Count,
+        recvtype: Dt,
+        source: c_int,
+        recvtag: c_int,
+        comm: Comm,
+        status: *mut Status,
     ) -> c_int {
         // SAFETY: as in `sendrecv`.
         unsafe {
             sendrecv_any(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status, || {
-                next::MPI_Sendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+                next::MPI_Sendrecv_c(
+                    sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status,
+                )
             })
         }
     }
@@ -590,8 +715,15 @@ pub mod large_count {
     /// As `MPI_Sendrecv_replace_c`.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn sendrecv_replace_c(
-        buf: *mut c_void, count: mpi::MPI_Count, datatype: Dt, dest: c_int, sendtag: c_int, source: c_int,
-        recvtag: c_int, comm: Comm, status: *mut Status,
+        buf: *mut c_void,
+        count: mpi::MPI_Count,
+        datatype: Dt,
+        dest: c_int,
+        sendtag: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: Comm,
+        status: *mut Status,
     ) -> c_int {
         // SAFETY: as in `sendrecv_replace`.
         unsafe {

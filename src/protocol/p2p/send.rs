@@ -92,9 +92,7 @@ unsafe fn with_request(
     };
     let mut op = Op { dir: Dir::Send, layout, user: buf as usize, staging: st, persistent, active: !persistent };
     // SAFETY: as in `blocking`; `request` is the application's non-null output pointer.
-    let rc = unsafe {
-        mpi_send(op.staging.as_mut_ptr().cast(), op.layout.count_arg(), consts::packed(), dest, tag, comm, request)
-    };
+    let rc = unsafe { mpi_send(op.staging.as_mut_ptr().cast(), op.layout.count_arg(), consts::packed(), dest, tag, comm, request) };
     if rc == errclass::SUCCESS {
         // SAFETY: the MPI wrote the new request.
         ops::track(unsafe { *request }, op);

@@ -270,7 +270,9 @@ pub fn bytes_if_large(count: i64, datatype: mpi::MPI_Datatype) -> Option<usize> 
     }
     let size = match crate::protocol::datatype::size_hint(datatype) {
         Some(n) => n as u64,
-        None if (count as u64).saturating_mul(WIDEST_PREDEFINED) < s as u64 && crate::protocol::datatype::lookup(datatype).is_none() => return None,
+        None if (count as u64).saturating_mul(WIDEST_PREDEFINED) < s as u64 && crate::protocol::datatype::lookup(datatype).is_none() => {
+            return None
+        }
         None => {
             let mut size: mpi::MPI_Count = 0;
             // SAFETY: writes one count; an invalid type returns an error and leaves 0.
@@ -287,7 +289,13 @@ pub fn bytes_if_large(count: i64, datatype: mpi::MPI_Datatype) -> Option<usize> 
 /// Whether `count` elements of `datatype` are one contiguous run of bytes (starting at the
 /// true lower bound).
 pub fn is_contiguous(datatype: mpi::MPI_Datatype) -> bool {
-    let (mut size, mut lb, mut extent, mut tlb, mut textent): (mpi::MPI_Count, mpi::MPI_Count, mpi::MPI_Count, mpi::MPI_Count, mpi::MPI_Count) = (0, 0, 0, 0, 0);
+    let (mut size, mut lb, mut extent, mut tlb, mut textent): (
+        mpi::MPI_Count,
+        mpi::MPI_Count,
+        mpi::MPI_Count,
+        mpi::MPI_Count,
+        mpi::MPI_Count,
+    ) = (0, 0, 0, 0, 0);
     // SAFETY: writes counts.
     unsafe {
         mpi::PMPI_Type_size_x(datatype, &mut size);

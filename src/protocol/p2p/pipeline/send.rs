@@ -204,8 +204,6 @@ fn drain_orphans(pc: Comm) {
     unsafe { mpi::PMPI_Get_count(&st, consts::byte(), &mut n) };
     let mut scratch = vec![0u8; n.max(1) as usize];
     // SAFETY: receives exactly the probed message into a buffer of its size.
-    unsafe {
-        mpi::PMPI_Recv(scratch.as_mut_ptr().cast(), n, consts::byte(), st.MPI_SOURCE, st.MPI_TAG, pc, consts::status_ignore())
-    };
+    unsafe { mpi::PMPI_Recv(scratch.as_mut_ptr().cast(), n, consts::byte(), st.MPI_SOURCE, st.MPI_TAG, pc, consts::status_ignore()) };
     log::debug!("dropped an orphaned chunk of {n} bytes from rank {} (its first message was truncated)", st.MPI_SOURCE);
 }

@@ -47,9 +47,7 @@ unsafe fn start(e: Stashed, buf: *mut c_void, count: i64, datatype: Dt, comm: Co
         let mut pos = 0;
         let cap = size_of(count, datatype);
         // SAFETY: unpacks at most `cap` bytes of the message into the receive.
-        unsafe {
-            mpi::PMPI_Unpack(e.m0.bytes().as_ptr().cast(), n.min(cap) as c_int, &mut pos, buf, count as c_int, datatype, comm)
-        };
+        unsafe { mpi::PMPI_Unpack(e.m0.bytes().as_ptr().cast(), n.min(cap) as c_int, &mut pos, buf, count as c_int, datatype, comm) };
         if e.header.is_some() {
             log::error!("a probed pipelined message cannot be received into this datatype; set SLUICE_PIPELINE_THRESHOLD=off");
         }

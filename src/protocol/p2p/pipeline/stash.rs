@@ -191,7 +191,14 @@ pub unsafe fn probe(source: c_int, tag: c_int, comm: Comm, flag: *mut c_int, sta
 ///
 /// # Safety
 /// As the MPI call.
-pub unsafe fn mprobe(source: c_int, tag: c_int, comm: Comm, flag: *mut c_int, message: *mut mpi::MPI_Message, status: *mut Status) -> c_int {
+pub unsafe fn mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: Comm,
+    flag: *mut c_int,
+    message: *mut mpi::MPI_Message,
+    status: *mut Status,
+) -> c_int {
     if !message.is_null() {
         if let Some(e) = take(source, tag, comm) {
             // A message an earlier probe took: the application gets a handle of sluice's own,

@@ -17,8 +17,8 @@ use std::sync::Mutex;
 
 use super::incoming::{Dest, Incoming, Outcome};
 use super::reserved;
-use crate::protocol::p2p::Layout;
 use crate::ffi::{consts, errclass, mpi, request_from_key, request_key};
+use crate::protocol::p2p::Layout;
 use crate::protocol::p2p::{blank_status, ops, received_bytes, Pending};
 
 type Req = mpi::MPI_Request;
@@ -421,7 +421,12 @@ pub unsafe fn wait(request: *mut Req, status: *mut Status, inner: impl FnOnce(*m
 ///
 /// # Safety
 /// As `MPI_Test`.
-pub unsafe fn test(request: *mut Req, flag: *mut c_int, status: *mut Status, inner: impl FnOnce(*mut Req, *mut c_int, *mut Status) -> c_int) -> c_int {
+pub unsafe fn test(
+    request: *mut Req,
+    flag: *mut c_int,
+    status: *mut Status,
+    inner: impl FnOnce(*mut Req, *mut c_int, *mut Status) -> c_int,
+) -> c_int {
     progress_all();
     // SAFETY: the application's handle.
     let r = unsafe { *request };
@@ -448,7 +453,12 @@ pub unsafe fn test(request: *mut Req, flag: *mut c_int, status: *mut Status, inn
 ///
 /// # Safety
 /// As `MPI_Request_get_status`.
-pub unsafe fn get_status(request: Req, flag: *mut c_int, status: *mut Status, inner: impl FnOnce(Req, *mut c_int, *mut Status) -> c_int) -> c_int {
+pub unsafe fn get_status(
+    request: Req,
+    flag: *mut c_int,
+    status: *mut Status,
+    inner: impl FnOnce(Req, *mut c_int, *mut Status) -> c_int,
+) -> c_int {
     progress_all();
     match gate(request) {
         Gate::Hidden => {
@@ -608,7 +618,13 @@ pub fn finish() {
 pub unsafe fn receive_rest(dest: Dest, capacity: usize, comm: mpi::MPI_Comm) -> (Option<Outcome>, Option<crate::protocol::p2p::ops::Op>) {
     // SAFETY: M0 landed in `dest`.
     let Some(h) = (unsafe { dest.header() }) else {
-        return (None, match dest { Dest::Engine(op) => Some(op), _ => None });
+        return (
+            None,
+            match dest {
+                Dest::Engine(op) => Some(op),
+                _ => None,
+            },
+        );
     };
     // SAFETY: forwarded contract.
     let mut t = unsafe { Incoming::begin(h, capacity, dest, comm) };
