@@ -178,12 +178,6 @@ pub fn forget_all() {
     SIZE_KEY.iter().for_each(|s| s.store(0, Ordering::Release));
 }
 
-/// Number of compiled types currently held (for tests and statistics).
-#[allow(dead_code)] // no caller today; public before `protocol` became crate-private
-pub fn compiled_count() -> usize {
-    TYPES.read().unwrap_or_else(|e| e.into_inner()).as_ref().map_or(0, |m| m.len())
-}
-
 /// Decodes and compiles a committed type; an undecodable type stays with the MPI's engine.
 fn compile(t: mpi::MPI_Datatype) {
     if !crate::runtime::config().is_some_and(|c| c.datatype_engine) {

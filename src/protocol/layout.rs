@@ -110,12 +110,6 @@ impl Layout {
         self.ct.kernel().min_block(self.count, self.ct.dataloop().extent)
     }
 
-    /// Extent of one element (the stride between consecutive elements), bytes.
-    #[allow(dead_code)] // no caller today; public before `protocol` became crate-private
-    pub fn extent(&self) -> i64 {
-        self.ct.dataloop().extent
-    }
-
     /// Packed bytes.
     pub fn bytes(&self) -> usize {
         self.bytes

@@ -437,11 +437,12 @@ impl Side {
         if n == 0 || n != to.bytes() {
             return false;
         }
-        let mut bounce = vec![0u8; CHUNK.min(n)];
+        // From the staging pool: no allocation or zeroing per call.
+        let mut bounce = staging::take(CHUNK.min(n));
         let mut first = 0;
         while first < n {
             let last = (first + CHUNK).min(n);
-            let chunk = &mut bounce[..last - first];
+            let chunk = &mut bounce.bytes_mut()[..last - first];
             // SAFETY: the caller guarantees both blocks; `chunk` is sluice's memory and the
             // ranges lie inside both blocks' streams of `n` bytes.
             unsafe {

@@ -288,9 +288,3 @@ fn message_key(m: mpi::MPI_Message) -> usize {
         m as u32 as usize
     }
 }
-
-/// Entries still stashed (leak checks).
-#[allow(dead_code)] // no caller today; public before `protocol` became crate-private
-pub fn stashed() -> usize {
-    BY_MATCH_N.load(Ordering::Acquire) + BY_MESSAGE_N.load(Ordering::Acquire)
-}
