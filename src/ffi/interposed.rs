@@ -78,7 +78,7 @@ macro_rules! for_each_interposed {
                 fast(message(count, datatype)) => { $crate::protocol::p2p::send::rsend_init };
             Persistent fn MPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
                 source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                fast(message(count, datatype)) => { $crate::protocol::p2p::recv::recv_init };
+                fast(persistent_receive(count, datatype)) => { $crate::protocol::p2p::recv::recv_init };
             Persistent fn MPI_Start(request: *mut MPI_Request) err(world) => { $crate::protocol::p2p::complete::start };
             Persistent fn MPI_Startall(count: c_int, requests: *mut MPI_Request) err(world)
                 => { $crate::protocol::p2p::complete::startall };
@@ -116,7 +116,7 @@ macro_rules! for_each_interposed {
             Completion fn MPI_Testsome(incount: c_int, requests: *mut MPI_Request,
                 outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status) err(world)
                 fast(completion()) => { $crate::protocol::p2p::complete::testsome };
-            Completion fn MPI_Request_free(request: *mut MPI_Request) err(world) fast(completion()) => { $crate::protocol::p2p::complete::request_free };
+            Completion fn MPI_Request_free(request: *mut MPI_Request) err(world) fast(request_free()) => { $crate::protocol::p2p::complete::request_free };
             Completion fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int,
                 status: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::p2p::complete::request_get_status };
             Completion fn MPI_Cancel(request: *mut MPI_Request) err(world) => forward;
@@ -326,7 +326,7 @@ macro_rules! for_each_interposed_large_count {
                 request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::p2p::send::rsend_init_c };
             Persistent fn MPI_Recv_init_c(buf: *mut c_void, count: MPI_Count,
                 datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm,
-                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::p2p::recv::large_count::recv_init_c };
+                request: *mut MPI_Request) err(comm) fast(persistent_receive(count, datatype)) => { $crate::protocol::p2p::recv::large_count::recv_init_c };
             Probe fn MPI_Mrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,
                 message: *mut MPI_Message, status: *mut MPI_Status) err(world) => { $crate::protocol::p2p::recv::large_count::mrecv_c };
             Probe fn MPI_Imrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,

@@ -5,7 +5,8 @@
  * messages are probed and received in order); MPI_Iprobe on nothing; MPI_Mprobe + MPI_Mrecv and
  * MPI_Improbe + MPI_Imrecv with non-contiguous receive types; a matched message leaves the queue
  * (a plain receive after MPI_Mprobe gets the next message); MPI_PROC_NULL for all probes
- * (MPI_MESSAGE_NO_PROC). Every byte checked. Runs on MPI_COMM_WORLD, a duplicate and a split
+ * (MPI_MESSAGE_NO_PROC); a persistent receive started after a probe gets the probed message, with
+ * every completion call. Every byte checked. Runs on MPI_COMM_WORLD, a duplicate and a split
  * (renumbered) communicator, any ranks >= 2. */
 #define SLUICE_P2P_CONF
 #include "check.h"
@@ -151,6 +152,87 @@ static void queued(conf_comm *c) {
     MPI_OK(MPI_Barrier(c->comm));
 }
 
+/* A persistent receive started after a probe found its message gets that message (a probe may
+ * have taken a pipelined message out of the MPI: sluice must serve it to MPI_Start), then the
+ * next message on the next start. Every completion call: how 0 Wait, 1 Test loop, 2 Waitany,
+ * 3 Testsome loop, 4 Waitall, 5 Startall + Waitsome, 6 Request_get_status loop + Wait,
+ * 7 Testany loop. The receive type alternates between a vector (sluice's engine) and
+ * contiguous doubles. */
+static void probed_persistent(conf_comm *c, int how) {
+    static const char *HOW[8] = {"Wait", "Test", "Waitany", "Testsome", "Waitall", "Startall+Waitsome",
+                                 "Request_get_status", "Testany"};
+    int tag = 7300 + how, vec = how % 2 == 0;
+    size_t big = c->full ? 4 * MiB : 4096;
+    int u1 = conf_units_for(F_DOUBLE, big), u2 = u1 / 2;
+    MPI_Datatype rt = vec ? CT[T_VEC_D2].t : MPI_DOUBLE;
+    int per = vec ? 8 : 1; /* doubles per receive element */
+    conf_set_ctx("%s: Probe, then a persistent receive (%s, %s)", c->label, HOW[how], vec ? "vector" : "contiguous");
+    conf_buf s1 = conf_alloc(CT[T_VEC_D].t, u1 / 8, conf_seed(c->id, tag, c->rank, 1));
+    conf_buf s2 = conf_alloc(CT[T_VEC_D].t, u2 / 8, conf_seed(c->id, tag, c->rank, 2));
+    conf_buf r = conf_alloc(rt, u1 / per, 40 + how);
+    MPI_Request sq[2], pq, arr[2];
+    MPI_Status st, sts[2];
+    MPI_OK(MPI_Isend(s1.p, u1 / 8, CT[T_VEC_D].t, c->right, tag, c->comm, &sq[0]));
+    MPI_OK(MPI_Isend(s2.p, u2 / 8, CT[T_VEC_D].t, c->right, tag, c->comm, &sq[1]));
+    MPI_OK(MPI_Probe(c->left, tag, c->comm, &st));
+    CHECK_STATUS(&st, c->left, tag, rt, u1 / per, u1);
+    MPI_OK(MPI_Recv_init(r.p, u1 / per, rt, c->left, tag, c->comm, &pq));
+    for (int m = 0; m < 2; m++) {
+        int n = m ? u2 : u1, flag = 0, idx = -1, out = 0, ids[2] = {-1, -1};
+        conf_refill(&r, 50 + m);
+        if (how == 5) MPI_OK(MPI_Startall(1, &pq));
+        else MPI_OK(MPI_Start(&pq));
+        switch (m ? 0 : how) {
+        case 0:
+            MPI_OK(MPI_Wait(&pq, &st));
+            break;
+        case 1:
+            CONF_POLL("MPI_Test", MPI_OK(MPI_Test(&pq, &flag, &st)), flag);
+            break;
+        case 2:
+            arr[0] = MPI_REQUEST_NULL;
+            arr[1] = pq;
+            MPI_OK(MPI_Waitany(2, arr, &idx, &st));
+            CHECK(idx == 1 && arr[1] == pq, "MPI_Waitany returned index %d", idx);
+            break;
+        case 3:
+            CONF_POLL("MPI_Testsome", MPI_OK(MPI_Testsome(1, &pq, &out, ids, sts)), out != 0);
+            CHECK(out == 1 && ids[0] == 0, "MPI_Testsome returned %d indices", out);
+            st = sts[0];
+            break;
+        case 4:
+            MPI_OK(MPI_Waitall(1, &pq, sts));
+            st = sts[0];
+            break;
+        case 5:
+            MPI_OK(MPI_Waitsome(1, &pq, &out, ids, sts));
+            CHECK(out == 1 && ids[0] == 0, "MPI_Waitsome returned %d indices", out);
+            st = sts[0];
+            break;
+        case 6:
+            CONF_POLL("MPI_Request_get_status", MPI_OK(MPI_Request_get_status(pq, &flag, &st)), flag);
+            CHECK_STATUS(&st, c->left, tag, rt, n / per, n);
+            MPI_OK(MPI_Wait(&pq, &st));
+            break;
+        case 7:
+            arr[0] = pq;
+            arr[1] = MPI_REQUEST_NULL;
+            CONF_POLL("MPI_Testany", MPI_OK(MPI_Testany(2, arr, &idx, &flag, &st)), flag);
+            CHECK(idx == 0 && arr[0] == pq, "MPI_Testany returned index %d", idx);
+            break;
+        }
+        CHECK(pq != MPI_REQUEST_NULL, "the persistent request was freed by its completion");
+        CHECK_STATUS(&st, c->left, tag, rt, n / per, n);
+        CHECK_DATA(&r, CT[T_VEC_D].t, n / 8, conf_seed(c->id, tag, c->left, m + 1));
+    }
+    MPI_OK(MPI_Request_free(&pq));
+    MPI_OK(MPI_Waitall(2, sq, MPI_STATUSES_IGNORE));
+    conf_free(&r);
+    conf_free(&s1);
+    conf_free(&s2);
+    MPI_OK(MPI_Barrier(c->comm));
+}
+
 static void nothing_and_proc_null(conf_comm *c) {
     MPI_Status st;
     MPI_Message msg;
@@ -199,6 +281,8 @@ int main(int argc, char **argv) {
             for (int k = 0; k < NSPECS; k++)
                 if (cs[i].full || (k + how) % 3 == 0) probe_case(&cs[i], k, how);
         queued(&cs[i]);
+        for (int how = 0; how < 8; how++)
+            if (cs[i].full || how % 3 == i) probed_persistent(&cs[i], how);
         nothing_and_proc_null(&cs[i]);
     }
     conf_types_free();

@@ -448,6 +448,12 @@ pub(crate) unsafe fn request_free_mpi(request: *mut Req) -> c_int {
 /// # Safety
 /// As `MPI_Start`.
 pub unsafe fn start(request: *mut Req) -> c_int {
+    if !request.is_null() {
+        // SAFETY: the application's persistent request.
+        if let Some(rc) = unsafe { super::pipeline::persistent::start_from_stash(*request) } {
+            return rc;
+        }
+    }
     // SAFETY: a non-null pointer to the application's handle.
     let Some(mut op) = (!request.is_null()).then(|| ops::take(unsafe { *request })).flatten() else {
         // SAFETY: forwarded unchanged.
@@ -470,6 +476,18 @@ pub unsafe fn start(request: *mut Req) -> c_int {
 pub unsafe fn startall(count: c_int, reqs: *mut Req) -> c_int {
     // SAFETY: the application's array of `count` requests.
     let rs = unsafe { requests(reqs, count) };
+    if super::pipeline::stash::any() && super::pipeline::persistent::any() {
+        // A probed message may be served to some of them: start one by one (MPI_Startall is
+        // MPI_Start of each request, in any order).
+        for r in rs.iter_mut() {
+            // SAFETY: one of the application's requests.
+            let rc = unsafe { start(r) };
+            if rc != errclass::SUCCESS {
+                return rc;
+            }
+        }
+        return errclass::SUCCESS;
+    }
     let mut taken = Taken::from(rs);
     if taken.is_empty() {
         // SAFETY: forwarded unchanged.
@@ -621,6 +639,10 @@ pub unsafe fn request_get_status(request: Req, flag: *mut c_int, status: *mut St
 /// # Safety
 /// As `MPI_Request_free`.
 pub unsafe fn request_free(request: *mut Req) -> c_int {
+    if !request.is_null() {
+        // SAFETY: the application's handle (freed now: the MPI may reuse its value).
+        super::pipeline::persistent::forget(unsafe { *request });
+    }
     if !track::any() || request.is_null() {
         // SAFETY: forwarded contract.
         return unsafe { request_free_mpi(request) };
@@ -692,8 +714,17 @@ unsafe fn any_tracked(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mu
             }
         }
     };
+    let own = |done: &[usize]| {
+        // SAFETY: the application's output pointers.
+        unsafe {
+            *index = done[0] as c_int;
+            if !flag.is_null() {
+                *flag = 1;
+            }
+        }
+    };
     // SAFETY: forwarded contract.
-    let rc = unsafe { track::any_or_some(rs, wait, status, true, masked, blocking, none) };
+    let rc = unsafe { track::any_or_some(rs, wait, status, true, masked, blocking, none, own) };
     if !flag.is_null() && wait {
         // SAFETY: unused for Waitany.
         unsafe { *flag = 1 };
@@ -769,8 +800,17 @@ unsafe fn some_tracked(
     let blocking = || read(unsafe { waitsome_mpi(incount, reqs, outcount, indices, statuses) });
     // SAFETY: the application's output.
     let none = || unsafe { *outcount = 0 };
+    let own = |done: &[usize]| {
+        // SAFETY: the application's outputs: `indices` has room for `incount` entries.
+        unsafe {
+            *outcount = done.len() as c_int;
+            for (k, &i) in done.iter().enumerate() {
+                *indices.add(k) = i as c_int;
+            }
+        }
+    };
     // SAFETY: forwarded contract.
-    unsafe { track::any_or_some(rs, wait, statuses, false, masked, blocking, none) }
+    unsafe { track::any_or_some(rs, wait, statuses, false, masked, blocking, none, own) }
 }
 
 /// `MPI_Waitsome`.

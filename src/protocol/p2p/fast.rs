@@ -62,11 +62,18 @@ fn below_reserved(count: u64, dt: mpi::MPI_Datatype, contiguous: bool) -> bool {
 }
 
 /// A receive (`MPI_Recv`, `MPI_Irecv`) the handler forwards: no probed pipelined message waits
-/// in the stash (one could match it), and [`message`]. (`MPI_Recv_init` never takes from the
-/// stash: its entry uses [`message`].)
+/// in the stash (one could match it), and [`message`].
 #[inline(always)]
 pub fn receive(look: Look, count: impl Into<i64>, dt: mpi::MPI_Datatype) -> bool {
     !pipeline::stash::any() && message(look, count, dt)
+}
+
+/// `MPI_Recv_init`: as [`message`], and the pipeline off. With it on, the handler records every
+/// persistent receive, which `MPI_Start` serves from the probe stash when a probed message
+/// matches (`pipeline::persistent`).
+#[inline(always)]
+pub fn persistent_receive(look: Look, count: impl Into<i64>, dt: mpi::MPI_Datatype) -> bool {
+    pipeline::reserved() == 0 && message(look, count, dt)
 }
 
 /// `MPI_Sendrecv`: both sides forwarded, and no stashed message for the receive side.
@@ -88,4 +95,11 @@ pub fn sendrecv(
 #[inline(always)]
 pub fn completion(_: Look) -> bool {
     super::nothing_pending()
+}
+
+/// `MPI_Request_free`: as [`completion`], and no persistent receive recorded (the handler
+/// forgets the freed handle: the MPI may give its value to a new request).
+#[inline(always)]
+pub fn request_free(look: Look) -> bool {
+    completion(look) && !pipeline::persistent::any()
 }

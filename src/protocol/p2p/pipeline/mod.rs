@@ -11,6 +11,7 @@
 //! and unpack them through a bounded ring ([`incoming`], [`track`]).
 
 pub mod incoming;
+pub mod persistent;
 pub mod send;
 pub mod serve;
 pub mod stash;

@@ -21,7 +21,7 @@ type Dt = mpi::MPI_Datatype;
 ///
 /// # Safety
 /// The receive buffer is valid for its typemap.
-unsafe fn start(e: Stashed, buf: *mut c_void, count: i64, datatype: Dt, comm: Comm) -> Result<Incoming, Outcome> {
+pub(super) unsafe fn start(e: Stashed, buf: *mut c_void, count: i64, datatype: Dt, comm: Comm) -> Result<Incoming, Outcome> {
     let origin = Some((e.source, e.tag));
     let n = if e.header.is_some() { m0_data() } else { e.m0.bytes().len() };
     let (dest, cap) = if let Some(l) = Layout::of(buf, count, datatype) {

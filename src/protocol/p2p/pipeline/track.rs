@@ -55,12 +55,20 @@ pub struct Entry {
     persistent: bool,
     /// The application freed the request: sluice completes the transfer on its own.
     freed: bool,
+    /// A persistent receive served from the stash (`persistent::start_from_stash`): its own
+    /// entry, put back once the served transfer completed.
+    resume: Option<Box<Entry>>,
 }
 
 impl Entry {
     /// A receive of `capacity` bytes landing as `landing`.
     pub fn new(landing: Landing, capacity: usize, comm: mpi::MPI_Comm, persistent: bool) -> Entry {
-        Entry { state: State::Armed, landing, capacity, comm: super::comm_key(comm), persistent, freed: false }
+        Entry { state: State::Armed, landing, capacity, comm: super::comm_key(comm), persistent, freed: false, resume: None }
+    }
+
+    /// A persistent request served from the stash: inactive in the MPI, completed by sluice.
+    fn self_completed(&self) -> bool {
+        self.persistent && matches!(self.landing, Landing::Served)
     }
 }
 
@@ -90,7 +98,21 @@ pub fn arm_served(req: Req, t: Result<Incoming, Outcome>, comm: mpi::MPI_Comm) {
         Ok(t) => State::Busy(Box::new(t)),
         Err(o) => State::Done(o),
     };
-    arm(req, Entry { state, landing: Landing::Served, capacity: 0, comm: super::comm_key(comm), persistent: false, freed: false });
+    arm(
+        req,
+        Entry { state, landing: Landing::Served, capacity: 0, comm: super::comm_key(comm), persistent: false, freed: false, resume: None },
+    );
+}
+
+/// Tracks a persistent receive `req` that `MPI_Start` served from the probe stash (the MPI
+/// request stays inactive): its own entry, if it has one, waits until the transfer is done.
+pub fn arm_served_persistent(req: Req, t: Result<Incoming, Outcome>, comm: mpi::MPI_Comm) {
+    let resume = take_out(req).map(Box::new);
+    let state = match t {
+        Ok(t) => State::Busy(Box::new(t)),
+        Err(o) => State::Done(o),
+    };
+    arm(req, Entry { state, landing: Landing::Served, capacity: 0, comm: super::comm_key(comm), persistent: true, freed: false, resume });
 }
 
 /// Tracks the receive the MPI just returned as `req`.
@@ -200,7 +222,8 @@ unsafe fn advance(req: Req, e: &mut Entry) -> Gate {
         let State::Busy(t) = std::mem::replace(&mut e.state, State::Armed) else { unreachable!() };
         let (o, op) = t.finish();
         if let Some(mut op) = op {
-            if e.persistent {
+            // (A served transfer's operation is its own, not the request's: it is dropped.)
+            if e.persistent && !e.self_completed() {
                 op.active = false; // delivered: the completion must not unpack M0's bytes again
                 ops::restore(req, op.into());
             }
@@ -278,6 +301,9 @@ fn release_freed(req: Req, g: Gate) {
         // SAFETY: sluice's request (the application freed its handle).
         unsafe { crate::protocol::p2p::complete::request_free_mpi(&mut r) };
     } else {
+        // A persistent receive's operation goes with it (the request is complete: nothing
+        // writes its staging any more).
+        drop(ops::take(req));
         // SAFETY: a complete request sluice owns.
         unsafe { mpi::PMPI_Request_free(&mut r) };
     }
@@ -330,7 +356,11 @@ fn settle(
         if o.truncated() {
             trunc.push((pos(i), o));
         }
-        if e.persistent {
+        if e.self_completed() {
+            if let Some(own) = e.resume.take() {
+                arm(before[i], *own);
+            }
+        } else if e.persistent {
             e.state = State::Armed;
             arm(before[i], e);
         }
@@ -512,10 +542,13 @@ pub unsafe fn all(
 /// `MPI_Waitany`/`MPI_Testany` (`some == false`) or `MPI_Waitsome`/`MPI_Testsome` with tracked
 /// receives among `reqs`. `masked(copy, statuses)` runs the MPI's *test* call on a copy of the
 /// array in which hidden requests are `MPI_REQUEST_NULL` and returns (code, completed indices);
-/// `blocking(statuses)` runs the application's call on the real array once nothing is hidden.
+/// `blocking(statuses)` runs the application's call on the real array once nothing is hidden;
+/// `report_own(indices)` writes the call's index/outcount outputs for requests sluice completes
+/// itself (persistent receives served from the stash: the MPI skips them as inactive).
 ///
 /// # Safety
 /// As the MPI call.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn any_or_some(
     reqs: &mut [Req],
     wait: bool,
@@ -524,12 +557,27 @@ pub unsafe fn any_or_some(
     mut masked: impl FnMut(&mut [Req]) -> (c_int, Option<Vec<usize>>),
     blocking: impl FnOnce() -> (c_int, Option<Vec<usize>>),
     report_none: impl FnOnce(),
+    report_own: impl FnOnce(&[usize]),
 ) -> c_int {
     loop {
         progress_all();
         let (fin, hidden) = prepare(reqs);
         let before = reqs.to_vec();
         let pos_in = |done: &[usize], i: usize| if single_status { 0 } else { done.iter().position(|&j| j == i).unwrap_or(0) };
+        let mut own: Vec<usize> = fin.iter().filter(|(_, e, _)| e.self_completed()).map(|(i, _, _)| *i).collect();
+        if !own.is_empty() {
+            own.truncate(if single_status { 1 } else { own.len() });
+            for k in 0..own.len() {
+                let st = if single_status { statuses } else { status_at(statuses, k) };
+                if !st.is_null() && st != consts::status_ignore() {
+                    // SAFETY: status `k` of the call (settle fills in source, tag and count).
+                    unsafe { *st = blank_status() };
+                }
+            }
+            report_own(&own);
+            let t = settle(fin, &before, reqs, |i| own.contains(&i), |i| pos_in(&own, i), statuses, single_status);
+            return finish_some(errclass::SUCCESS, &t, single_status, statuses, own.len());
+        }
         if hidden.is_empty() && wait {
             let (rc, done) = blocking();
             let done = done.unwrap_or_default();
