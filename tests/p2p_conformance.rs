@@ -195,9 +195,10 @@ fn p2p_pipeline() {
             env.push(("SLUICE_STATS", "1"));
             let job = launch_shim(np, &exe, &env);
             assert_ok("p2p_pipeline", &format!("sluice, {np} ranks, {env:?}"), &job);
-            // Each pair runs 15 pipelined transfers, counted by sender and receiver.
+            // Each pair runs 21 pipelined transfers (6 from persistent sends), counted by
+            // sender and receiver.
             let transfers = job.stat_calls("p2p-pipeline").unwrap_or(0);
-            assert!(transfers >= 2 * 15 * (np as u64 / 2), "{np} ranks {env:?}: {transfers} pipelined transfers\n{}", job.all());
+            assert!(transfers >= 2 * 21 * (np as u64 / 2), "{np} ranks {env:?}: {transfers} pipelined transfers\n{}", job.all());
         }
     }
     let off = launch_shim(2, &exe, &[("SLUICE_PIPELINE_THRESHOLD", "off"), ("SLUICE_STATS", "1")]);

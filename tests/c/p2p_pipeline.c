@@ -10,7 +10,8 @@
  *     (contiguous, the same vector, a vector of 3 x the stride), nonblocking and blocking;
  *  5. probes report the user-visible size; MPI_Get_count in the receive type;
  *  6. a receive the application frees while the transfer runs still gets its data;
- *  7. a persistent receive completed twice by pipelined messages;
+ *  7. a persistent receive completed twice by pipelined messages; persistent sends (standard
+ *     and synchronous mode) pipelined at every start;
  *  8. truncation by a receive at least as large as the first message (MPI_ERR_TRUNCATE, the
  *     prefix), and by a smaller one (the MPI's own MPI_ERR_TRUNCATE; its chunks are dropped at
  *     MPI_Finalize and nothing hangs);
@@ -264,6 +265,39 @@ int main(int argc, char **argv) {
             }
         }
         if (rank == 0) MPI_OK(MPI_Request_free(&rq));
+
+        /* 7b. A persistent send (standard and synchronous mode), three starts each: pipelined
+         * at every start, into a blocking and a persistent receive. */
+        conf_set_ctx("persistent send");
+        for (int mode = 0; mode < 2; mode++) {
+            MPI_Request pq;
+            if (rank == 1) {
+                if (mode == 0) MPI_OK(MPI_Send_init(sbuf, 1, vec1, peer, 12, pair, &pq));
+                else MPI_OK(MPI_Ssend_init(sbuf, 1, vec1, peer, 12, pair, &pq));
+            } else if (mode == 1) {
+                MPI_OK(MPI_Recv_init(rbuf, 1, vec1, peer, 12, pair, &pq));
+            }
+            for (int round = 0; round < 3; round++) {
+                if (rank == 1) {
+                    fill_send(50 + 3 * mode + round);
+                    MPI_OK(MPI_Start(&pq));
+                    MPI_OK(MPI_Wait(&pq, MPI_STATUS_IGNORE));
+                    MPI_OK(MPI_Recv(&flag, 1, MPI_INT, peer, 13, pair, MPI_STATUS_IGNORE));
+                } else {
+                    clear_recv();
+                    if (mode == 0) {
+                        MPI_OK(MPI_Recv(rbuf, 1, vec1, peer, 12, pair, &st));
+                    } else {
+                        MPI_OK(MPI_Start(&pq));
+                        MPI_OK(MPI_Wait(&pq, &st));
+                    }
+                    expect_count(&st, vec1, 1, "persistent send");
+                    check_strided(N, 2, 50 + 3 * mode + round, "persistent send");
+                    MPI_OK(MPI_Send(&round, 1, MPI_INT, peer, 13, pair));
+                }
+            }
+            if (rank == 1 || mode == 1) MPI_OK(MPI_Request_free(&pq));
+        }
 
         /* 9. Exactly the reserved size (SLUICE_PIPELINE_THRESHOLD rounded up to an odd number:
          * 262145 bytes by default), of types sluice's engine path does not serve: contiguous

@@ -514,10 +514,17 @@ fn set_active(op: &mut Entry, started: bool) {
 /// Prepares a persistent operation for one more activation.
 fn activate(op: &mut Entry) {
     let Entry::P2p(op) = op else { return };
-    if op.dir == ops::Dir::Send {
-        let layout = op.layout.clone();
+    let user = op.user as *const std::ffi::c_void;
+    match op.dir {
         // SAFETY: the buffer given to MPI_Send_init stays valid for the request's lifetime.
-        unsafe { layout.pack(op.user as *const std::ffi::c_void, &mut op.staging) };
+        ops::Dir::Send => unsafe { op.layout.clone().pack(user, &mut op.staging) },
+        ops::Dir::SendPipelined { peer } => {
+            let src = super::pipeline::send::Source::Engine(&op.layout, user);
+            // SAFETY: as above; the staging buffer is M0's (S* bytes), which the MPI does not
+            // read while the request is inactive.
+            unsafe { super::pipeline::send::refill(src, op.layout.bytes(), peer, &mut op.staging) };
+        }
+        ops::Dir::Recv => {}
     }
     op.active = true;
 }

@@ -31,6 +31,9 @@ use crate::transfer::staging::Staging;
 pub enum Dir {
     /// The staging buffer holds packed data the MPI is sending.
     Send,
+    /// A persistent send of the pipelined protocol: the staging buffer is M0, refilled (and the
+    /// chunks posted to world rank `peer`) at every `MPI_Start`.
+    SendPipelined { peer: std::ffi::c_int },
     /// The MPI receives into the staging buffer; unpack on completion.
     Recv,
 }

@@ -80,19 +80,23 @@ unsafe fn with_request(
         }
         return forward();
     };
-    if !persistent && pipeline::send::applies(layout.bytes(), comm) {
+    let pipelined = pipeline::send::applies(layout.bytes(), comm);
+    if !persistent && pipelined {
         // SAFETY: forwarded contract.
         return unsafe { pipelined_request(Source::Engine(&layout, buf), layout.bytes(), dest, tag, comm, mpi_send, request) };
     }
-    let st = if persistent {
-        staging::take(layout.bytes()) // packed at every MPI_Start
-    } else {
+    // A persistent send of the pipelined protocol: the MPI's request sends M0 (S* bytes from
+    // the staging buffer), which `MPI_Start` refills before posting the chunks.
+    let peer = if pipelined { pipeline::world_rank_of(comm, dest) } else { None };
+    let (dir, st, count) = match peer {
+        Some(peer) => (Dir::SendPipelined { peer }, staging::take(pipeline::reserved()), pipeline::reserved() as c_int),
+        None if persistent => (Dir::Send, staging::take(layout.bytes()), layout.count_arg()), // packed at every MPI_Start
         // SAFETY: the application's send buffer is valid for its typemap.
-        unsafe { layout.packed(buf) }
+        None => (Dir::Send, unsafe { layout.packed(buf) }, layout.count_arg()),
     };
-    let mut op = Op { dir: Dir::Send, layout, user: buf as usize, staging: st, persistent, active: !persistent };
+    let mut op = Op { dir, layout, user: buf as usize, staging: st, persistent, active: !persistent };
     // SAFETY: as in `blocking`; `request` is the application's non-null output pointer.
-    let rc = unsafe { mpi_send(op.staging.as_mut_ptr().cast(), op.layout.count_arg(), consts::packed(), dest, tag, comm, request) };
+    let rc = unsafe { mpi_send(op.staging.as_mut_ptr().cast(), count, consts::packed(), dest, tag, comm, request) };
     if rc == errclass::SUCCESS {
         // SAFETY: the MPI wrote the new request.
         ops::track(unsafe { *request }, op);

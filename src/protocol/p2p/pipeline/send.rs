@@ -49,10 +49,11 @@ impl Source<'_> {
     }
 }
 
-/// Chunks of one transfer still in flight, with the memory they are sent from.
+/// Chunks of one transfer still in flight, with the memory they are sent from (M0's too,
+/// unless a persistent request owns it).
 struct Outgoing {
     reqs: Vec<usize>,
-    _m0: Staging,
+    _m0: Option<Staging>,
     _stream: Staging,
 }
 
@@ -78,23 +79,14 @@ pub fn applies(total: usize, comm: Comm) -> bool {
 pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm: Comm, post: PostFn) -> (c_int, Req) {
     // Earlier transfers' buffers go back to the pool first, so a stream of sends reuses them.
     progress();
-    let (s, d) = (reserved(), m0_data());
-    let ctag = next_tag();
+    let s = reserved();
     let mut m0 = staging::take(s);
-    let m0p = m0.as_mut_ptr();
-    // At most MAX_CHUNKS chunks: tens of thousands of tiny sends in flight stall Open MPI's
-    // shared-memory transport (measured with 64-byte chunks of a 4 MiB message).
-    let c = chunk().max((total - d).div_ceil(MAX_CHUNKS));
-    let header = Header { total: total as u64, chunk: c as u64, tag: ctag, sender: world_rank() };
-    // SAFETY: `m0` holds S* bytes: data then header.
-    unsafe {
-        src.pack(0, d, m0p);
-        std::ptr::copy_nonoverlapping(header.encode().as_ptr(), m0p.add(d), HEADER);
-    }
+    // SAFETY: `m0` holds S* bytes.
+    let (ctag, c) = unsafe { fill_m0(src, total, m0.as_mut_ptr()) };
     let mut req = consts::request_null();
     // SAFETY: M0 is sluice's buffer of S* bytes; the rest are the application's arguments, which
     // the MPI validates and reports as for the original call.
-    let rc = unsafe { post(m0p.cast_const().cast(), s as c_int, consts::packed(), dest, tag, comm, &mut req) };
+    let rc = unsafe { post(m0.as_mut_ptr().cast_const().cast(), s as c_int, consts::packed(), dest, tag, comm, &mut req) };
     if rc != errclass::SUCCESS {
         return (rc, req);
     }
@@ -102,7 +94,55 @@ pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm
         log::error!("pipelined send to a process outside MPI_COMM_WORLD: set SLUICE_PIPELINE_THRESHOLD=off for dynamic processes");
         return (crate::errors::raise(comm, errclass::ERR_INTERN, "pipelined send to a process outside MPI_COMM_WORLD"), req);
     };
+    // SAFETY: forwarded contract.
+    unsafe { post_chunks(src, total, c, ctag, peer, Some(m0)) };
+    (rc, req)
+}
+
+/// `MPI_Start` of a persistent pipelined send (`protocol::p2p::complete`): refills M0 (its
+/// data and a header with a fresh transfer tag) in the request's own buffer `m0` and posts
+/// the chunks to world rank `peer`; the caller then starts the MPI request, which sends M0.
+///
+/// # Safety
+/// As [`start`]; `m0` holds S\* bytes and its request is inactive.
+pub unsafe fn refill(src: Source<'_>, total: usize, peer: c_int, m0: &mut Staging) {
+    progress();
+    // SAFETY: forwarded contract.
+    unsafe {
+        let (ctag, c) = fill_m0(src, total, m0.as_mut_ptr());
+        post_chunks(src, total, c, ctag, peer, None);
+    }
+}
+
+/// Writes M0 (the stream's first S\*-64 bytes and the header of a new transfer) to `m0p`;
+/// returns the transfer's tag and chunk size.
+///
+/// # Safety
+/// As [`start`]; `m0p` holds S\* bytes of sluice's own memory.
+unsafe fn fill_m0(src: Source<'_>, total: usize, m0p: *mut u8) -> (c_int, usize) {
+    let d = m0_data();
+    let ctag = next_tag();
+    // At most MAX_CHUNKS chunks: tens of thousands of tiny sends in flight stall Open MPI's
+    // shared-memory transport (measured with 64-byte chunks of a 4 MiB message).
+    let c = chunk().max((total - d).div_ceil(MAX_CHUNKS));
+    let header = Header { total: total as u64, chunk: c as u64, tag: ctag, sender: world_rank() };
+    // SAFETY: `m0p` holds S* bytes: data then header.
+    unsafe {
+        src.pack(0, d, m0p);
+        std::ptr::copy_nonoverlapping(header.encode().as_ptr(), m0p.add(d), HEADER);
+    }
+    (ctag, c)
+}
+
+/// Packs and posts the chunks of a transfer (bytes `[S*-64, total)` of the stream, `c` bytes
+/// each, tag `ctag`) to world rank `peer` on the private communicator, and keeps them in
+/// [`OUTGOING`] with the memory they are sent from.
+///
+/// # Safety
+/// As [`start`].
+unsafe fn post_chunks(src: Source<'_>, total: usize, c: usize, ctag: c_int, peer: c_int, m0: Option<Staging>) {
     crate::stats::count(crate::stats::Family::Pipeline, total);
+    let d = m0_data();
     let rest = total - d;
     let mut stream = staging::take(rest);
     let sp = stream.as_mut_ptr();
@@ -128,7 +168,6 @@ pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm
     }
     OUTGOING.lock().unwrap_or_else(|e| e.into_inner()).push(Outgoing { reqs, _m0: m0, _stream: stream });
     OUTGOING_N.add(1);
-    (rc, req)
 }
 
 /// Pipelined sends whose chunks are still in flight (each holds two staging buffers).
