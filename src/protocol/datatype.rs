@@ -10,7 +10,7 @@
 //! MPI's own packed stream (homogeneous machine), so data packed by sluice and by the bare MPI
 //! interoperate.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
@@ -22,7 +22,7 @@ use crate::stats;
 
 /// Compiled types by handle. Entries are removed *before* MPI_Type_free returns the handle to
 /// the MPI (which may reuse it at once), so a stale entry is never found under a new type.
-static TYPES: RwLock<Option<HashMap<usize, Arc<CompiledType>>>> = RwLock::new(None);
+static TYPES: RwLock<Option<FxHashMap<usize, Arc<CompiledType>>>> = RwLock::new(None);
 
 /// A counting filter over the keys in [`TYPES`]: a zero slot proves a handle is not compiled.
 /// Every send and receive asks whether its datatype is compiled, and most use predefined types
@@ -123,7 +123,7 @@ fn insert(t: mpi::MPI_Datatype, c: Arc<CompiledType>) {
     let block = crate::runtime::config().map_or(usize::MAX, |cfg| cfg.p2p_mpi_block);
     let large = c.kernel().min_block(1, dl.extent).is_some_and(|b| b >= block);
     let size = (c.size() << FLAG_BITS) | if contiguous { CONTIGUOUS } else { 0 } | if large { LARGE_BLOCKS } else { 0 };
-    if g.get_or_insert_with(HashMap::new).insert(key, c).is_none() {
+    if g.get_or_insert_with(FxHashMap::default).insert(key, c).is_none() {
         slot(key).fetch_add(1, Ordering::Relaxed);
     }
     let i = slot_index(key);

@@ -17,7 +17,7 @@
 //! *detached*: sluice keeps the real request, tests it inside later completion calls and waits
 //! for it at MPI_Finalize.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -128,7 +128,7 @@ impl Entry {
     }
 }
 
-static OPS: Mutex<Option<HashMap<usize, Entry>>> = Mutex::new(None);
+static OPS: Mutex<Option<FxHashMap<usize, Entry>>> = Mutex::new(None);
 static DETACHED: Mutex<Vec<(usize, Entry)>> = Mutex::new(Vec::new());
 /// Entries in OPS plus DETACHED: zero means every completion call is a plain forward.
 static TRACKED: Pending = Pending::new();
@@ -149,7 +149,7 @@ pub fn tracked() -> usize {
 /// Starts tracking `op` under the request the MPI just returned.
 pub fn track(request: mpi::MPI_Request, op: impl Into<Entry>) {
     let mut g = OPS.lock().unwrap_or_else(|e| e.into_inner());
-    if g.get_or_insert_with(HashMap::new).insert(request_key(request), op.into()).is_none() {
+    if g.get_or_insert_with(FxHashMap::default).insert(request_key(request), op.into()).is_none() {
         TRACKED.add(1);
     }
 }

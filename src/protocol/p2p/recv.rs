@@ -197,30 +197,7 @@ fn nonblocking(
             return unsafe { pipeline::serve::nonblocking(e, buf, count, datatype, comm, request) };
         }
     }
-    let rc = post(buf, count, datatype, source, comm, request, persistent, receive, forward);
-    if persistent && rc == errclass::SUCCESS && pipeline::reserved() != 0 {
-        // MPI_Start looks in the probe stash first (`pipeline::persistent`).
-        let args = pipeline::persistent::RecvArgs { buf, count, datatype, source, tag, comm };
-        // SAFETY: the MPI wrote the new request.
-        pipeline::persistent::record(unsafe { *request }, args);
-    }
-    rc
-}
-
-/// Posts a nonblocking or persistent receive (see [`nonblocking`]).
-#[allow(clippy::too_many_arguments)]
-fn post(
-    buf: *mut c_void,
-    count: i64,
-    datatype: Dt,
-    source: c_int,
-    comm: Comm,
-    request: *mut Req,
-    persistent: bool,
-    receive: impl FnOnce(*mut c_void, c_int) -> c_int,
-    forward: impl FnOnce() -> c_int,
-) -> c_int {
-    match recv_layout(buf, count, datatype, source).filter(|_| !request.is_null()) {
+    let rc = match recv_layout(buf, count, datatype, source).filter(|_| !request.is_null()) {
         Some(l) => {
             let (cap, pipe) = (l.bytes(), pipe_for(l.bytes(), source, comm));
             let rc = with_request(l, buf, request, persistent, receive);
@@ -235,7 +212,14 @@ fn post(
             }
             rc
         }
+    };
+    if persistent && rc == errclass::SUCCESS && !request.is_null() && pipeline::reserved() != 0 {
+        // MPI_Start looks in the probe stash first (`pipeline::persistent`).
+        let args = pipeline::persistent::RecvArgs { buf, count, datatype, source, tag, comm };
+        // SAFETY: the MPI wrote the new request.
+        pipeline::persistent::record(unsafe { *request }, args);
     }
+    rc
 }
 
 /// `MPI_Irecv`.

@@ -10,7 +10,7 @@
 //! and their Test forms skip inactive requests, so [`super::track`] reports such a request
 //! itself there.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -36,7 +36,7 @@ pub struct RecvArgs {
 // starts the request (MPI forbids concurrent use of one request).
 unsafe impl Send for RecvArgs {}
 
-static RECEIVES: Mutex<Option<HashMap<usize, RecvArgs>>> = Mutex::new(None);
+static RECEIVES: Mutex<Option<FxHashMap<usize, RecvArgs>>> = Mutex::new(None);
 /// Entries in [`RECEIVES`]: `MPI_Request_free` takes the full path while any is recorded.
 static RECORDED: AtomicUsize = AtomicUsize::new(0);
 
@@ -49,7 +49,7 @@ pub fn any() -> bool {
 /// Records the persistent receive the MPI just returned as `req`.
 pub fn record(req: Req, args: RecvArgs) {
     let mut g = RECEIVES.lock().unwrap_or_else(|e| e.into_inner());
-    if g.get_or_insert_with(HashMap::new).insert(request_key(req), args).is_none() {
+    if g.get_or_insert_with(FxHashMap::default).insert(request_key(req), args).is_none() {
         RECORDED.fetch_add(1, Ordering::AcqRel);
     }
 }

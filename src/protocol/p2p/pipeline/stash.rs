@@ -9,7 +9,9 @@
 //! The application's own `MPI_Mprobe`/`MPI_Improbe` of an M0 take it the same way, keyed by the
 //! message handle the application got; its `MPI_Mrecv`/`MPI_Imrecv` are served from here.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -70,7 +72,7 @@ unsafe impl Send for Stashed {}
 
 static BY_MATCH: Mutex<VecDeque<Stashed>> = Mutex::new(VecDeque::new());
 static BY_MATCH_N: AtomicUsize = AtomicUsize::new(0);
-static BY_MESSAGE: Mutex<Option<HashMap<usize, Stashed>>> = Mutex::new(None);
+static BY_MESSAGE: Mutex<Option<FxHashMap<usize, Stashed>>> = Mutex::new(None);
 static BY_MESSAGE_N: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether any probed message waits for a receive (the receives' fast test).
@@ -213,7 +215,7 @@ pub unsafe fn mprobe(
                 }
             }
             let mut g = BY_MESSAGE.lock().unwrap_or_else(|e| e.into_inner());
-            g.get_or_insert_with(HashMap::new).insert(message_key(handle), e);
+            g.get_or_insert_with(FxHashMap::default).insert(message_key(handle), e);
             BY_MESSAGE_N.fetch_add(1, Ordering::AcqRel);
             return errclass::SUCCESS;
         }
@@ -244,7 +246,7 @@ pub unsafe fn mprobe(
     // SAFETY: the status the application reads (or local).
     unsafe { e.report(status) };
     let mut g = BY_MESSAGE.lock().unwrap_or_else(|e| e.into_inner());
-    g.get_or_insert_with(HashMap::new).insert(message_key(handle), e);
+    g.get_or_insert_with(FxHashMap::default).insert(message_key(handle), e);
     BY_MESSAGE_N.fetch_add(1, Ordering::AcqRel);
     rc
 }

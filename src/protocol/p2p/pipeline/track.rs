@@ -11,7 +11,7 @@
 //! Entries are taken out of the table while a thread works on them; another thread asking
 //! about the same request meanwhile sees it as not yet complete.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::ffi::c_int;
 use std::sync::Mutex;
 
@@ -77,7 +77,7 @@ impl Entry {
 unsafe impl Send for Entry {}
 
 /// `None`: taken out by a thread working on it.
-static TABLE: Mutex<Option<HashMap<usize, Option<Entry>>>> = Mutex::new(None);
+static TABLE: Mutex<Option<FxHashMap<usize, Option<Entry>>>> = Mutex::new(None);
 static TRACKED: Pending = Pending::new();
 
 /// Whether any receive is tracked or any chunk is in flight (the completion calls' fast test).
@@ -118,7 +118,7 @@ pub fn arm_served_persistent(req: Req, t: Result<Incoming, Outcome>, comm: mpi::
 /// Tracks the receive the MPI just returned as `req`.
 pub fn arm(req: Req, e: Entry) {
     let mut g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    if g.get_or_insert_with(HashMap::new).insert(request_key(req), Some(e)).is_none() {
+    if g.get_or_insert_with(FxHashMap::default).insert(request_key(req), Some(e)).is_none() {
         TRACKED.add(1);
     }
 }
@@ -141,7 +141,7 @@ fn take(req: Req) -> Taken {
 
 fn restore(req: Req, e: Entry) {
     let mut g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    g.get_or_insert_with(HashMap::new).insert(request_key(req), Some(e));
+    g.get_or_insert_with(FxHashMap::default).insert(request_key(req), Some(e));
 }
 
 /// Takes the entry of `req` out of the table altogether, before an MPI call that may complete
