@@ -107,7 +107,7 @@ pub fn arm_served(req: Req, t: Result<Incoming, Outcome>, comm: mpi::MPI_Comm) {
 /// Tracks a persistent receive `req` that `MPI_Start` served from the probe stash (the MPI
 /// request stays inactive): its own entry, if it has one, waits until the transfer is done.
 pub fn arm_served_persistent(req: Req, t: Result<Incoming, Outcome>, comm: mpi::MPI_Comm) {
-    let resume = take_out(req).map(Box::new);
+    let resume = take_out_when_free(req).map(Box::new);
     let state = match t {
         Ok(t) => State::Busy(Box::new(t)),
         Err(o) => State::Done(o),
@@ -157,6 +157,29 @@ fn take_out(req: Req) -> Option<Entry> {
     let e = m.remove(&k).flatten();
     TRACKED.sub(1);
     e
+}
+
+/// As [`take_out`], but waits while another thread's progress holds the entry (one
+/// nonblocking `gate` of an inactive request): that thread would otherwise put it back over
+/// the entry the caller arms next. `None`: untracked.
+fn take_out_when_free(req: Req) -> Option<Entry> {
+    loop {
+        {
+            let mut g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+            let m = g.as_mut()?;
+            let k = request_key(req);
+            match m.get(&k) {
+                None => return None,
+                Some(Some(_)) => {
+                    let e = m.remove(&k).flatten();
+                    TRACKED.sub(1);
+                    return e;
+                }
+                Some(None) => {} // in use: retry once the lock is released
+            }
+        }
+        std::thread::yield_now();
+    }
 }
 
 fn forget(req: Req) {
