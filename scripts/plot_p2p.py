@@ -216,7 +216,7 @@ def md_table(head, rows, left):
 
 
 def print_table(head, rows, left):
-    widths = [max(len(h), *(len(t[i]) for t in rows)) for i, h in enumerate(head)]
+    widths = [max([len(h), *(len(t[i]) for t in rows)]) for i, h in enumerate(head)]
     fmt = lambda cells: "  ".join(c.ljust(w) if i in left else c.rjust(w)
                                   for i, (c, w) in enumerate(zip(cells, widths)))
     print(fmt(head))

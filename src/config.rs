@@ -102,6 +102,12 @@ pub const PARAMS: &[Param] = &[
         doc: "Chunks a pipelined receive has in flight at once (its staging ring, in chunks).",
     },
     Param {
+        name: "SLUICE_SHM_ARENA",
+        default: "256M",
+        accepted: "off, or a byte count from 1M with optional K, M, G suffix",
+        doc: "Shared-memory arena per process that pipelined transfers to ranks on the same node pack into (the receiver unpacks from it); off: their chunks travel through the MPI.",
+    },
+    Param {
         name: "SLUICE_THREADS",
         default: "auto",
         accepted: "auto, or a worker count from 1 to 1024",
@@ -193,6 +199,8 @@ pub struct Config {
     pub pipeline_chunk: usize,
     /// `SLUICE_PIPELINE_DEPTH`, chunks.
     pub pipeline_depth: usize,
+    /// `SLUICE_SHM_ARENA`, bytes (`usize::MAX`: off).
+    pub shm_arena: usize,
     /// `SLUICE_THREADS`: `None` is `auto` (the cores hwloc reports).
     pub threads: Option<usize>,
     /// `SLUICE_PARALLEL_MIN`, packed bytes.
@@ -346,6 +354,7 @@ impl Config {
                 pipeline_threshold: usize::MAX,
                 pipeline_chunk: 128 << 10,
                 pipeline_depth: 4,
+                shm_arena: usize::MAX,
                 threads: Some(1),
                 parallel_min: usize::MAX,
                 ckpt_epsilon: 0.2,
@@ -373,6 +382,7 @@ impl Config {
             )?,
             pipeline_chunk: parse_bytes_in(param("SLUICE_PIPELINE_CHUNK"), &value("SLUICE_PIPELINE_CHUNK"), 64, 1 << 30, false)?,
             pipeline_depth: parse_bytes_in(param("SLUICE_PIPELINE_DEPTH"), &value("SLUICE_PIPELINE_DEPTH"), 1, 64, false)?,
+            shm_arena: parse_bytes_in(param("SLUICE_SHM_ARENA"), &value("SLUICE_SHM_ARENA"), 1 << 20, usize::MAX - 1, true)?,
             threads: parse_threads(param("SLUICE_THREADS"), &value("SLUICE_THREADS"))?,
             parallel_min: parse_bytes_or_off(param("SLUICE_PARALLEL_MIN"), &value("SLUICE_PARALLEL_MIN"))?,
             ckpt_epsilon: parse_epsilon(param("SLUICE_CKPT_EPSILON"), &value("SLUICE_CKPT_EPSILON"))?,
@@ -417,6 +427,7 @@ mod tests {
             pipeline_threshold: 256 << 10,
             pipeline_chunk: 128 << 10,
             pipeline_depth: 4,
+            shm_arena: 256 << 20,
             threads: None,
             parallel_min: usize::MAX,
             ckpt_epsilon: 0.2,
@@ -455,7 +466,11 @@ mod tests {
         assert_eq!(parse(&[("SLUICE_PIPELINE_THRESHOLD", "128")]).unwrap().pipeline_threshold, 128);
         assert_eq!(parse(&[("SLUICE_PIPELINE_CHUNK", "64")]).unwrap().pipeline_chunk, 64);
         assert_eq!(parse(&[("SLUICE_PIPELINE_DEPTH", "64")]).unwrap().pipeline_depth, 64);
+        assert_eq!(parse(&[("SLUICE_SHM_ARENA", "off")]).unwrap().shm_arena, usize::MAX);
+        assert_eq!(parse(&[("SLUICE_SHM_ARENA", "1M")]).unwrap().shm_arena, 1 << 20);
         for (var, bad) in [
+            ("SLUICE_SHM_ARENA", "1023K"),
+            ("SLUICE_SHM_ARENA", "lots"),
             ("SLUICE_PIPELINE_THRESHOLD", "127"),
             ("SLUICE_PIPELINE_THRESHOLD", "big"),
             ("SLUICE_PIPELINE_CHUNK", "63"),

@@ -40,6 +40,17 @@ const CONFIGS: &[Config] = &[
         // truncated request; sluice reports that request's error itself).
         truncation_fields_differ: &["count", "content", "*"],
     },
+    // The same with the shared-memory arena off: the chunks of every pipelined message travel
+    // through the MPI on the private communicator (with the arena on, ranks of one node use it).
+    Config {
+        env: &[
+            ("SLUICE_PIPELINE_THRESHOLD", "128"),
+            ("SLUICE_PIPELINE_CHUNK", "64"),
+            ("SLUICE_PIPELINE_DEPTH", "2"),
+            ("SLUICE_SHM_ARENA", "off"),
+        ],
+        truncation_fields_differ: &["count", "content", "*"],
+    },
 ];
 
 const RANKS: [u32; 2] = [2, 4];
@@ -189,7 +200,11 @@ fn p2p_pipeline() {
     let exe = compile_c("p2p_pipeline");
     assert_ok("p2p_pipeline", "bare MPI, 2 ranks", &launch(2, &exe, &[], None));
     let min: &[(&str, &str)] = &[("SLUICE_PIPELINE_THRESHOLD", "128"), ("SLUICE_PIPELINE_CHUNK", "4K")];
-    for env in [&[][..], min] {
+    // Chunks through the MPI instead of the shared-memory arena; and an arena too small for the
+    // 2 MiB messages, so that they fall back to the MPI while smaller ones use the arena.
+    let min_no_shm: &[(&str, &str)] = &[("SLUICE_PIPELINE_THRESHOLD", "128"), ("SLUICE_PIPELINE_CHUNK", "4K"), ("SLUICE_SHM_ARENA", "off")];
+    let small_arena: &[(&str, &str)] = &[("SLUICE_PIPELINE_THRESHOLD", "128"), ("SLUICE_PIPELINE_CHUNK", "4K"), ("SLUICE_SHM_ARENA", "1M")];
+    for env in [&[][..], min, min_no_shm, small_arena] {
         for np in RANKS {
             let mut env = env.to_vec();
             env.push(("SLUICE_STATS", "1"));

@@ -151,6 +151,6 @@ pub fn outstanding() -> (i64, i64) {
     }
     // Buffers of pipelined sends whose receiver never takes every chunk (a receive smaller than
     // the first message truncated it) stay until MPI_Finalize drains them: not a leak.
-    let sending = 2 * pipeline::send::transfers_in_flight() as i64;
+    let sending = pipeline::send::staging_held() as i64;
     ((ops::tracked() + pipeline::track::tracked()) as i64, staging::in_use() - sending)
 }

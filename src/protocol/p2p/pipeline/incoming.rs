@@ -3,7 +3,9 @@
 //! contiguous receive takes chunks straight into the application's buffer. A non-contiguous one
 //! takes them into a ring of staging chunks and unpacks each as a byte range of the stream.
 //! Chunks past the receive's capacity land in staging and only their fitting prefix is kept
-//! (a truncated receive).
+//! (a truncated receive). A transfer whose header names a region of the sender's
+//! shared-memory arena has no chunk messages: the stream is unpacked from that region as the
+//! sender publishes it (`transfer::shm`).
 
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
@@ -12,6 +14,7 @@ use super::{depth, m0_data, private, Header};
 use crate::ffi::{consts, errclass, mpi, next, request_from_key, request_key};
 use crate::protocol::p2p::ops::Op;
 use crate::protocol::p2p::Layout;
+use crate::transfer::shm::{self, PeerRegion};
 use crate::transfer::staging::{self, Staging};
 
 /// Where the stream goes.
@@ -85,6 +88,8 @@ pub struct Incoming {
     dest: Dest,
     comm: usize,
     origin: Option<(c_int, c_int)>,
+    /// The sender's shared-memory region holding the stream after M0 (until it is read).
+    shm: Option<PeerRegion>,
 }
 
 impl Incoming {
@@ -104,6 +109,16 @@ impl Incoming {
             // SAFETY: the staging buffer holds M0; the user buffer is the receive's.
             unsafe { op.layout.unpack_range(&op.staging.bytes()[..n], 0, op.user as *mut c_void) };
         }
+        let rest = (header.total as usize).saturating_sub(d);
+        let shm = header.shm.and_then(|(ctrl, off)| {
+            let r = shm::attach(header.sender, ctrl, off, rest);
+            if r.is_none() {
+                // The sender only names a region to a rank that mapped its arena at MPI_Init.
+                log::error!("a pipelined message names a shared-memory region of rank {} that this process cannot read", header.sender);
+            }
+            r
+        });
+        let no_region = header.shm.is_some() && shm.is_none();
         let mut t = Incoming {
             peer: header.sender,
             tag: header.tag,
@@ -116,8 +131,13 @@ impl Incoming {
             dest,
             comm: comm_key(comm),
             origin: None,
+            shm,
         };
-        t.post();
+        if no_region {
+            t.next_off = t.total; // nothing more can be read: the stream ends after M0
+        } else if t.shm.is_none() {
+            t.post();
+        }
         t
     }
 
@@ -159,6 +179,10 @@ impl Incoming {
     /// # Safety
     /// The destination buffers are still the live receive's.
     pub unsafe fn advance(&mut self, block: bool) -> bool {
+        if self.shm.is_some() {
+            // SAFETY: forwarded contract.
+            return unsafe { self.advance_shm(block) };
+        }
         while let Some(front) = self.slots.front() {
             let mut req = request_from_key(front.req);
             let mut flag = 1;
@@ -181,25 +205,73 @@ impl Incoming {
         self.slots.is_empty() && self.next_off >= self.total
     }
 
+    /// [`Incoming::advance`] of a transfer in shared memory: unpacks what the sender has
+    /// published since the last call (`block`: until the whole stream is there), then tells
+    /// the sender the region is read.
+    ///
+    /// # Safety
+    /// As [`Incoming::advance`].
+    unsafe fn advance_shm(&mut self, block: bool) -> bool {
+        let d = m0_data();
+        let mut idle = 0u32;
+        while let Some(r) = &self.shm {
+            let avail = d + r.packed();
+            if avail > self.next_off {
+                // SAFETY: forwarded contract; the bytes are published and stay until `finish`.
+                unsafe { self.put(r.bytes(self.next_off - d, avail - d), self.next_off) };
+                self.next_off = avail;
+                idle = 0;
+            }
+            if self.next_off >= self.total {
+                r.finish();
+                self.shm = None;
+                break;
+            }
+            if !block {
+                return false;
+            }
+            // The sender packs the whole stream inside its send call: wait for it, and give the
+            // core away when ranks outnumber cores.
+            idle += 1;
+            if idle < 256 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        true
+    }
+
     /// Moves a chunk that arrived in staging to its destination (the part within capacity).
     ///
     /// # Safety
     /// As [`Incoming::advance`].
     unsafe fn land(&mut self, slot: Slot) {
         let Some(buf) = slot.buf else { return };
-        let keep = slot.len.min(self.capacity.saturating_sub(slot.off));
-        if keep > 0 {
-            let data = &buf.bytes()[..keep];
-            match &self.dest {
-                // SAFETY: `[off, off + keep)` lies inside the application's buffer.
-                Dest::Bytes(base) => unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), base.add(slot.off), keep) },
-                // SAFETY: the range lies inside the stream of the receive's elements.
-                Dest::Engine(op) => unsafe { op.layout.unpack_range(data, slot.off, op.user as *mut c_void) },
-                // SAFETY: as above.
-                Dest::InPlace(l, user) => unsafe { l.unpack_range(data, slot.off, *user) },
-            }
-        }
+        // SAFETY: forwarded contract.
+        unsafe { self.put(&buf.bytes()[..slot.len], slot.off) };
         self.spare.push(buf);
+    }
+
+    /// Writes stream bytes `data`, starting at stream offset `off`, to the destination (the
+    /// part within the receive's capacity).
+    ///
+    /// # Safety
+    /// As [`Incoming::advance`].
+    unsafe fn put(&self, data: &[u8], off: usize) {
+        let keep = data.len().min(self.capacity.saturating_sub(off));
+        if keep == 0 {
+            return;
+        }
+        let data = &data[..keep];
+        match &self.dest {
+            // SAFETY: `[off, off + keep)` lies inside the application's buffer.
+            Dest::Bytes(base) => unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), base.add(off), keep) },
+            // SAFETY: the range lies inside the stream of the receive's elements.
+            Dest::Engine(op) => unsafe { op.layout.unpack_range(data, off, op.user as *mut c_void) },
+            // SAFETY: as above.
+            Dest::InPlace(l, user) => unsafe { l.unpack_range(data, off, *user) },
+        }
     }
 
     /// The outcome, once [`Incoming::advance`] returned true; gives back the receive's

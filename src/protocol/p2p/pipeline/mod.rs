@@ -141,7 +141,13 @@ pub struct Header {
     pub tag: c_int,
     /// The sender's rank in `MPI_COMM_WORLD`.
     pub sender: c_int,
+    /// Where the chunks are: `None`, on the private communicator; `Some((control, offset))`, in
+    /// a region of the sender's shared-memory arena (`transfer::shm`).
+    pub shm: Option<(u32, u64)>,
 }
+
+/// The header's `shm` control field when the chunks travel through the MPI.
+const NO_SHM: u32 = u32::MAX;
 
 impl Header {
     /// The 64 header bytes.
@@ -152,6 +158,9 @@ impl Header {
         b[16..24].copy_from_slice(&self.chunk.to_le_bytes());
         b[24..28].copy_from_slice(&self.tag.to_le_bytes());
         b[28..32].copy_from_slice(&self.sender.to_le_bytes());
+        let (ctrl, off) = self.shm.unwrap_or((NO_SHM, 0));
+        b[32..36].copy_from_slice(&ctrl.to_le_bytes());
+        b[40..48].copy_from_slice(&off.to_le_bytes());
         b
     }
 
@@ -162,7 +171,9 @@ impl Header {
         if b.len() < HEADER || word(0) != MAGIC {
             return None;
         }
-        let h = Header { total: word(8), chunk: word(16), tag: half(24), sender: half(28) };
+        let ctrl = u32::from_le_bytes(b[32..36].try_into().unwrap());
+        let shm = (ctrl != NO_SHM).then(|| (ctrl, word(40)));
+        let h = Header { total: word(8), chunk: word(16), tag: half(24), sender: half(28), shm };
         (h.total as usize >= reserved() && h.chunk > 0 && h.tag > 0 && h.sender >= 0).then_some(h)
     }
 }
@@ -210,6 +221,8 @@ pub fn start(cfg: Option<&crate::config::Config>) -> Result<(), String> {
     WORLD_RANK.store(rank, Ordering::Relaxed);
     CHUNK.store(cfg.pipeline_chunk, Ordering::Relaxed);
     DEPTH.store(cfg.pipeline_depth, Ordering::Relaxed);
+    // Collective too (every rank with the pipeline on is here).
+    crate::transfer::shm::start((cfg.shm_arena != usize::MAX).then_some(cfg.shm_arena));
     // The reserved size is odd: only a byte-typed message can have it, never a power of two
     // or an array of wider elements (measured: with S* = 256 KiB, contiguous 256 KiB messages
     // were pipelined through copies and ran 2.3x slower).
@@ -347,5 +360,15 @@ mod tests {
             }
         }
         assert_eq!(small_count_for(0), u64::MAX);
+    }
+
+    /// Both chunk paths survive the header round trip; other bytes are never a header.
+    #[test]
+    fn header_round_trips_with_and_without_a_shared_memory_region() {
+        for shm in [None, Some((0, 266240)), Some((4095, u64::MAX - 7))] {
+            let h = Header { total: 1 << 20, chunk: 4096, tag: 7, sender: 3, shm };
+            assert_eq!(Header::decode(&h.encode()), Some(h));
+        }
+        assert_eq!(Header::decode(&[0u8; HEADER]), None);
     }
 }

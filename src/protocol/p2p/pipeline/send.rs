@@ -2,10 +2,13 @@
 //!
 //! Everything happens when the send is posted: M0 (the first S\*-64 packed bytes and the
 //! header) goes out with the application's send mode, then each chunk is packed and its
-//! `MPI_Isend` posted at once, so the receiver can pull chunk i while chunk i+1 is packed. The
-//! sender never waits for the receiver's sluice code (docs/protocol.md, rule 1): the chunk
-//! requests are kept in [`OUTGOING`], tested by every intercepted completion call and drained
-//! at `MPI_Finalize`, where orphaned chunks of truncated transfers are received and dropped.
+//! `MPI_Isend` posted at once, so the receiver can pull chunk i while chunk i+1 is packed. When
+//! the receiver is on this node and mapped this process's shared-memory arena, the chunks are
+//! packed into a region of the arena instead and published one by one; the receiver unpacks
+//! them from there (`transfer::shm`). The sender never waits for the receiver's sluice code
+//! (docs/protocol.md, rule 1): the chunk requests and regions are kept in [`OUTGOING`], tested
+//! by every intercepted completion call and drained at `MPI_Finalize`, where orphaned chunks
+//! of truncated transfers are received and dropped.
 
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
@@ -13,6 +16,7 @@ use std::sync::Mutex;
 use super::{chunk, m0_data, next_tag, private, reserved, world_rank, world_rank_of, Header, HEADER};
 use crate::ffi::{consts, errclass, mpi, next, request_from_key, request_key};
 use crate::protocol::p2p::{Layout, Pending};
+use crate::transfer::shm::{self, Region};
 use crate::transfer::staging::{self, Staging};
 
 type Comm = mpi::MPI_Comm;
@@ -52,9 +56,17 @@ impl Source<'_> {
 /// Chunks of one transfer still in flight, with the memory they are sent from (M0's too,
 /// unless a persistent request owns it).
 struct Outgoing {
-    reqs: Vec<usize>,
-    _m0: Option<Staging>,
-    _stream: Staging,
+    wait: Wait,
+    m0: Option<Staging>,
+    stream: Option<Staging>,
+}
+
+/// What ends a transfer on the sending side.
+enum Wait {
+    /// The chunk sends (on the private communicator) complete.
+    Chunks(Vec<usize>),
+    /// The receiver marks the shared-memory region read.
+    Shm(Region),
 }
 
 /// Most chunks one transfer is cut into (the chunk size grows beyond `SLUICE_PIPELINE_CHUNK`
@@ -81,8 +93,11 @@ pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm
     progress();
     let s = reserved();
     let mut m0 = staging::take(s);
+    // The peer is known before M0 is written: the header says where the chunks will be.
+    let peer = peer_of(comm, dest);
+    let region = peer.and_then(|p| shm::reserve(p, total - m0_data()));
     // SAFETY: `m0` holds S* bytes.
-    let (ctag, c) = unsafe { fill_m0(src, total, m0.as_mut_ptr()) };
+    let (ctag, c) = unsafe { fill_m0(src, total, m0.as_mut_ptr(), region.as_ref()) };
     let mut req = consts::request_null();
     // SAFETY: M0 is sluice's buffer of S* bytes; the rest are the application's arguments, which
     // the MPI validates and reports as for the original call.
@@ -90,13 +105,22 @@ pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm
     if rc != errclass::SUCCESS {
         return (rc, req);
     }
-    let Some(peer) = world_rank_of(comm, dest) else {
+    let Some(peer) = peer else {
         log::error!("pipelined send to a process outside MPI_COMM_WORLD: set SLUICE_PIPELINE_THRESHOLD=off for dynamic processes");
         return (crate::errors::raise(comm, errclass::ERR_INTERN, "pipelined send to a process outside MPI_COMM_WORLD"), req);
     };
     // SAFETY: forwarded contract.
-    unsafe { post_chunks(src, total, c, ctag, peer, Some(m0)) };
+    unsafe { post_chunks(src, total, c, ctag, peer, Some(m0), region) };
     (rc, req)
+}
+
+/// The world rank of `dest` in `comm`, if it is a valid rank of an intracommunicator in the
+/// world (an invalid one is left for the MPI to report when M0 is posted).
+fn peer_of(comm: Comm, dest: c_int) -> Option<c_int> {
+    let mut n = 0;
+    // SAFETY: writes one int; `applies` already asked the MPI about this communicator.
+    unsafe { mpi::PMPI_Comm_size(comm, &mut n) };
+    (0..n).contains(&dest).then(|| world_rank_of(comm, dest)).flatten()
 }
 
 /// `MPI_Start` of a persistent pipelined send (`protocol::p2p::complete`): refills M0 (its
@@ -107,10 +131,11 @@ pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm
 /// As [`start`]; `m0` holds S\* bytes and its request is inactive.
 pub unsafe fn refill(src: Source<'_>, total: usize, peer: c_int, m0: &mut Staging) {
     progress();
+    let region = shm::reserve(peer, total - m0_data());
     // SAFETY: forwarded contract.
     unsafe {
-        let (ctag, c) = fill_m0(src, total, m0.as_mut_ptr());
-        post_chunks(src, total, c, ctag, peer, None);
+        let (ctag, c) = fill_m0(src, total, m0.as_mut_ptr(), region.as_ref());
+        post_chunks(src, total, c, ctag, peer, None, region);
     }
 }
 
@@ -119,13 +144,14 @@ pub unsafe fn refill(src: Source<'_>, total: usize, peer: c_int, m0: &mut Stagin
 ///
 /// # Safety
 /// As [`start`]; `m0p` holds S\* bytes of sluice's own memory.
-unsafe fn fill_m0(src: Source<'_>, total: usize, m0p: *mut u8) -> (c_int, usize) {
+unsafe fn fill_m0(src: Source<'_>, total: usize, m0p: *mut u8, region: Option<&Region>) -> (c_int, usize) {
     let d = m0_data();
     let ctag = next_tag();
     // At most MAX_CHUNKS chunks: tens of thousands of tiny sends in flight stall Open MPI's
     // shared-memory transport (measured with 64-byte chunks of a 4 MiB message).
     let c = chunk().max((total - d).div_ceil(MAX_CHUNKS));
-    let header = Header { total: total as u64, chunk: c as u64, tag: ctag, sender: world_rank() };
+    let shm = region.map(|r| (r.control(), r.offset()));
+    let header = Header { total: total as u64, chunk: c as u64, tag: ctag, sender: world_rank(), shm };
     // SAFETY: `m0p` holds S* bytes: data then header.
     unsafe {
         src.pack(0, d, m0p);
@@ -135,15 +161,30 @@ unsafe fn fill_m0(src: Source<'_>, total: usize, m0p: *mut u8) -> (c_int, usize)
 }
 
 /// Packs and posts the chunks of a transfer (bytes `[S*-64, total)` of the stream, `c` bytes
-/// each, tag `ctag`) to world rank `peer` on the private communicator, and keeps them in
-/// [`OUTGOING`] with the memory they are sent from.
+/// each, tag `ctag`) to world rank `peer` on the private communicator, or packs them into
+/// `region` of the shared-memory arena, and keeps them in [`OUTGOING`] with the memory they
+/// are sent from.
 ///
 /// # Safety
 /// As [`start`].
-unsafe fn post_chunks(src: Source<'_>, total: usize, c: usize, ctag: c_int, peer: c_int, m0: Option<Staging>) {
+#[allow(clippy::too_many_arguments)]
+unsafe fn post_chunks(src: Source<'_>, total: usize, c: usize, ctag: c_int, peer: c_int, m0: Option<Staging>, region: Option<Region>) {
     crate::stats::count(crate::stats::Family::Pipeline, total);
     let d = m0_data();
     let rest = total - d;
+    if let Some(region) = region {
+        let p = region.as_mut_ptr();
+        let mut off = 0;
+        while off < rest {
+            let len = c.min(rest - off);
+            // SAFETY: the region holds `rest` bytes and is this transfer's alone.
+            unsafe { src.pack(d + off, d + off + len, p.add(off)) };
+            off += len;
+            region.publish(off);
+        }
+        hold(Outgoing { wait: Wait::Shm(region), m0, stream: None });
+        return;
+    }
     let mut stream = staging::take(rest);
     let sp = stream.as_mut_ptr();
     let pc = private();
@@ -166,13 +207,23 @@ unsafe fn post_chunks(src: Source<'_>, total: usize, c: usize, ctag: c_int, peer
         reqs.push(request_key(r));
         off += len;
     }
-    OUTGOING.lock().unwrap_or_else(|e| e.into_inner()).push(Outgoing { reqs, _m0: m0, _stream: stream });
+    hold(Outgoing { wait: Wait::Chunks(reqs), m0, stream: Some(stream) });
+}
+
+fn hold(o: Outgoing) {
+    OUTGOING.lock().unwrap_or_else(|e| e.into_inner()).push(o);
     OUTGOING_N.add(1);
 }
 
-/// Pipelined sends whose chunks are still in flight (each holds two staging buffers).
-pub fn transfers_in_flight() -> usize {
-    OUTGOING_N.get()
+/// Staging buffers that pipelined sends in flight hold.
+pub fn staging_held() -> usize {
+    let g = OUTGOING.lock().unwrap_or_else(|e| e.into_inner());
+    g.iter().map(|o| o.m0.is_some() as usize + o.stream.is_some() as usize).sum()
+}
+
+/// Whether chunks of a pipelined send are still in flight on the private communicator.
+fn chunks_in_flight() -> bool {
+    OUTGOING.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|o| matches!(o.wait, Wait::Chunks(_)))
 }
 
 /// Whether chunks of pipelined sends are still in flight.
@@ -194,11 +245,17 @@ fn progress_now() {
         return; // another thread is testing them
     };
     g.retain_mut(|o| {
-        let mut reqs: Vec<Req> = o.reqs.iter().map(|&k| request_from_key(k)).collect();
-        let mut flag = 0;
-        // SAFETY: sluice's own requests; statuses ignored.
-        unsafe { next::MPI_Testall(reqs.len() as c_int, reqs.as_mut_ptr(), &mut flag, consts::statuses_ignore()) };
-        o.reqs = reqs.iter().map(|&r| request_key(r)).collect();
+        let flag = match &mut o.wait {
+            Wait::Shm(region) => region.done() as c_int,
+            Wait::Chunks(keys) => {
+                let mut reqs: Vec<Req> = keys.iter().map(|&k| request_from_key(k)).collect();
+                let mut flag = 0;
+                // SAFETY: sluice's own requests; statuses ignored.
+                unsafe { next::MPI_Testall(reqs.len() as c_int, reqs.as_mut_ptr(), &mut flag, consts::statuses_ignore()) };
+                *keys = reqs.iter().map(|&r| request_key(r)).collect();
+                flag
+            }
+        };
         if flag != 0 {
             OUTGOING_N.sub(1);
         }
@@ -210,9 +267,11 @@ fn progress_now() {
 /// nobody will read (their M0 was truncated by a receive smaller than S\*). Each rank drains
 /// until its own chunks are done, then keeps draining until every rank is (an `MPI_Ibarrier`
 /// on the private communicator), so no rank leaves while a chunk to it is in flight.
+/// Shared-memory regions still unread after the barrier are orphans too: every rank finished
+/// its receives (and the receives it freed) before it entered the barrier.
 pub fn drain_all() {
     let pc = private();
-    while OUTGOING_N.get() != 0 {
+    while chunks_in_flight() {
         progress_now();
         drain_orphans(pc);
     }
@@ -227,6 +286,12 @@ pub fn drain_all() {
             break;
         }
         drain_orphans(pc);
+    }
+    progress_now();
+    let orphans = std::mem::take(&mut *OUTGOING.lock().unwrap_or_else(|e| e.into_inner()));
+    if !orphans.is_empty() {
+        log::debug!("{} shared-memory transfers were never read (their first message was truncated)", orphans.len());
+        OUTGOING_N.sub(orphans.len());
     }
 }
 

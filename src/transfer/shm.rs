@@ -1,0 +1,376 @@
+//! The node's shared-memory channel: each process owns one *arena*, a `memfd` mapped shared,
+//! which the other processes of its node map at `MPI_Init` through `/proc/<pid>/fd/<fd>` (the
+//! way UCX's posix transport attaches a peer's memfd; unlike a file in `/dev/shm` it is not
+//! bounded by a container's small tmpfs). A pipelined sender packs the stream straight into a
+//! region of its own arena and publishes how far it got; the receiver unpacks from the sender's
+//! arena as the bytes appear and marks the region done (docs/protocol.md, "Shared-memory
+//! chunks"). No copy between the two: the receiving CPU only unpacks.
+//!
+//! Layout of an arena: page 0 holds the owner's token (checked by every peer that maps it, so
+//! a stale or foreign `/proc` entry is never used), then [`CONTROLS`] control blocks of one cache
+//! line each, then the data region, handed out in whole pages first fit (the lowest pages are
+//! reused, so a stream of transfers stays on pages already faulted in).
+//!
+//! Hand-written: the arena's layout, its allocator and the publish/done handshake are sluice's
+//! own protocol state; the system calls come from `libc`, as in `staging`.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeMap;
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use crate::ffi::{consts, mpi};
+
+const PAGE: usize = 4096;
+/// Transfers one process can have in its arena at once.
+pub const CONTROLS: usize = 4096;
+/// First byte of the data region.
+const DATA: usize = PAGE + CONTROLS * 64;
+/// The smallest arena `SLUICE_SHM_ARENA` accepts (the control blocks and some data).
+pub const MIN_ARENA: usize = 1 << 20;
+
+/// One transfer's handshake, one cache line: the sender stores `packed` (bytes of the region
+/// written, release) as it packs; the receiver stores `done` once it has read the whole region.
+#[repr(C, align(64))]
+struct Control {
+    packed: AtomicU64,
+    done: AtomicU64,
+}
+
+const _: () = assert!(std::mem::size_of::<Control>() == 64);
+
+/// A mapped arena.
+#[derive(Clone, Copy)]
+struct Mapping {
+    base: *mut u8,
+    size: usize,
+}
+
+// SAFETY: shared memory mapped for the life of the process; every access goes through atomics
+// (control blocks) or through regions owned by one transfer.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    fn control(&self, i: u32) -> &Control {
+        // SAFETY: `i < CONTROLS` (checked by callers); the block lies in page 1.. of the mapping
+        // and is only accessed atomically.
+        unsafe { &*self.base.add(PAGE + i as usize * 64).cast::<Control>() }
+    }
+}
+
+/// What `MPI_Init` set up: this process's arena and the arenas of its node's peers.
+struct Node {
+    own: Mapping,
+    /// World ranks whose arena this process mapped (it can receive from them).
+    peers: FxHashMap<c_int, Mapping>,
+    /// World ranks that mapped this process's arena (it can send to them).
+    reach: FxHashSet<c_int>,
+}
+
+static NODE: OnceLock<Node> = OnceLock::new();
+/// The allocator of this process's arena.
+static FREE: Mutex<Option<Free>> = Mutex::new(None);
+/// Regions handed out and not yet returned (leak checks).
+static IN_USE: AtomicUsize = AtomicUsize::new(0);
+
+/// Free control blocks and free data ranges of the own arena.
+struct Free {
+    controls: Vec<u32>,
+    ranges: Ranges,
+}
+
+/// First-fit free list of page ranges (offset -> length), merged on release.
+#[derive(Default)]
+struct Ranges(BTreeMap<usize, usize>);
+
+impl Ranges {
+    fn take(&mut self, len: usize) -> Option<usize> {
+        let (&off, &have) = self.0.iter().find(|(_, &l)| l >= len)?;
+        self.0.remove(&off);
+        if have > len {
+            self.0.insert(off + len, have - len);
+        }
+        Some(off)
+    }
+
+    fn give(&mut self, mut off: usize, mut len: usize) {
+        if let Some((&p, &pl)) = self.0.range(..off).next_back() {
+            if p + pl == off {
+                self.0.remove(&p);
+                off = p;
+                len += pl;
+            }
+        }
+        if let Some(nl) = self.0.remove(&(off + len)) {
+            len += nl;
+        }
+        self.0.insert(off, len);
+    }
+}
+
+/// A region of this process's arena that one pipelined send packs into.
+pub struct Region {
+    ctrl: u32,
+    off: usize,
+    len: usize,
+}
+
+impl Region {
+    /// The control block index the header carries.
+    pub fn control(&self) -> u32 {
+        self.ctrl
+    }
+
+    /// Offset of the data in the arena, as the header carries it.
+    pub fn offset(&self) -> u64 {
+        self.off as u64
+    }
+
+    /// Start of the region's `len` bytes.
+    pub fn as_mut_ptr(&self) -> *mut u8 {
+        // SAFETY: the region lies inside the own arena.
+        unsafe { own().base.add(self.off) }
+    }
+
+    /// Makes the first `bytes` of the region visible to the receiver.
+    pub fn publish(&self, bytes: usize) {
+        own().control(self.ctrl).packed.store(bytes as u64, Ordering::Release);
+    }
+
+    /// Whether the receiver has read the whole region (and therefore M0 before it).
+    pub fn done(&self) -> bool {
+        own().control(self.ctrl).done.load(Ordering::Acquire) != 0
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        let mut g = FREE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = g.as_mut() {
+            f.controls.push(self.ctrl);
+            f.ranges.give(self.off, self.len);
+        }
+        IN_USE.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn own() -> Mapping {
+    NODE.get().expect("shared-memory arena set up").own
+}
+
+/// A region of `len` bytes for a send to world rank `peer`, if `peer` mapped this arena and
+/// the arena has room (else the transfer's chunks travel through the MPI).
+pub fn reserve(peer: c_int, len: usize) -> Option<Region> {
+    let node = NODE.get()?;
+    if !node.reach.contains(&peer) || len == 0 {
+        return None;
+    }
+    let len = len.next_multiple_of(PAGE);
+    let mut g = FREE.lock().unwrap_or_else(|e| e.into_inner());
+    let f = g.as_mut()?;
+    let ctrl = *f.controls.last()?;
+    let off = f.ranges.take(len)?;
+    f.controls.pop();
+    drop(g);
+    let c = node.own.control(ctrl);
+    c.packed.store(0, Ordering::Relaxed);
+    c.done.store(0, Ordering::Relaxed);
+    IN_USE.fetch_add(1, Ordering::Relaxed);
+    Some(Region { ctrl, off, len })
+}
+
+/// Regions of this process's arena still held by sends.
+pub fn in_use() -> usize {
+    IN_USE.load(Ordering::Relaxed)
+}
+
+/// The receiving side's view of a region in a peer's arena.
+pub struct PeerRegion {
+    map: Mapping,
+    ctrl: u32,
+    off: usize,
+    len: usize,
+}
+
+/// The region that world rank `sender` announced in a header (`None`: no such arena mapped,
+/// or the region lies outside it).
+pub fn attach(sender: c_int, ctrl: u32, off: u64, len: usize) -> Option<PeerRegion> {
+    let map = *NODE.get()?.peers.get(&sender)?;
+    let off = usize::try_from(off).ok()?;
+    let fits = (ctrl as usize) < CONTROLS && off >= DATA && off.checked_add(len).is_some_and(|end| end <= map.size);
+    fits.then_some(PeerRegion { map, ctrl, off, len })
+}
+
+impl PeerRegion {
+    /// Bytes the sender has published so far.
+    pub fn packed(&self) -> usize {
+        (self.map.control(self.ctrl).packed.load(Ordering::Acquire) as usize).min(self.len)
+    }
+
+    /// Bytes `[from, to)` of the region, once published.
+    pub fn bytes(&self, from: usize, to: usize) -> &[u8] {
+        assert!(from <= to && to <= self.len);
+        // SAFETY: inside the mapped region (checked in `attach`); the sender wrote these bytes
+        // before publishing them and does not write them again during this transfer.
+        unsafe { std::slice::from_raw_parts(self.map.base.add(self.off + from), to - from) }
+    }
+
+    /// Tells the sender the region is read and may be reused.
+    pub fn finish(&self) {
+        self.map.control(self.ctrl).done.store(1, Ordering::Release);
+    }
+}
+
+// SAFETY: see `Mapping`.
+unsafe impl Send for PeerRegion {}
+
+/// What a process tells the others about its arena at `MPI_Init`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Card {
+    host: [u8; 64],
+    token: [u64; 2],
+    size: u64,
+    pid: i32,
+    fd: i32,
+}
+
+/// Sets the channel up at `MPI_Init` (collective over `MPI_COMM_WORLD`; every rank calls it).
+/// `size`: this process's arena in bytes (`None`: no arena; it still maps its peers').
+pub fn start(size: Option<usize>) {
+    let world = consts::comm_world();
+    let (mut me, mut n) = (0, 0);
+    // SAFETY: plain queries.
+    unsafe {
+        mpi::PMPI_Comm_rank(world, &mut me);
+        mpi::PMPI_Comm_size(world, &mut n);
+    }
+    let own = size.and_then(create);
+    let mut card = Card { host: [0; 64], token: [0; 2], size: 0, pid: std::process::id() as i32, fd: -1 };
+    // SAFETY: writes at most 63 bytes plus the terminator.
+    unsafe { libc::gethostname(card.host.as_mut_ptr().cast(), 63) };
+    if let Some((m, fd, token)) = own {
+        (card.token, card.size, card.fd) = (token, m.size as u64, fd);
+    }
+    let n = n.max(1) as usize;
+    let mut cards = vec![card; n];
+    let cb = std::mem::size_of::<Card>() as c_int;
+    // SAFETY: collective from MPI_Init; `cards` holds one card per rank.
+    unsafe { mpi::PMPI_Allgather((&card as *const Card).cast(), cb, consts::byte(), cards.as_mut_ptr().cast(), cb, consts::byte(), world) };
+    let mut peers = FxHashMap::default();
+    let mut mapped = vec![0u8; n];
+    for (r, c) in cards.iter().enumerate() {
+        if r as c_int != me && c.fd >= 0 && c.host == card.host {
+            if let Some(m) = attach_arena(c) {
+                peers.insert(r as c_int, m);
+                mapped[r] = 1;
+            }
+        }
+    }
+    let mut theirs = vec![0u8; n];
+    // SAFETY: collective; one byte per rank each way.
+    unsafe { mpi::PMPI_Alltoall(mapped.as_ptr().cast(), 1, consts::byte(), theirs.as_mut_ptr().cast(), 1, consts::byte(), world) };
+    let reach = if own.is_some() {
+        theirs.iter().enumerate().filter(|(_, &b)| b != 0).map(|(r, _)| r as c_int).collect()
+    } else {
+        FxHashSet::default()
+    };
+    log::debug!("shared-memory arena: {} bytes, mapped by {} peers, {} peer arenas mapped", card.size, reach.len(), peers.len());
+    let own = own.map_or(Mapping { base: std::ptr::null_mut(), size: 0 }, |(m, _, _)| m);
+    if own.size != 0 {
+        let mut ranges = Ranges::default();
+        ranges.give(DATA, own.size - DATA);
+        *FREE.lock().unwrap_or_else(|e| e.into_inner()) = Some(Free { controls: (0..CONTROLS as u32).rev().collect(), ranges });
+    }
+    let _ = NODE.set(Node { own, peers, reach });
+}
+
+/// Creates this process's arena: the mapping, its descriptor and its token.
+fn create(size: usize) -> Option<(Mapping, c_int, [u64; 2])> {
+    let size = size.max(MIN_ARENA).next_multiple_of(PAGE);
+    // SAFETY: a new anonymous memory file; the name is only for /proc listings.
+    let fd = unsafe { libc::memfd_create(c"sluice-arena".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        log::info!("no shared-memory arena (memfd_create: {}): pipelined chunks travel through the MPI", std::io::Error::last_os_error());
+        return None;
+    }
+    // SAFETY: sizes the file created above and maps it shared; pages are allocated on first touch.
+    let base = unsafe {
+        if libc::ftruncate(fd, size as libc::off_t) != 0 {
+            libc::close(fd);
+            return None;
+        }
+        libc::mmap(std::ptr::null_mut(), size, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_NORESERVE, fd, 0)
+    };
+    if base == libc::MAP_FAILED {
+        // SAFETY: our own descriptor.
+        unsafe { libc::close(fd) };
+        return None;
+    }
+    let token = [std::process::id() as u64 ^ (base as u64).rotate_left(17), now_nanos()];
+    // SAFETY: page 0 of the new mapping.
+    unsafe { std::ptr::copy_nonoverlapping(token.as_ptr(), base.cast::<[u64; 2]>().cast(), 2) };
+    Some((Mapping { base: base.cast(), size }, fd, token))
+}
+
+fn now_nanos() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Maps a peer's arena through its `/proc` descriptor entry and checks its token.
+fn attach_arena(c: &Card) -> Option<Mapping> {
+    let path = std::ffi::CString::new(format!("/proc/{}/fd/{}", c.pid, c.fd)).ok()?;
+    let size = usize::try_from(c.size).ok().filter(|&s| s >= MIN_ARENA)?;
+    // SAFETY: opens and maps a file; the descriptor is closed at once (the mapping keeps the
+    // memory alive).
+    let base = unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        if fd < 0 {
+            log::info!("cannot open {path:?} ({}): chunks from that rank travel through the MPI", std::io::Error::last_os_error());
+            return None;
+        }
+        let p = libc::mmap(std::ptr::null_mut(), size, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_NORESERVE, fd, 0);
+        libc::close(fd);
+        p
+    };
+    if base == libc::MAP_FAILED {
+        return None;
+    }
+    let mut token = [0u64; 2];
+    // SAFETY: page 0 of the mapping just made.
+    unsafe { std::ptr::copy_nonoverlapping(base.cast::<u64>(), token.as_mut_ptr(), 2) };
+    if token != c.token {
+        // SAFETY: the mapping just made.
+        unsafe { libc::munmap(base, size) };
+        log::info!("{path:?} is not the arena its owner announced: chunks from that rank travel through the MPI");
+        return None;
+    }
+    Some(Mapping { base: base.cast::<u8>(), size })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_are_first_fit_and_merge_on_release() {
+        let mut r = Ranges::default();
+        r.give(0, 100);
+        assert_eq!(r.take(30), Some(0));
+        assert_eq!(r.take(30), Some(30));
+        assert_eq!(r.take(50), None);
+        r.give(0, 30);
+        assert_eq!(r.take(40), Some(60));
+        assert_eq!(r.take(20), Some(0));
+        r.give(60, 40);
+        r.give(0, 20);
+        r.give(30, 30);
+        // 0..100 is whole again.
+        assert_eq!(r.0.len(), 1);
+        assert_eq!(r.take(100), Some(0));
+        assert_eq!(r.take(1), None);
+    }
+}
