@@ -43,11 +43,14 @@ pub enum Family {
     /// Not a call family: pipelined point-to-point transfers, counted once by the sender and
     /// once by the receiver (calls = transfers, bytes = their packed bytes).
     Pipeline,
+    /// Not a call family: those pipelined transfers whose chunks went through the node's
+    /// shared-memory arena (`transfer::shm`), counted as `Pipeline` is.
+    Shm,
 }
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 13] = [
+    pub const ALL: [Family; 14] = [
         Family::Init,
         Family::P2p,
         Family::Persistent,
@@ -61,6 +64,7 @@ impl Family {
         Family::Parallel,
         Family::Checkpoints,
         Family::Pipeline,
+        Family::Shm,
     ];
 
     /// Short lower-case name used in reports.
@@ -79,6 +83,7 @@ impl Family {
             Family::Parallel => "ddt-parallel",
             Family::Checkpoints => "ddt-ckpt",
             Family::Pipeline => "p2p-pipeline",
+            Family::Shm => "p2p-shm",
         }
     }
 }

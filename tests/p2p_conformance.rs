@@ -200,10 +200,10 @@ fn p2p_pipeline() {
     let exe = compile_c("p2p_pipeline");
     assert_ok("p2p_pipeline", "bare MPI, 2 ranks", &launch(2, &exe, &[], None));
     let min: &[(&str, &str)] = &[("SLUICE_PIPELINE_THRESHOLD", "128"), ("SLUICE_PIPELINE_CHUNK", "4K")];
-    // Chunks through the MPI instead of the shared-memory arena; and an arena too small for the
-    // 2 MiB messages, so that they fall back to the MPI while smaller ones use the arena.
+    // Chunks through the MPI instead of the shared-memory arena; and an arena with room for one
+    // 2 MiB message at a time, so that messages sent while it is full fall back to the MPI.
     let min_no_shm: &[(&str, &str)] = &[("SLUICE_PIPELINE_THRESHOLD", "128"), ("SLUICE_PIPELINE_CHUNK", "4K"), ("SLUICE_SHM_ARENA", "off")];
-    let small_arena: &[(&str, &str)] = &[("SLUICE_PIPELINE_THRESHOLD", "128"), ("SLUICE_PIPELINE_CHUNK", "4K"), ("SLUICE_SHM_ARENA", "1M")];
+    let small_arena: &[(&str, &str)] = &[("SLUICE_PIPELINE_THRESHOLD", "128"), ("SLUICE_PIPELINE_CHUNK", "4K"), ("SLUICE_SHM_ARENA", "3M")];
     for env in [&[][..], min, min_no_shm, small_arena] {
         for np in RANKS {
             let mut env = env.to_vec();
@@ -214,6 +214,16 @@ fn p2p_pipeline() {
             // sender and receiver.
             let transfers = job.stat_calls("p2p-pipeline").unwrap_or(0);
             assert!(transfers >= 2 * 21 * (np as u64 / 2), "{np} ranks {env:?}: {transfers} pipelined transfers\n{}", job.all());
+            // All ranks share this machine: with the arena on, every transfer uses it unless the
+            // arena is full (at least the first one finds it empty).
+            let shm = job.stat_calls("p2p-shm").unwrap_or(0);
+            let arena = env.iter().find(|(k, _)| *k == "SLUICE_SHM_ARENA").map(|(_, v)| *v);
+            let ok = match arena {
+                Some("off") => shm == 0,
+                Some(_) => shm > 0 && shm <= transfers,
+                None => shm == transfers,
+            };
+            assert!(ok, "{np} ranks {env:?}: {shm} of {transfers} transfers through shared memory\n{}", job.all());
         }
     }
     let off = launch_shim(2, &exe, &[("SLUICE_PIPELINE_THRESHOLD", "off"), ("SLUICE_STATS", "1")]);

@@ -118,6 +118,9 @@ impl Incoming {
             }
             r
         });
+        if shm.is_some() {
+            crate::stats::count(crate::stats::Family::Shm, header.total as usize);
+        }
         let no_region = header.shm.is_some() && shm.is_none();
         let mut t = Incoming {
             peer: header.sender,

@@ -173,6 +173,7 @@ unsafe fn post_chunks(src: Source<'_>, total: usize, c: usize, ctag: c_int, peer
     let d = m0_data();
     let rest = total - d;
     if let Some(region) = region {
+        crate::stats::count(crate::stats::Family::Shm, total);
         let p = region.as_mut_ptr();
         let mut off = 0;
         while off < rest {
