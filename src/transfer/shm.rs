@@ -17,7 +17,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use crate::ffi::{consts, mpi};
@@ -73,8 +73,6 @@ struct Node {
 static NODE: OnceLock<Node> = OnceLock::new();
 /// The allocator of this process's arena.
 static FREE: Mutex<Option<Free>> = Mutex::new(None);
-/// Regions handed out and not yet returned (leak checks).
-static IN_USE: AtomicUsize = AtomicUsize::new(0);
 
 /// Free control blocks and free data ranges of the own arena.
 struct Free {
@@ -153,7 +151,6 @@ impl Drop for Region {
             f.controls.push(self.ctrl);
             f.ranges.give(self.off, self.len);
         }
-        IN_USE.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -178,13 +175,7 @@ pub fn reserve(peer: c_int, len: usize) -> Option<Region> {
     let c = node.own.control(ctrl);
     c.packed.store(0, Ordering::Relaxed);
     c.done.store(0, Ordering::Relaxed);
-    IN_USE.fetch_add(1, Ordering::Relaxed);
     Some(Region { ctrl, off, len })
-}
-
-/// Regions of this process's arena still held by sends.
-pub fn in_use() -> usize {
-    IN_USE.load(Ordering::Relaxed)
 }
 
 /// The receiving side's view of a region in a peer's arena.
