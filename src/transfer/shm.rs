@@ -264,6 +264,12 @@ pub fn start(size: Option<usize>) {
     let mut theirs = vec![0u8; n];
     // SAFETY: collective; one byte per rank each way.
     unsafe { mpi::PMPI_Alltoall(mapped.as_ptr().cast(), 1, consts::byte(), theirs.as_mut_ptr().cast(), 1, consts::byte(), world) };
+    if let Some((_, fd, _)) = own {
+        // Every peer that could map the arena has (the alltoall follows its attempts); the
+        // mappings keep the memory, so the descriptor is not left open in the application.
+        // SAFETY: our own descriptor, used by nothing else.
+        unsafe { libc::close(fd) };
+    }
     let reach = if own.is_some() {
         theirs.iter().enumerate().filter(|(_, &b)| b != 0).map(|(r, _)| r as c_int).collect()
     } else {
@@ -279,7 +285,8 @@ pub fn start(size: Option<usize>) {
     let _ = NODE.set(Node { own, peers, reach });
 }
 
-/// Creates this process's arena: the mapping, its descriptor and its token.
+/// Creates this process's arena: the mapping, its descriptor (open until the peers mapped it)
+/// and its token.
 fn create(size: usize) -> Option<(Mapping, c_int, [u64; 2])> {
     let size = size.max(MIN_ARENA).next_multiple_of(PAGE);
     // SAFETY: a new anonymous memory file; the name is only for /proc listings.
@@ -301,7 +308,13 @@ fn create(size: usize) -> Option<(Mapping, c_int, [u64; 2])> {
         unsafe { libc::close(fd) };
         return None;
     }
-    let token = [std::process::id() as u64 ^ (base as u64).rotate_left(17), now_nanos()];
+    let mut token = [0u64; 2];
+    // SAFETY: fills the 16 bytes of `token`.
+    let got = unsafe { libc::getrandom(token.as_mut_ptr().cast(), 16, libc::GRND_NONBLOCK) };
+    if got != 16 {
+        // No entropy this early: unique is enough (the check only tells arenas apart).
+        token = [std::process::id() as u64 ^ (base as u64).rotate_left(17), now_nanos()];
+    }
     // SAFETY: page 0 of the new mapping.
     unsafe { std::ptr::copy_nonoverlapping(token.as_ptr(), base.cast::<[u64; 2]>().cast(), 2) };
     Some((Mapping { base: base.cast(), size }, fd, token))
