@@ -46,11 +46,22 @@
  * into distinct page-aligned buffers of the arena (no two outstanding receives share memory);
  * the sender sends the window from one buffer.
  *
+ * A/B mode (-A, for a process with libsluice.so preloaded): every trial is a pair, one trial
+ * through the PMPI_* entry points (which reach the MPI directly: the bare MPI's own code for the
+ * call) and one through the MPI_* ones (sluice's interception), back to back on both ranks, the
+ * order alternating. Separate bare and preloaded processes (the default) see the machine's speed
+ * drift between runs, which on a shared VM is larger than the few ns a pass-through call costs; a
+ * pair sees the same moment. Rank 0 prints instead of lat/bw lines:
+ *   ab <lat|bw> <type> <bytes> <pmpi> <mpi> <cpu>   (us or GB/s, as above; <cpu> of both trials)
+ * What it cannot show is an effect of sluice on the MPI outside the calls (its set-up in MPI_Init);
+ * the default mode covers that.
+ *
  * Usage: p2p -t TYPES -s SIZES [-n trials (3)] [-m target_ms (20)] [-w window (64)]
- *            [-c cap_MiB (64)] [-r retries (2)] [-q min_cpu_share (0.95)] [-V]
+ *            [-c cap_MiB (64)] [-r retries (2)] [-q min_cpu_share (0.95)] [-V] [-A]
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <math.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -303,6 +314,25 @@ static void verify_buf(const tspec *t, const msgtype *m, size_t bytes, const uns
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Entry points. The timed loops call the MPI through this table: normally the MPI_* names (which
+ * LD_PRELOAD resolves to sluice when it is loaded), and with -A alternately the PMPI_* names too,
+ * which always reach the MPI itself: the bare MPI and sluice measured in one process, trial next
+ * to trial (see "A/B mode" in the header).
+ */
+typedef struct {
+    const char *name;
+    int (*send)(const void *, int, MPI_Datatype, int, int, MPI_Comm);
+    int (*recv)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *);
+    int (*isend)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
+    int (*irecv)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
+    int (*waitall)(int, MPI_Request *, MPI_Status *);
+} entries;
+
+static const entries g_mpi = {"MPI", MPI_Send, MPI_Recv, MPI_Isend, MPI_Irecv, MPI_Waitall};
+static const entries g_pmpi = {"PMPI", PMPI_Send, PMPI_Recv, PMPI_Isend, PMPI_Irecv, PMPI_Waitall};
+static const entries *g_e = &g_mpi; /* what pingpong and bandwidth call */
+
+/* ---------------------------------------------------------------------------------------------
  * Measurements. Rank 0 times; the return value is meaningful on rank 0 only.
  */
 typedef struct {
@@ -323,11 +353,11 @@ static double pingpong(point *p, long iters) {
     double c0 = cpu_s(), t0 = now_s();
     for (long i = 0; i < iters; i++) {
         if (g_rank == 0) {
-            check(MPI_Send(p->sbuf, p->m.count, p->m.dt, peer, 1, MPI_COMM_WORLD), "MPI_Send");
-            check(MPI_Recv(p->arena, p->m.count, p->m.dt, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+            check(g_e->send(p->sbuf, p->m.count, p->m.dt, peer, 1, MPI_COMM_WORLD), "MPI_Send");
+            check(g_e->recv(p->arena, p->m.count, p->m.dt, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
         } else {
-            check(MPI_Recv(p->arena, p->m.count, p->m.dt, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
-            check(MPI_Send(p->sbuf, p->m.count, p->m.dt, peer, 1, MPI_COMM_WORLD), "MPI_Send");
+            check(g_e->recv(p->arena, p->m.count, p->m.dt, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+            check(g_e->send(p->sbuf, p->m.count, p->m.dt, peer, 1, MPI_COMM_WORLD), "MPI_Send");
         }
     }
     double dt = now_s() - t0;
@@ -342,15 +372,15 @@ static double bandwidth(point *p, long windows) {
     for (long w = 0; w < windows; w++) {
         if (g_rank == 0) {
             for (int j = 0; j < p->window; j++)
-                check(MPI_Isend(p->sbuf, p->m.count, p->m.dt, 1, 2, MPI_COMM_WORLD, &p->reqs[j]), "MPI_Isend");
-            check(MPI_Waitall(p->window, p->reqs, MPI_STATUSES_IGNORE), "MPI_Waitall");
-            check(MPI_Recv(&ack, 1, MPI_INT, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+                check(g_e->isend(p->sbuf, p->m.count, p->m.dt, 1, 2, MPI_COMM_WORLD, &p->reqs[j]), "MPI_Isend");
+            check(g_e->waitall(p->window, p->reqs, MPI_STATUSES_IGNORE), "MPI_Waitall");
+            check(g_e->recv(&ack, 1, MPI_INT, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
         } else {
             for (int j = 0; j < p->window; j++)
-                check(MPI_Irecv(p->arena + (size_t)j * p->stride, p->m.count, p->m.dt, 0, 2, MPI_COMM_WORLD, &p->reqs[j]),
+                check(g_e->irecv(p->arena + (size_t)j * p->stride, p->m.count, p->m.dt, 0, 2, MPI_COMM_WORLD, &p->reqs[j]),
                       "MPI_Irecv");
-            check(MPI_Waitall(p->window, p->reqs, MPI_STATUSES_IGNORE), "MPI_Waitall");
-            check(MPI_Send(&ack, 1, MPI_INT, 0, 3, MPI_COMM_WORLD), "MPI_Send");
+            check(g_e->waitall(p->window, p->reqs, MPI_STATUSES_IGNORE), "MPI_Waitall");
+            check(g_e->send(&ack, 1, MPI_INT, 0, 3, MPI_COMM_WORLD), "MPI_Send");
         }
     }
     double dt = now_s() - t0;
@@ -387,6 +417,105 @@ static long calibrate(point *p, measure_fn fn, double target) {
         if (msg[1]) return msg[0];
         n = msg[0];
     }
+}
+
+/* One timed trial of a metric after an untimed 1/16 of it: the half round trip in us (lat) or
+ * GB/s (bw), and in *share the smaller CPU share of the two ranks (rank 0's values). */
+static double trial(point *p, measure_fn fn, const char *metric, double *share) {
+    int lat = metric[0] == 'l';
+    long n = lat ? p->lat_iters : p->bw_windows;
+    if (n >= 16) fn(p, n / 16);
+    double dt = fn(p, n);
+    *share = both_share();
+    return lat ? dt * 1e6 / (2.0 * (double)n) : (double)p->m.bytes * p->window * (double)n / dt / 1e9;
+}
+
+/* Rank 0's decision whether to repeat a trial, on both ranks. */
+static int again(int want) {
+    long a = want;
+    check(MPI_Bcast(&a, 1, MPI_LONG, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    return (int)a;
+}
+
+/* A/B: one trial through the PMPI_* entries (the bare MPI) and one through the MPI_* entries
+ * (sluice), back to back, PMPI first unless `mpi_first`; the pair is repeated when either trial
+ * ran with a rank descheduled. Prints "ab <metric> <type> <bytes> <pmpi> <mpi> <share>" and
+ * returns sluice's cost relative to the bare MPI (time ratio: > 1 means sluice was slower). */
+static double ab_pair(point *p, measure_fn fn, const char *metric, int mpi_first, int retries, double min_share) {
+    const entries *order[2] = {mpi_first ? &g_mpi : &g_pmpi, mpi_first ? &g_pmpi : &g_mpi};
+    double pm = 0, m = 0;
+    for (int a = 0; a <= retries; a++) {
+        double v[2], sh[2];
+        for (int j = 0; j < 2; j++) {
+            g_e = order[j];
+            v[j] = trial(p, fn, metric, &sh[j]);
+        }
+        g_e = &g_mpi;
+        double share = sh[0] < sh[1] ? sh[0] : sh[1];
+        pm = v[mpi_first ? 1 : 0];
+        m = v[mpi_first ? 0 : 1];
+        if (g_rank == 0) printf("ab %s %s %zu %.5f %.5f %.3f\n", metric, p->t.name, p->m.bytes, pm, m, share);
+        if (!again(share < min_share)) break;
+    }
+    return metric[0] == 'l' ? m / pm : pm / m;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of r[0..n) and its distribution-free 95% confidence interval (order statistics of the
+ * sorted sample: the k-th smallest and largest with k = (n - 1.96 sqrt(n)) / 2); sorts r. */
+static double median_ci(double *r, int n, double *lo, double *hi) {
+    qsort(r, (size_t)n, sizeof *r, cmp_double);
+    int k = (int)((n - 1.96 * sqrt((double)n)) / 2);
+    if (k < 0) k = 0;
+    *lo = r[k];
+    *hi = r[n - 1 - k];
+    return n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
+}
+
+/* The A/B passes: each pass adds `batch` pairs to every (point, metric) whose confidence
+ * interval is still wider than +-tol, until at least `min_pairs` and at most `max_pairs` pairs;
+ * points take turns, so a point's pairs are spread over the run. Rank 0 decides and prints
+ * "abci <metric> <type> <bytes> <pairs> <median> <lo> <hi>" per (point, metric) at the end. */
+static void ab_run(point *pts, int np, int min_pairs, int max_pairs, double tol, int retries, double min_share) {
+    const int batch = 4;
+    double *r = calloc((size_t)np * 2 * (size_t)(max_pairs + batch), sizeof(double)), *tmp = malloc(sizeof(double) * (size_t)(max_pairs + batch));
+    int *n = calloc((size_t)np * 2, sizeof(int)), *done = calloc((size_t)np * 2, sizeof(int));
+    if (!r || !tmp || !n || !done) die("malloc");
+    for (int pass = 0, left = np * 2; left > 0; pass++) {
+        for (int i = 0; i < np; i++) {
+            for (int m = 0; m < 2; m++) {
+                int s = i * 2 + m;
+                if (done[s]) continue;
+                double *rs = r + (size_t)s * (size_t)(max_pairs + batch);
+                for (int b = 0; b < batch; b++)
+                    rs[n[s]++] = ab_pair(&pts[i], m ? bandwidth : pingpong, m ? "bw" : "lat", (pass + i + m + b) % 2, retries, min_share);
+                int stop = 0;
+                if (g_rank == 0) {
+                    double lo, hi;
+                    memcpy(tmp, rs, sizeof(double) * (size_t)n[s]);
+                    median_ci(tmp, n[s], &lo, &hi);
+                    stop = n[s] >= max_pairs || (n[s] >= min_pairs && (hi - lo) / 2 <= tol);
+                }
+                if (again(stop)) {
+                    done[s] = 1;
+                    left--;
+                }
+            }
+        }
+        if (g_rank == 0) fflush(stdout);
+    }
+    for (int s = 0; g_rank == 0 && s < np * 2; s++) {
+        double lo, hi, med = median_ci(r + (size_t)s * (size_t)(max_pairs + batch), n[s], &lo, &hi);
+        printf("abci %s %s %zu %d %.5f %.5f %.5f\n", s % 2 ? "bw" : "lat", pts[s / 2].t.name, pts[s / 2].m.bytes, n[s], med, lo, hi);
+    }
+    free(r);
+    free(tmp);
+    free(n);
+    free(done);
 }
 
 static unsigned g_seed = 1;
@@ -437,15 +566,15 @@ static int parse_list(char *s, char **items, int max) {
 }
 
 int main(int argc, char **argv) {
-    int size = 0, trials = 3, window_max = 64, verify_window = 0, retries = 2, opt;
-    double target_ms = 20.0, min_share = 0.95;
+    int size = 0, trials = 3, window_max = 64, verify_window = 0, retries = 2, ab = 0, max_pairs = 400, opt;
+    double target_ms = 20.0, min_share = 0.95, tol = 0.01;
     long cap_mib = 64;
     char *types_arg = NULL, *sizes_arg = NULL;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    while ((opt = getopt(argc, argv, "t:s:n:m:w:c:r:q:V")) != -1) {
+    while ((opt = getopt(argc, argv, "t:s:n:m:w:c:r:q:VAN:e:")) != -1) {
         switch (opt) {
         case 't': types_arg = optarg; break;
         case 's': sizes_arg = optarg; break;
@@ -456,13 +585,16 @@ int main(int argc, char **argv) {
         case 'r': retries = atoi(optarg); break;
         case 'q': min_share = atof(optarg); break;
         case 'V': verify_window = 1; break;
+        case 'A': ab = 1; break;
+        case 'N': max_pairs = atoi(optarg); break;
+        case 'e': tol = atof(optarg); break;
         default: types_arg = NULL; break;
         }
     }
-    if (!types_arg || !sizes_arg || trials < 1 || retries < 0 || target_ms <= 0 || window_max < 1 || cap_mib < 1 || size != 2) {
+    if (!types_arg || !sizes_arg || trials < 1 || retries < 0 || target_ms <= 0 || max_pairs < trials || tol <= 0 || window_max < 1 || cap_mib < 1 || size != 2) {
         if (g_rank == 0)
             fprintf(stderr, "usage: %s -t TYPES -s SIZES [-n trials] [-m target_ms] [-w window] [-c cap_MiB] [-r retries]"
-                            " [-q min_cpu_share] [-V]"
+                            " [-q min_cpu_share] [-V] [-A [-N max_pairs] [-e tol]]"
                             " (exactly 2 ranks)\n", argv[0]);
         MPI_Finalize();
         return 1;
@@ -522,29 +654,21 @@ int main(int argc, char **argv) {
             printf("point %s %zu %d %zu %d %ld %ld\n", p->t.name, p->m.bytes, p->m.count, p->m.span, p->window,
                    p->lat_iters, p->bw_windows);
     }
+    if (ab) ab_run(pts, np, trials, max_pairs, tol, retries, min_share);
     /* timed passes: one trial of every point per pass, so a point's trials are spread over the run */
-    for (int k = 0; k < trials; k++) {
+    for (int k = 0; !ab && k < trials; k++) {
         for (int i = 0; i < np; i++) {
             point *p = &pts[i];
             /* a trial during which a rank was descheduled is printed, then repeated (up to `retries`) */
             for (int a = 0; a <= retries; a++) {
-                if (p->lat_iters >= 16) pingpong(p, p->lat_iters / 16); /* untimed, after the previous point */
-                double dt = pingpong(p, p->lat_iters), sh = both_share();
-                if (g_rank == 0)
-                    printf("lat %s %zu %d %.5f %.3f\n", p->t.name, p->m.bytes, k, dt * 1e6 / (2.0 * (double)p->lat_iters), sh);
-                long again = sh < min_share;
-                check(MPI_Bcast(&again, 1, MPI_LONG, 0, MPI_COMM_WORLD), "MPI_Bcast");
-                if (!again) break;
+                double sh, v = trial(p, pingpong, "lat", &sh);
+                if (g_rank == 0) printf("lat %s %zu %d %.5f %.3f\n", p->t.name, p->m.bytes, k, v, sh);
+                if (!again(sh < min_share)) break;
             }
             for (int a = 0; a <= retries; a++) {
-                if (p->bw_windows >= 16) bandwidth(p, p->bw_windows / 16);
-                double dt = bandwidth(p, p->bw_windows), sh = both_share();
-                if (g_rank == 0)
-                    printf("bw %s %zu %d %.5f %.3f\n", p->t.name, p->m.bytes, k,
-                           (double)p->m.bytes * p->window * (double)p->bw_windows / dt / 1e9, sh);
-                long again = sh < min_share;
-                check(MPI_Bcast(&again, 1, MPI_LONG, 0, MPI_COMM_WORLD), "MPI_Bcast");
-                if (!again) break;
+                double sh, v = trial(p, bandwidth, "bw", &sh);
+                if (g_rank == 0) printf("bw %s %zu %d %.5f %.3f\n", p->t.name, p->m.bytes, k, v, sh);
+                if (!again(sh < min_share)) break;
             }
         }
         if (g_rank == 0) fflush(stdout);

@@ -71,7 +71,7 @@ export OMPI_MCA_mpi_yield_when_idle=0
 bench_build_sluice "${MPIS[@]}"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-for mpi in "${MPIS[@]}"; do bench_mpicc "$mpi" "$OUT/p2p-$mpi" "$ROOT/bench/p2p.c"; done
+for mpi in "${MPIS[@]}"; do bench_mpicc "$mpi" "$OUT/p2p-$mpi" "$ROOT/bench/p2p.c" -lm; done
 
 # launch MPI CONFIG ARGS...  (CONFIG: bare | sluice | stats); always 2 ranks
 launch() {

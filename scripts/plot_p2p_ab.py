@@ -1,0 +1,176 @@
+#!/usr/bin/python3
+"""Summarise and plot scripts/bench-p2p-ab.sh results.
+
+Reads OUTDIR/{openmpi,mpich}.txt (bench/p2p.c -A output: "ab" lines, one per pair of trials, and
+"abci" lines, one per point) and OUTDIR/meta.txt; writes OUTDIR/ab.csv (every pair), abci.csv,
+ab.md (table and verdict) and ab.png (needs matplotlib: Debian's /usr/bin/python3), and prints the
+table.
+
+The ratio of a pair is sluice's time over the bare MPI's: latency sluice / bare, bandwidth
+bare / sluice, so > 1 means sluice was slower either way. Per point: the median of the pairs'
+ratios with its distribution-free 95% confidence interval (order statistics, as bench/p2p.c
+computes it to decide when to stop), and the medians of the raw values of both sides.
+Verdict against the bound B: pass when the interval's upper end is <= B, fail when its lower end
+is > B, inconclusive otherwise.
+"""
+import argparse
+import csv
+import math
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+MPIS = [("openmpi", "Open MPI"), ("mpich", "MPICH")]
+
+
+def human(n):
+    n = int(n)
+    if n >= 1 << 20 and n % (1 << 20) == 0:
+        return f"{n >> 20} MiB"
+    if n >= 1 << 10 and n % (1 << 10) == 0:
+        return f"{n >> 10} KiB"
+    return f"{n} B"
+
+
+def median_ci(rs):
+    """Median and 95% interval by order statistics, as median_ci() in bench/p2p.c."""
+    rs = sorted(rs)
+    n = len(rs)
+    k = max(0, int((n - 1.96 * math.sqrt(n)) / 2))
+    return statistics.median(rs), rs[k], rs[n - 1 - k]
+
+
+def load(outdir):
+    pairs = defaultdict(list)  # (mpi, metric, type, bytes) -> [(pmpi, mpi, share)]
+    for mpi, _ in MPIS:
+        p = os.path.join(outdir, f"{mpi}.txt")
+        if not os.path.exists(p):
+            continue
+        for line in open(p):
+            f = line.split()
+            if len(f) == 7 and f[0] == "ab":
+                pairs[(mpi, f[1], f[2], int(f[3]))].append((float(f[4]), float(f[5]), float(f[6])))
+    return pairs
+
+
+def summarize(pairs, min_share, bound):
+    rows = []
+    for (mpi, metric, typ, nbytes), ps in sorted(pairs.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1] != "lat", kv[0][3])):
+        clean = [p for p in ps if p[2] >= min_share] or ps
+        ratios = [(m / b) if metric == "lat" else (b / m) for b, m, _ in clean]
+        med, lo, hi = median_ci(ratios)
+        verdict = "pass" if hi <= bound else "FAIL" if lo > bound else "inconclusive"
+        rows.append(dict(mpi=mpi, metric=metric, type=typ, bytes=nbytes, pairs=len(clean), dropped=len(ps) - len(clean),
+                         bare=statistics.median(b for b, _, _ in clean), sluice=statistics.median(m for _, m, _ in clean),
+                         ratio=med, lo=lo, hi=hi, verdict=verdict))
+    return rows
+
+
+def write_csvs(outdir, pairs, rows):
+    with open(os.path.join(outdir, "ab.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["mpi", "metric", "type", "bytes", "bare", "sluice", "cpu_share"])
+        for (mpi, metric, typ, nbytes), ps in sorted(pairs.items()):
+            for b, m, s in ps:
+                w.writerow([mpi, metric, typ, nbytes, b, m, s])
+    with open(os.path.join(outdir, "abci.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def table(rows, meta, bound):
+    name = dict(MPIS)
+    out = [f"A/B in one process (bench/p2p.c -A), {meta.get('date', '?')}, commit {meta.get('commit', '?')}, "
+           f"load {meta.get('loadavg_start', '?')} -> {meta.get('loadavg_end', '?')}, {meta.get('pairs', '')}.",
+           "", "Ratio = sluice time / bare time (latency: sluice/bare us; bandwidth: bare/sluice GB/s): > 1 means sluice "
+           f"is slower. Median of the pairs' ratios [95% interval]; verdict against {bound}.", "",
+           "| MPI | type | size | metric | pairs | bare | sluice | ratio [95% CI] | verdict |",
+           "|---|---|---:|---|---:|---:|---:|---|---|"]
+    for r in rows:
+        unit = "us" if r["metric"] == "lat" else "GB/s"
+        out.append(f"| {name[r['mpi']]} | {r['type']} | {human(r['bytes'])} | {r['metric']} | {r['pairs']} | "
+                   f"{r['bare']:.4g} {unit} | {r['sluice']:.4g} {unit} | {r['ratio']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}] | {r['verdict']} |")
+    worst = max(rows, key=lambda r: r["hi"])
+    n_pass = sum(r["verdict"] == "pass" for r in rows)
+    out += ["", f"Verdict: {n_pass} of {len(rows)} points pass (upper end of the interval <= {bound}); "
+            f"highest upper end {worst['hi']:.3f} ({name[worst['mpi']]} {worst['type']} {human(worst['bytes'])} {worst['metric']}); "
+            f"highest median {max(r['ratio'] for r in rows):.3f}."]
+    return "\n".join(out) + "\n"
+
+
+def matrix(rows):
+    """One row per (type, size), one column per (MPI, metric): "ratio [lo, hi]"."""
+    name = dict(MPIS)
+    cols = [(m, k) for m, _ in MPIS for k in ("lat", "bw") if any(r["mpi"] == m and r["metric"] == k for r in rows)]
+    cell = {(r["mpi"], r["metric"], r["type"], r["bytes"]): r for r in rows}
+    out = ["| type | size | " + " | ".join(f"{name[m]} {'latency' if k == 'lat' else 'bandwidth'}" for m, k in cols) + " |",
+           "|---|---:|" + "---|" * len(cols)]
+    for typ, nbytes in sorted({(r["type"], r["bytes"]) for r in rows}):
+        cells = []
+        for m, k in cols:
+            r = cell.get((m, k, typ, nbytes))
+            mark = "" if r is None or r["verdict"] == "pass" else f" ({r['verdict']})"
+            cells.append("" if r is None else f"{r['ratio']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}]{mark}")
+        out.append(f"| {typ} | {human(nbytes)} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def plot(outdir, rows, bound):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("plot_p2p_ab: matplotlib not available, no PNG written (use /usr/bin/python3)", file=sys.stderr)
+        return
+    name = dict(MPIS)
+    color = {"openmpi": "#1f77b4", "mpich": "#d62728"}
+    types = sorted({r["type"] for r in rows})
+    fig, axes = plt.subplots(len(types), 2, figsize=(12, 4 * len(types)), squeeze=False)
+    for ti, typ in enumerate(types):
+        for mi, (metric, title) in enumerate([("lat", "ping-pong latency"), ("bw", "windowed bandwidth")]):
+            ax = axes[ti][mi]
+            for k, (mpi, _) in enumerate(MPIS):
+                rs = [r for r in rows if r["mpi"] == mpi and r["type"] == typ and r["metric"] == metric]
+                if not rs:
+                    continue
+                x = [r["bytes"] * (1.08 if k else 1 / 1.08) for r in rs]
+                y = [r["ratio"] for r in rs]
+                err = [[r["ratio"] - r["lo"] for r in rs], [r["hi"] - r["ratio"] for r in rs]]
+                ax.errorbar(x, y, yerr=err, fmt="o", ms=4, capsize=2, color=color[mpi], label=name[mpi])
+            ax.axhline(1.0, color="gray", lw=0.8)
+            ax.axhline(bound, color="black", ls="--", lw=0.8, label=f"bound {bound}")
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("message size (bytes)")
+            ax.set_ylabel("sluice time / bare time")
+            ax.set_title(f"{typ}: {title}, median ratio and 95% interval")
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "ab.png"), dpi=110)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("outdir")
+    ap.add_argument("--bound", type=float, default=1.03)
+    ap.add_argument("--min-share", type=float, default=0.95)
+    a = ap.parse_args()
+    pairs = load(a.outdir)
+    if not pairs:
+        sys.exit("plot_p2p_ab: no 'ab' lines in OUTDIR/{openmpi,mpich}.txt")
+    meta = {}
+    mp = os.path.join(a.outdir, "meta.txt")
+    if os.path.exists(mp):
+        meta = dict(line.rstrip("\n").split("=", 1) for line in open(mp) if "=" in line)
+    rows = summarize(pairs, a.min_share, a.bound)
+    write_csvs(a.outdir, pairs, rows)
+    md = table(rows, meta, a.bound) + "\nBy size (ratio [95% interval]):\n\n" + matrix(rows)
+    open(os.path.join(a.outdir, "ab.md"), "w").write(md)
+    print(md)
+    plot(a.outdir, rows, a.bound)
+
+
+if __name__ == "__main__":
+    main()
