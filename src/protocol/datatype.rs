@@ -12,7 +12,7 @@
 
 use rustc_hash::FxHashMap;
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::datatype::compiled::CompiledType;
@@ -30,6 +30,68 @@ static TYPES: RwLock<Option<FxHashMap<usize, Arc<CompiledType>>>> = RwLock::new(
 /// (the point-to-point fast path must cost nothing measurable).
 static MAYBE: [AtomicU32; FILTER_SLOTS] = [const { AtomicU32::new(0) }; FILTER_SLOTS];
 const FILTER_SLOTS: usize = 1024;
+
+/// Per filter slot, the counts below which a message of any type hashed to the slot is one the
+/// point-to-point handlers leave to the MPI unchanged (`p2p::fast::message`): the predefined
+/// types' bound (`pipeline::small_count`), lowered by every compiled type in the slot to
+/// `ceil(S* / size)` for a type [`TypeHint::left_to_mpi`] (no bound with the pipeline off) and
+/// to 0 for any other. The fast path's quick look is then one load and one comparison, and
+/// messages of committed contiguous or large-block types skip the thorough look. Lowered
+/// (`fetch_min`) before `MPI_Type_commit` returns; recomputed from the slot's remaining types
+/// when one is freed, and for every slot when the reserved size changes (`MPI_Init`).
+static QUICK_LIMIT: [AtomicU64; FILTER_SLOTS] = [const { AtomicU64::new(u64::MAX) }; FILTER_SLOTS];
+
+/// [`QUICK_LIMIT`] of `t`'s slot: one relaxed load.
+#[inline(always)]
+pub(crate) fn quick_limit(t: mpi::MPI_Datatype) -> u64 {
+    QUICK_LIMIT[slot_index(datatype_key(t))].load(Ordering::Relaxed)
+}
+
+/// Recomputes every slot of [`QUICK_LIMIT`]: the reserved size changed.
+pub(crate) fn refresh_quick_limits() {
+    let g = TYPES.write().unwrap_or_else(|e| e.into_inner());
+    (0..FILTER_SLOTS).for_each(|i| refresh_quick_limit(g.as_ref(), i));
+}
+
+/// Whether the point-to-point engine path leaves every message of `c` to the MPI (see
+/// [`TypeHint::left_to_mpi`]; `Layout::of` decides the same from the type's dataloop).
+fn left_to_mpi(c: &CompiledType) -> bool {
+    let dl = c.dataloop();
+    let contiguous = dl.contiguous && dl.extent == dl.size as i64;
+    let cfg = crate::runtime::config();
+    let block = cfg.map_or(usize::MAX, |cfg| cfg.p2p_mpi_block);
+    let large = c.kernel().min_block(1, dl.extent).is_some_and(|b| b >= block);
+    contiguous || (large && cfg.is_some_and(|c| c.p2p_mpi_above == 0))
+}
+
+/// `c`'s entry of [`QUICK_LIMIT`] for the current reserved size.
+fn quick_limit_of(c: &CompiledType, left: bool) -> u64 {
+    count_bound(left, c.size() as u64, crate::protocol::p2p::pipeline::reserved() as u64)
+}
+
+/// The counts below which `count` elements of `size` bytes stay below the reserved size
+/// (`count < bound` exactly when `count * size < reserved`), for a type left to the MPI; 0 for
+/// any other type (never forwarded on this bound alone); no bound with the pipeline off.
+fn count_bound(left: bool, size: u64, reserved: u64) -> u64 {
+    match (left, size) {
+        (false, _) => 0,
+        (true, 0) => u64::MAX,
+        (true, _) if reserved == 0 => u64::MAX,
+        (true, size) => reserved.div_ceil(size),
+    }
+}
+
+/// Recomputes slot `i` of [`QUICK_LIMIT`] from the types left in it (under the table's write
+/// lock). A scan of the table: only `MPI_Type_free` of a type that set the slot's limit pays it.
+fn refresh_quick_limit(types: Option<&FxHashMap<usize, Arc<CompiledType>>>, i: usize) {
+    let min = types
+        .into_iter()
+        .flatten()
+        .filter(|(&k, _)| slot_index(k) == i)
+        .map(|(_, c)| quick_limit_of(c, left_to_mpi(c)))
+        .fold(crate::protocol::p2p::pipeline::small_count(), u64::min);
+    QUICK_LIMIT[i].store(min, Ordering::Relaxed);
+}
 
 #[inline]
 fn slot_index(key: usize) -> usize {
@@ -49,25 +111,25 @@ fn slot(key: usize) -> &'static AtomicU32 {
 static SIZE_KEY: [AtomicUsize; FILTER_SLOTS] = [const { AtomicUsize::new(0) }; FILTER_SLOTS];
 static SIZE_VAL: [AtomicUsize; FILTER_SLOTS] = [const { AtomicUsize::new(0) }; FILTER_SLOTS];
 
-/// Flags kept with the size in [`SIZE_VAL`] (its low bits).
-const CONTIGUOUS: usize = 1;
-const LARGE_BLOCKS: usize = 2;
-const FLAG_BITS: u32 = 2;
+/// Flag kept with the size in [`SIZE_VAL`] (its low bit): [`TypeHint::left_to_mpi`].
+const LEFT_TO_MPI: usize = 1;
+const FLAG_BITS: u32 = 1;
 
 /// What the point-to-point fast path needs of a compiled type, read without a lock.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TypeHint {
     /// Packed bytes of one element.
     pub size: usize,
-    /// Contiguous in memory (the MPI moves it with no copy).
-    pub contiguous: bool,
-    /// Every contiguous block of one element is at least `SLUICE_P2P_MPI_BLOCK` bytes (blocks
-    /// of several elements only merge, so this holds for any count).
-    pub large_blocks: bool,
+    /// The point-to-point engine path leaves messages of this type to the MPI at every size:
+    /// contiguous in memory (the MPI moves it with no copy), or every contiguous block of one
+    /// element at least `SLUICE_P2P_MPI_BLOCK` bytes (blocks of several elements only merge,
+    /// so this holds for any count) with `SLUICE_P2P_MPI_ABOVE` at 0 (Open MPI's `auto`).
+    /// Decided once at commit, so that the fast path needs no configuration load.
+    pub left_to_mpi: bool,
 }
 
 /// The hint of type `t`, without a lock: a compiled type's, or the size [`remember_size`] noted
-/// for a type that is not compiled (with both flags false). `None`: neither, or its slot holds
+/// for a type that is not compiled (with the flag false). `None`: neither, or its slot holds
 /// another type (use [`lookup`]).
 #[inline]
 pub(crate) fn hint(t: mpi::MPI_Datatype) -> Option<TypeHint> {
@@ -78,11 +140,7 @@ pub(crate) fn hint(t: mpi::MPI_Datatype) -> Option<TypeHint> {
     }
     let v = SIZE_VAL[i].load(Ordering::Acquire);
     // Written value-then-key, so a key seen on both sides of the value read vouches for it.
-    (SIZE_KEY[i].load(Ordering::Acquire) == key).then_some(TypeHint {
-        size: v >> FLAG_BITS,
-        contiguous: v & CONTIGUOUS != 0,
-        large_blocks: v & LARGE_BLOCKS != 0,
-    })
+    (SIZE_KEY[i].load(Ordering::Acquire) == key).then_some(TypeHint { size: v >> FLAG_BITS, left_to_mpi: v & LEFT_TO_MPI != 0 })
 }
 
 /// The packed size of one element of compiled type `t`, without a lock.
@@ -118,15 +176,18 @@ fn lookup_compiled(key: usize) -> Option<Arc<CompiledType>> {
 fn insert(t: mpi::MPI_Datatype, c: Arc<CompiledType>) {
     let key = datatype_key(t);
     let mut g = TYPES.write().unwrap_or_else(|e| e.into_inner());
-    let dl = c.dataloop();
-    let contiguous = dl.contiguous && dl.extent == dl.size as i64;
-    let block = crate::runtime::config().map_or(usize::MAX, |cfg| cfg.p2p_mpi_block);
-    let large = c.kernel().min_block(1, dl.extent).is_some_and(|b| b >= block);
-    let size = (c.size() << FLAG_BITS) | if contiguous { CONTIGUOUS } else { 0 } | if large { LARGE_BLOCKS } else { 0 };
-    if g.get_or_insert_with(FxHashMap::default).insert(key, c).is_none() {
+    let left = left_to_mpi(&c);
+    let size = (c.size() << FLAG_BITS) | if left { LEFT_TO_MPI } else { 0 };
+    let i = slot_index(key);
+    // Lowered before the type is in the table and before the commit returns: the quick look
+    // never sees a compiled type with a limit above its own.
+    QUICK_LIMIT[i].fetch_min(quick_limit_of(&c, left), Ordering::Relaxed);
+    if let Some(old) = g.get_or_insert_with(FxHashMap::default).insert(key, c) {
+        drop(old); // the same handle committed again: the slot's limit may only have dropped
+        refresh_quick_limit(g.as_ref(), i);
+    } else {
         slot(key).fetch_add(1, Ordering::Relaxed);
     }
-    let i = slot_index(key);
     SIZE_KEY[i].store(0, Ordering::Release);
     SIZE_VAL[i].store(size, Ordering::Release);
     SIZE_KEY[i].store(key, Ordering::Release);
@@ -159,6 +220,10 @@ fn remove(t: mpi::MPI_Datatype) {
     let _ = SIZE_KEY[slot_index(key)].compare_exchange(key, 0, Ordering::AcqRel, Ordering::Relaxed);
     if let Some(c) = g.as_mut().and_then(|m| m.remove(&key)) {
         slot(key).fetch_sub(1, Ordering::Relaxed);
+        let i = slot_index(key);
+        if QUICK_LIMIT[i].load(Ordering::Relaxed) == quick_limit_of(&c, left_to_mpi(&c)) {
+            refresh_quick_limit(g.as_ref(), i); // this type may have set the slot's limit
+        }
         // The last handle of this compiled form (no dup, no operation in flight): its
         // checkpoint tables can go. Otherwise the budget's LRU evicts them later.
         if Arc::strong_count(&c) == 1 {
@@ -175,6 +240,8 @@ pub fn forget_all() {
     let mut g = TYPES.write().unwrap_or_else(|e| e.into_inner());
     *g = None;
     MAYBE.iter().for_each(|s| s.store(0, Ordering::Relaxed));
+    let small = crate::protocol::p2p::pipeline::small_count();
+    QUICK_LIMIT.iter().for_each(|s| s.store(small, Ordering::Relaxed));
     SIZE_KEY.iter().for_each(|s| s.store(0, Ordering::Release));
 }
 
@@ -457,5 +524,63 @@ pub mod large_count {
             // SAFETY: forwarded unchanged.
             None => unsafe { next::MPI_Pack_size_c(incount, datatype, comm, size) },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype::ir::DataLoop;
+
+    /// A datatype handle whose table key is `key` (no MPI call: the table only uses the key).
+    fn handle(key: usize) -> mpi::MPI_Datatype {
+        #[cfg(sluice_mpi = "openmpi")]
+        {
+            key as mpi::MPI_Datatype
+        }
+        #[cfg(sluice_mpi = "mpich")]
+        {
+            key as u32 as mpi::MPI_Datatype
+        }
+    }
+
+    #[test]
+    fn count_bound_is_exact() {
+        let reserved = (256u64 << 10) | 1;
+        for size in [1u64, 3, 8, 24, 64, 4096, 1 << 20] {
+            let b = count_bound(true, size, reserved);
+            for count in [b.saturating_sub(2), b.saturating_sub(1), b, b + 1] {
+                assert_eq!(count < b, count * size < reserved, "size {size} count {count}");
+            }
+        }
+        assert_eq!(count_bound(false, 8, reserved), 0);
+        assert_eq!(count_bound(true, 8, 0), u64::MAX);
+        assert_eq!(count_bound(true, 0, reserved), u64::MAX);
+    }
+
+    /// A slot's quick bound follows the types in it: a contiguous type keeps it open, a
+    /// non-contiguous one closes it, and freeing that one opens it again.
+    #[test]
+    fn quick_limit_follows_the_slot_s_types() {
+        // Three keys of one slot and one of another, far from any real handle.
+        let base = 0x5eed_0000usize;
+        let slot0 = slot_index(base);
+        let same: Vec<usize> = (base + 1..).filter(|&k| slot_index(k) == slot0).take(2).collect();
+        let other = (base + 1..).find(|&k| slot_index(k) != slot0).unwrap();
+        let (contig, strided, shared) = (handle(base), handle(same[0]), handle(same[1]));
+        let open = crate::protocol::p2p::pipeline::small_count();
+        assert_eq!(quick_limit(contig), open);
+
+        insert(contig, Arc::new(CompiledType::new(&DataLoop::contig(4, DataLoop::bytes(8)))));
+        assert_eq!(quick_limit(contig), open, "contiguous: left to the MPI (pipeline off here)");
+        insert(strided, Arc::new(CompiledType::new(&DataLoop::vector(4, 1, 16, DataLoop::bytes(8)))));
+        assert_eq!(quick_limit(contig), 0, "a non-contiguous type in the slot closes it");
+        assert_eq!(quick_limit(shared), 0, "for every handle of the slot");
+        assert_eq!(quick_limit(handle(other)), open, "other slots are untouched");
+        remove(strided);
+        assert_eq!(quick_limit(contig), open);
+        remove(contig);
+        assert_eq!(quick_limit(contig), open);
+        assert!(not_compiled(contig) && not_compiled(strided));
     }
 }

@@ -44,7 +44,7 @@ impl Layout {
         // The lock-free hint answers the common cases without the table's lock: contiguous
         // types, and large blocks when every size goes to the MPI (Open MPI's `auto`).
         if let Some(h) = crate::protocol::datatype::hint(datatype) {
-            if h.contiguous || (h.large_blocks && crate::runtime::config().is_some_and(|c| c.p2p_mpi_above == 0)) {
+            if h.left_to_mpi {
                 return None;
             }
         }

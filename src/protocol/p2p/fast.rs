@@ -31,34 +31,40 @@ pub enum Look {
 /// - a type sluice has not compiled (every predefined type): `Layout::of` needs the compiled form,
 ///   and `pipeline::bytes_if_large` says "small" when even the widest predefined element times
 ///   `count` stays below the reserved size;
-/// - with [`Look::Thorough`], a larger count of such a type whose size `bytes_if_large` noted
-///   earlier (`datatype::remember_size`), below the reserved size;
-/// - with [`Look::Thorough`], a compiled type that is contiguous in memory (`Layout::of` leaves
-///   it to the MPI) whose `count` elements stay below the reserved size.
+/// - a compiled type that `Layout::of` leaves to the MPI at every size (contiguous in memory, or
+///   large blocks with Open MPI's `SLUICE_P2P_MPI_ABOVE`: the hint's `left_to_mpi`) whose
+///   `count` elements stay below the reserved size.
+///
+/// The quick look answers both with one bound per filter slot (`datatype::quick_limit`: the
+/// predefined types' bound, lowered by each compiled type in the slot to its own);
+/// [`Look::Thorough`] also takes larger counts of a type whose size
+/// `bytes_if_large` noted earlier (`datatype::remember_size`) and types whose slot another
+/// compiled type shares, through the lock-free hint table.
 ///
 /// The pipeline being off (reserved size 0) makes every size small. Negative counts fail the
 /// bound (as `u64` they are huge) and take the full path, which forwards them too.
 #[inline(always)]
 pub fn message(look: Look, count: impl Into<i64>, dt: mpi::MPI_Datatype) -> bool {
     let count = count.into() as u64;
-    if datatype::not_compiled(dt) {
-        // `count * WIDEST_PREDEFINED < S*` (or no pipeline), as `bytes_if_large` tests it.
-        if count < pipeline::small_count() {
-            return true;
-        }
-        // A larger count: the size `bytes_if_large` found for the type last time, if noted.
-        return look == Look::Thorough && below_reserved(count, dt, false);
+    // `count * WIDEST_PREDEFINED < S*` (or no pipeline), as `bytes_if_large` tests it, and the
+    // bound of every compiled type hashed to `dt`'s slot (`dt`'s own if it is compiled).
+    if count < datatype::quick_limit(dt) {
+        return true;
     }
-    look == Look::Thorough && below_reserved(count, dt, true)
+    if look == Look::Quick {
+        return false;
+    }
+    let compiled = !datatype::not_compiled(dt);
+    (!compiled && count < pipeline::small_count()) || below_reserved(count, dt, compiled)
 }
 
 /// Whether `count` elements of `dt` stay below the reserved size, by the type's hint: a type
-/// that is not compiled needs only that (`Layout::of` leaves it to the MPI); a compiled one must
-/// also be contiguous (`contiguous`).
+/// that is not compiled needs only that (`Layout::of` leaves it to the MPI); a compiled one
+/// (`compiled`) must also be one `Layout::of` leaves to the MPI at every size (`left_to_mpi`).
 #[inline(always)]
-fn below_reserved(count: u64, dt: mpi::MPI_Datatype, contiguous: bool) -> bool {
+fn below_reserved(count: u64, dt: mpi::MPI_Datatype, compiled: bool) -> bool {
     let reserved = pipeline::reserved() as u64;
-    datatype::hint(dt).is_some_and(|h| (h.contiguous || !contiguous) && (reserved == 0 || count.saturating_mul(h.size as u64) < reserved))
+    datatype::hint(dt).is_some_and(|h| (h.left_to_mpi || !compiled) && (reserved == 0 || count.saturating_mul(h.size as u64) < reserved))
 }
 
 /// A receive (`MPI_Recv`, `MPI_Irecv`) the handler forwards: no probed pipelined message waits

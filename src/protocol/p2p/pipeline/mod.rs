@@ -41,7 +41,7 @@ static PRIVATE: Mutex<Option<usize>> = Mutex::new(None);
 
 /// Counts below which `count` elements of any predefined type (at most
 /// [`WIDEST_PREDEFINED`] bytes each) stay below S\* (`u64::MAX` while the pipeline is off): the
-/// fast path's size test in one comparison (`p2p::fast`).
+/// fast path's size bound, kept per datatype-filter slot in `datatype::quick_limit`.
 static SMALL_COUNT: AtomicU64 = AtomicU64::new(u64::MAX);
 
 /// Bytes of the widest predefined type (`MPI_C_LONG_DOUBLE_COMPLEX`), the bound used for a type
@@ -65,6 +65,7 @@ pub fn small_count() -> u64 {
 fn set_reserved(s: usize) {
     SMALL_COUNT.store(small_count_for(s), Ordering::Relaxed);
     RESERVED.store(s, Ordering::Release);
+    crate::protocol::datatype::refresh_quick_limits();
 }
 
 /// [`SMALL_COUNT`] for reserved size `s`: the least count whose widest-predefined size reaches
