@@ -130,9 +130,9 @@ def verdicts(rows, mpis):
 
     for mpi in mpis:
         contig = [r for r in rows if r["mpi"] == mpi and r["type"] == "contig"]
-        add("contig latency within 3% of bare (ratio <= 1.03), every size", mpi, contig, "lat",
+        add("contig latency within 3% of bare (ratio <= 1.03), every size (separate jobs; paired: bench-p2p-ab.sh)", mpi, contig, "lat",
             lambda x: x <= 1.03, lambda x: -x, 1.03)
-        add("contig bandwidth within 3% of bare (ratio >= 0.97), every size", mpi, contig, "bw",
+        add("contig bandwidth within 3% of bare (ratio >= 0.97), every size (separate jobs; paired: bench-p2p-ab.sh)", mpi, contig, "bw",
             lambda x: x >= 0.97, lambda x: x, 0.97)
         small = [r for r in rows if r["mpi"] == mpi and r["type"].startswith("vect:") and r["bytes"] <= SMALL_MAX]
         add(f"small non-contig (vect:*, <= {human(SMALL_MAX)}) latency <= 1.3x bare", mpi, small, "lat",
