@@ -41,15 +41,18 @@ __attribute__((noinline)) void loop_isend_irecv_wait(long n) {
         MPI_Wait(&r[0], MPI_STATUS_IGNORE);
     }
 }
-__attribute__((noinline)) void loop_waitall(long n) {
+/* Irecv + Isend + Waitall of `count` elements of `dt`, inlined into each loop_* function so that
+ * callgrind attributes it to that loop. */
+static inline __attribute__((always_inline)) void irecv_isend_waitall(long n, int count, MPI_Datatype dt, int tag) {
     MPI_Request r[2];
     MPI_Status st[2];
     for (long i = 0; i < n; i++) {
-        MPI_Irecv(rbuf, 1, MPI_DOUBLE, 0, 3, MPI_COMM_SELF, &r[0]);
-        MPI_Isend(sbuf, 1, MPI_DOUBLE, 0, 3, MPI_COMM_SELF, &r[1]);
+        MPI_Irecv(rbuf, count, dt, 0, tag, MPI_COMM_SELF, &r[0]);
+        MPI_Isend(sbuf, count, dt, 0, tag, MPI_COMM_SELF, &r[1]);
         MPI_Waitall(2, r, st);
     }
 }
+__attribute__((noinline)) void loop_waitall(long n) { irecv_isend_waitall(n, 1, MPI_DOUBLE, 3); }
 __attribute__((noinline)) void loop_test(long n) {
     MPI_Request r[2];
     int flag = 0;
@@ -63,24 +66,8 @@ __attribute__((noinline)) void loop_test(long n) {
 
 /* Committed derived types the MPI moves well: one 64-byte block (contiguous in memory) and two
  * 64-byte blocks 128 bytes apart (large blocks, left to the MPI's engine on Open MPI). */
-__attribute__((noinline)) void loop_derived_one_block(long n) {
-    MPI_Request r[2];
-    MPI_Status st[2];
-    for (long i = 0; i < n; i++) {
-        MPI_Irecv(rbuf, 1, g_one_block, 0, 5, MPI_COMM_SELF, &r[0]);
-        MPI_Isend(sbuf, 1, g_one_block, 0, 5, MPI_COMM_SELF, &r[1]);
-        MPI_Waitall(2, r, st);
-    }
-}
-__attribute__((noinline)) void loop_derived_two_blocks(long n) {
-    MPI_Request r[2];
-    MPI_Status st[2];
-    for (long i = 0; i < n; i++) {
-        MPI_Irecv(rbuf, 1, g_two_blocks, 0, 6, MPI_COMM_SELF, &r[0]);
-        MPI_Isend(sbuf, 1, g_two_blocks, 0, 6, MPI_COMM_SELF, &r[1]);
-        MPI_Waitall(2, r, st);
-    }
-}
+__attribute__((noinline)) void loop_derived_one_block(long n) { irecv_isend_waitall(n, 1, g_one_block, 5); }
+__attribute__((noinline)) void loop_derived_two_blocks(long n) { irecv_isend_waitall(n, 1, g_two_blocks, 6); }
 
 int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 10000;

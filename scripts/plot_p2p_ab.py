@@ -21,19 +21,8 @@ import statistics
 import sys
 from collections import defaultdict
 
-MPIS = [("openmpi", "Open MPI"), ("mpich", "MPICH")]
+from plot_p2p import MPIS, SMALL_MAX, human  # same directory: the separate-job benchmark's script
 
-
-def human(n):
-    n = int(n)
-    if n >= 1 << 20 and n % (1 << 20) == 0:
-        return f"{n >> 20} MiB"
-    if n >= 1 << 10 and n % (1 << 10) == 0:
-        return f"{n >> 10} KiB"
-    return f"{n} B"
-
-
-SMALL_MAX = 1024  # "small non-contiguous" = one eager packet on both MPIs, as in plot_p2p.py
 WELL_HANDLED = {"vect:128:64"}  # large blocks, left to the MPI's own engine
 
 
