@@ -182,8 +182,8 @@ fn insert(t: mpi::MPI_Datatype, c: Arc<CompiledType>) {
     // Lowered before the type is in the table and before the commit returns: the quick look
     // never sees a compiled type with a limit above its own.
     QUICK_LIMIT[i].fetch_min(quick_limit_of(&c, left), Ordering::Relaxed);
-    if let Some(old) = g.get_or_insert_with(FxHashMap::default).insert(key, c) {
-        drop(old); // the same handle committed again: the slot's limit may only have dropped
+    if g.get_or_insert_with(FxHashMap::default).insert(key, c).is_some() {
+        // The same handle committed again: the old form's bound may have been the lowest.
         refresh_quick_limit(g.as_ref(), i);
     } else {
         slot(key).fetch_add(1, Ordering::Relaxed);

@@ -387,6 +387,8 @@ enum {
     T_INDEXED,      /* indexed ints, blocks {1,3,2,5,5} at {0,4,20,11,30}: out of order */
     T_STRUCT,       /* {int @0, double @8, char[5] @16} resized to 24 */
     T_STRUCT_PACKED,/* {int @0, double @4, char[5] @12}: same signature, packed layout */
+    T_CONTIG64,     /* contiguous(64, MPI_CHAR): committed, contiguous in memory (left to the MPI) */
+    T_BLOCKS64,     /* vector(3, 64, 128, MPI_CHAR): 64-byte blocks (left to Open MPI's engine) */
     T_COUNT
 };
 typedef struct {
@@ -441,6 +443,10 @@ static CONF_UNUSED void conf_types_init(void) {
         MPI_Datatype ty[3] = {MPI_INT, MPI_DOUBLE, MPI_CHAR};
         MPI_Type_create_struct(3, bl, d, ty, &CT[T_STRUCT_PACKED].t);
     }
+    CT[T_CONTIG64] = (conf_type){"contiguous(64,char)", 0, F_CHAR, 64, 0};
+    MPI_Type_contiguous(64, MPI_CHAR, &CT[T_CONTIG64].t);
+    CT[T_BLOCKS64] = (conf_type){"vector(3,64,128,char)", 0, F_CHAR, 192, 0};
+    MPI_Type_vector(3, 64, 128, MPI_CHAR, &CT[T_BLOCKS64].t);
     for (int i = 0; i < T_COUNT; i++)
         if (!CT[i].contig) MPI_OK(MPI_Type_commit(&CT[i].t));
 }

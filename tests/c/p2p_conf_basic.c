@@ -25,6 +25,8 @@ static const int PAIRS[][2] = {
     {T_VECT84, T_CHAR},       {T_CHAR, T_VECT84},         {T_STRUCT, T_STRUCT},
     {T_STRUCT, T_STRUCT_PACKED}, {T_STRUCT_PACKED, T_STRUCT}, {T_SUBARRAY, T_INDEXED},
     {T_INDEXED, T_SUBARRAY},  {T_DOUBLE, T_VEC_D},
+    /* committed types the handlers leave to the MPI: the fast path's per-slot count bound */
+    {T_CONTIG64, T_BLOCKS64}, {T_BLOCKS64, T_CHAR},       {T_CHAR, T_CONTIG64},
 };
 #define NPAIRS (int)(sizeof PAIRS / sizeof PAIRS[0])
 
