@@ -12,9 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ab_stats.h"
+
 #define PAGE 4096u
 
 int g_rank;
+int g_bare;
 
 static double now_s(void) {
     struct timespec ts;
@@ -61,7 +64,9 @@ int coll_parse(int argc, char **argv, coll_opts *o, const char *usage_sizes) {
     o->target_s = 0.030;
     o->retries = 2;
     o->min_share = 0.95;
-    while ((opt = getopt(argc, argv, "s:n:m:r:q:k:")) != -1) {
+    o->max_pairs = 100;
+    o->tol = 0.02;
+    while ((opt = getopt(argc, argv, "s:n:m:r:q:k:AN:e:")) != -1) {
         switch (opt) {
         case 's': sizes = optarg; break;
         case 'n': o->samples = atoi(optarg); break;
@@ -69,6 +74,9 @@ int coll_parse(int argc, char **argv, coll_opts *o, const char *usage_sizes) {
         case 'r': o->retries = atoi(optarg); break;
         case 'q': o->min_share = atof(optarg); break;
         case 'k': kinds = optarg; break;
+        case 'A': o->ab = 1; break;
+        case 'N': o->max_pairs = atoi(optarg); break;
+        case 'e': o->tol = atof(optarg); break;
         default: ok = 0; break;
         }
     }
@@ -81,10 +89,12 @@ int coll_parse(int argc, char **argv, coll_opts *o, const char *usage_sizes) {
     }
     if (!kinds) o->want_dt = o->want_contig = 1;
     for (int i = 0; i < o->nsizes; i++) ok &= o->sizes[i] > 0;
-    if (!ok || o->nsizes == 0 || o->samples < 1 || o->target_s <= 0 || o->retries < 0) {
+    if (o->max_pairs < o->samples) o->max_pairs = o->samples;
+    if (!ok || o->nsizes == 0 || o->samples < 1 || o->target_s <= 0 || o->retries < 0 || o->tol <= 0) {
         if (g_rank == 0)
             fprintf(stderr, "usage: %s -s %s [-n samples (7)] [-m ms_per_sample (30)] [-r retries (2)]"
-                            " [-q min_cpu_share (0.95)] [-k dt,contig]\n", argv[0], usage_sizes);
+                            " [-q min_cpu_share (0.95)] [-k dt,contig] [-A [-N max_pairs (100)] [-e tol (0.02)]]\n",
+                    argv[0], usage_sizes);
         return -1;
     }
     return 0;
@@ -122,6 +132,70 @@ static void calibrate(coll_case *c, double target) {
     c->iters = iters < 1 ? 1 : iters;
 }
 
+/* One A/B pair of a case: a trial through PMPI_* (bare) and one through MPI_* (sluice), sluice
+ * first when `sluice_first`, each after an untimed eighth of its operations (when >= 8); repeated
+ * when a rank was descheduled. Prints the "ab" line; returns the speed-up bare / sluice, or -1
+ * when even the last repeat was unclean. Every rank gets the same times, so the same result. */
+static double ab_pair(coll_case *c, int sluice_first, const coll_opts *o) {
+    double t[2], share = 0;
+    for (int a = 0; a <= o->retries; a++) {
+        share = 1;
+        for (int j = 0; j < 2; j++) {
+            double sh;
+            g_bare = (j == 0) != (sluice_first != 0);
+            if (c->iters >= 8) c->op(c->ctx, c->iters / 8);
+            t[g_bare ? 0 : 1] = time_case(c, c->iters, &sh);
+            if (sh < share) share = sh;
+        }
+        g_bare = 0;
+        if (g_rank == 0) printf("ab %s %ld %.9f %.9f %.3f\n", c->name, c->size, t[0], t[1], share);
+        if (share >= o->min_share) break;
+    }
+    return share >= o->min_share ? t[0] / t[1] : -1;
+}
+
+/* The A/B passes: each adds a batch of pairs to every case whose interval is still wider than
+ * +-tol (relative to the median), until at least `samples` and at most `max_pairs` clean pairs;
+ * a case that keeps getting unclean pairs stops after 3 * max_pairs. */
+static void ab_run(coll_case *cases, int ncases, const coll_opts *o) {
+    const int batch = 4;
+    int cap = o->max_pairs + batch;
+    double *r = calloc((size_t)ncases * (size_t)cap, sizeof(double)), *tmp = malloc(sizeof(double) * (size_t)cap);
+    int *n = calloc((size_t)ncases, sizeof(int)), *tries = calloc((size_t)ncases, sizeof(int));
+    int *done = calloc((size_t)ncases, sizeof(int));
+    if (!r || !tmp || !n || !tries || !done) coll_die("malloc");
+    for (int pass = 0, left = ncases; left > 0; pass++) {
+        for (int i = 0; i < ncases; i++) {
+            if (done[i]) continue;
+            double *ri = r + (size_t)i * (size_t)cap, lo, hi, med;
+            for (int b = 0; b < batch; b++, tries[i]++) {
+                double s = ab_pair(&cases[i], (pass + i + b) % 2, o);
+                if (s > 0) ri[n[i]++] = s;
+            }
+            int stop = tries[i] >= 3 * o->max_pairs || n[i] >= o->max_pairs;
+            if (!stop && n[i] >= o->samples) {
+                memcpy(tmp, ri, sizeof(double) * (size_t)n[i]);
+                med = ab_median_ci(tmp, n[i], &lo, &hi);
+                stop = (hi - lo) / 2 <= o->tol * med;
+            }
+            if (stop) {
+                done[i] = 1;
+                left--;
+            }
+        }
+        if (g_rank == 0) fflush(stdout);
+    }
+    for (int i = 0; g_rank == 0 && i < ncases; i++) {
+        double lo = 0, hi = 0, med = n[i] ? ab_median_ci(r + (size_t)i * (size_t)cap, n[i], &lo, &hi) : 0;
+        printf("abci %s %ld %d %.5f %.5f %.5f\n", cases[i].name, cases[i].size, n[i], med, lo, hi);
+    }
+    free(r);
+    free(tmp);
+    free(n);
+    free(tries);
+    free(done);
+}
+
 void coll_run(coll_case *cases, int ncases, const coll_opts *o) {
     for (int i = 0; i < ncases; i++) {
         calibrate(&cases[i], o->target_s);
@@ -129,6 +203,10 @@ void coll_run(coll_case *cases, int ncases, const coll_opts *o) {
             printf("case %s %ld %.0f %ld\n", cases[i].name, cases[i].size, cases[i].bytes, cases[i].iters);
     }
     if (g_rank == 0) fflush(stdout);
+    if (o->ab) {
+        ab_run(cases, ncases, o);
+        return;
+    }
     for (int k = 0; k < o->samples; k++) {
         for (int i = 0; i < ncases; i++) {
             coll_case *c = &cases[i];

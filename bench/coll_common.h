@@ -17,6 +17,24 @@
  * The CPU share (thread CPU time / wall time) is about 1.0 while a rank busy-polls undisturbed;
  * a sample during which another process took a rank's core is printed and then repeated (up to
  * `retries` times), and the scripts leave it out of the statistics.
+ *
+ * A/B mode (-A, for a process with libsluice.so preloaded; scripts/bench-coll-ab.sh): instead of
+ * samples, pairs of trials, one through the PMPI_* entry points (the bare MPI's own collective) and
+ * one through the MPI_* ones (sluice), back to back on every rank, the order alternating, each
+ * after an untimed eighth of its operations when there are 8 or more. Separate bare and preloaded
+ * jobs see this machine's speed (and bare Open MPI's halo time) change by 1.5-2.8x from one job to
+ * the next; the two halves of a pair see the same moment, the same buffers and the same pages.
+ * Pairs are added to a case until the distribution-free 95% interval of the median speed-up
+ * (bare time / sluice time) is within +-tol of it (-e, 0.02), at least -n and at most -N (100)
+ * pairs; cases take turns in batches of 4 pairs. Rank 0 prints instead of sample lines:
+ *
+ *   ab <case> <size> <bare_s> <sluice_s> <cpu>   seconds per operation of both trials and the
+ *                                                smallest CPU share of any rank in either
+ *   abci <case> <size> <pairs> <median> <lo> <hi>  per case at the end: the speed-up's median and
+ *                                                95% interval over the clean pairs
+ *
+ * What A/B cannot show is an effect of sluice outside the calls (its set-up in MPI_Init, type
+ * commits); the default mode, bare and preloaded jobs, covers that.
  */
 #ifndef COLL_COMMON_H
 #define COLL_COMMON_H
@@ -27,6 +45,11 @@
 #define COLL_MAX_ITEMS 16
 
 extern int g_rank;
+/* A/B mode: 1 while a trial runs through the PMPI_* entry points. COLL_MPI(MPI_Alltoall) is the
+ * function a case's operation calls: PMPI_Alltoall then, MPI_Alltoall (sluice, when preloaded)
+ * otherwise. */
+extern int g_bare;
+#define COLL_MPI(fn) (g_bare ? P##fn : fn)
 
 /* One timed case: `op` runs the collective `iters` times on `ctx`. */
 typedef struct {
@@ -48,18 +71,22 @@ typedef struct {
     double min_share; /* -q: CPU share below which a sample is repeated (0.95) */
     int want_dt;      /* -k dt: the derived-datatype case */
     int want_contig;  /* -k contig: the contiguous baseline of the same bytes */
+    int ab;           /* -A: paired A/B trials, bare (PMPI_*) against sluice (MPI_*) */
+    int max_pairs;    /* -N: A/B pairs per case at most (100); -n is the least */
+    double tol;       /* -e: A/B stops when the 95% interval is within +-tol of the median (0.02) */
 } coll_opts;
 
 void coll_die(const char *msg);
 void coll_check(int rc, const char *what);
 /* Page-aligned, written once (pre-faulted) before anything is timed; never NULL. */
 void *coll_alloc(size_t bytes);
-/* Parses -s SIZES -n -m -r -q -k; returns 0, or -1 after printing usage (rank 0). */
+/* Parses -s SIZES -n -m -r -q -k -A -N -e; returns 0, or -1 after printing usage (rank 0). */
 int coll_parse(int argc, char **argv, coll_opts *o, const char *usage_sizes);
 /* Prints "shim <0|1>" on rank 0. */
 void coll_print_shim(void);
 /* Calibrates every case (the untimed runs are the warm-up), then `samples` passes that each
- * time every case once, so one case's samples are spread over the whole run. */
+ * time every case once, so one case's samples are spread over the whole run; with -A the A/B
+ * passes instead (see above). */
 void coll_run(coll_case *cases, int ncases, const coll_opts *o);
 
 #endif

@@ -51,7 +51,7 @@ typedef struct {
 static void op_dt(void *p, long iters) {
     fft_ctx *c = p;
     for (long it = 0; it < iters; it++)
-        coll_check(MPI_Alltoall(c->in, 1, c->send_block, c->out, (int)c->m, c->recv_column, MPI_COMM_WORLD),
+        coll_check(COLL_MPI(MPI_Alltoall)(c->in, 1, c->send_block, c->out, (int)c->m, c->recv_column, MPI_COMM_WORLD),
                    "MPI_Alltoall (datatypes)");
 }
 
@@ -59,7 +59,7 @@ static void op_contig(void *p, long iters) {
     fft_ctx *c = p;
     int count = (int)(c->m * c->m);
     for (long it = 0; it < iters; it++)
-        coll_check(MPI_Alltoall(c->in, count, MPI_C_DOUBLE_COMPLEX, c->out, count, MPI_C_DOUBLE_COMPLEX, MPI_COMM_WORLD),
+        coll_check(COLL_MPI(MPI_Alltoall)(c->in, count, MPI_C_DOUBLE_COMPLEX, c->out, count, MPI_C_DOUBLE_COMPLEX, MPI_COMM_WORLD),
                    "MPI_Alltoall (contiguous)");
 }
 

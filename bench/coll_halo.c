@@ -62,7 +62,7 @@ static MPI_Aint g_displs[6];
 static void op_dt(void *p, long iters) {
     halo_ctx *c = p;
     for (long it = 0; it < iters; it++)
-        coll_check(MPI_Neighbor_alltoallw(c->a, g_counts, g_displs, c->face, c->a, g_counts, g_displs, c->halo, g_cart),
+        coll_check(COLL_MPI(MPI_Neighbor_alltoallw)(c->a, g_counts, g_displs, c->face, c->a, g_counts, g_displs, c->halo, g_cart),
                    "MPI_Neighbor_alltoallw");
 }
 
@@ -70,7 +70,7 @@ static void op_contig(void *p, long iters) {
     halo_ctx *c = p;
     int count = (int)(c->n * c->n);
     for (long it = 0; it < iters; it++)
-        coll_check(MPI_Neighbor_alltoall(c->sbuf, count, MPI_DOUBLE, c->rbuf, count, MPI_DOUBLE, g_cart),
+        coll_check(COLL_MPI(MPI_Neighbor_alltoall)(c->sbuf, count, MPI_DOUBLE, c->rbuf, count, MPI_DOUBLE, g_cart),
                    "MPI_Neighbor_alltoall");
 }
 

@@ -70,6 +70,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ab_stats.h"
+
 #define SENTINEL 0xA5u
 #define PAGE 4096u
 #define MAX_ITEMS 64
@@ -460,22 +462,6 @@ static double ab_pair(point *p, measure_fn fn, const char *metric, int mpi_first
     return metric[0] == 'l' ? m / pm : pm / m;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median of r[0..n) and its distribution-free 95% confidence interval (order statistics of the
- * sorted sample: the k-th smallest and largest with k = (n - 1.96 sqrt(n)) / 2); sorts r. */
-static double median_ci(double *r, int n, double *lo, double *hi) {
-    qsort(r, (size_t)n, sizeof *r, cmp_double);
-    int k = (int)((n - 1.96 * sqrt((double)n)) / 2);
-    if (k < 0) k = 0;
-    *lo = r[k];
-    *hi = r[n - 1 - k];
-    return n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
-}
-
 /* The A/B passes: each pass adds `batch` pairs to every (point, metric) whose confidence
  * interval is still wider than +-tol, until at least `min_pairs` and at most `max_pairs` pairs;
  * points take turns, so a point's pairs are spread over the run. Rank 0 decides and prints
@@ -497,7 +483,7 @@ static void ab_run(point *pts, int np, int min_pairs, int max_pairs, double tol,
                 if (g_rank == 0) {
                     double lo, hi;
                     memcpy(tmp, rs, sizeof(double) * (size_t)n[s]);
-                    median_ci(tmp, n[s], &lo, &hi);
+                    ab_median_ci(tmp, n[s], &lo, &hi);
                     stop = n[s] >= max_pairs || (n[s] >= min_pairs && (hi - lo) / 2 <= tol);
                 }
                 if (again(stop)) {
@@ -509,7 +495,7 @@ static void ab_run(point *pts, int np, int min_pairs, int max_pairs, double tol,
         if (g_rank == 0) fflush(stdout);
     }
     for (int s = 0; g_rank == 0 && s < np * 2; s++) {
-        double lo, hi, med = median_ci(r + (size_t)s * (size_t)(max_pairs + batch), n[s], &lo, &hi);
+        double lo, hi, med = ab_median_ci(r + (size_t)s * (size_t)(max_pairs + batch), n[s], &lo, &hi);
         printf("abci %s %s %zu %d %.5f %.5f %.5f\n", s % 2 ? "bw" : "lat", pts[s / 2].t.name, pts[s / 2].m.bytes, n[s], med, lo, hi);
     }
     free(r);

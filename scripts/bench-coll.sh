@@ -66,7 +66,7 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 for mpi in "${MPIS[@]}"; do
     for b in "${BENCHES[@]}"; do
-        bench_mpicc "$mpi" "$OUT/coll_$b-$mpi" "$ROOT/bench/coll_$b.c" "$ROOT/bench/coll_common.c"
+        bench_mpicc "$mpi" "$OUT/coll_$b-$mpi" "$ROOT/bench/coll_$b.c" "$ROOT/bench/coll_common.c" -lm
     done
 done
 

@@ -72,3 +72,21 @@ fn collectives_with_every_block_left_to_the_mpi_or_staged() {
         job.assert_pass("coll_check");
     }
 }
+
+#[test]
+fn large_transposes_skip_the_own_slot_copy() {
+    // tests/c/coll_transpose.c: own slots of 1-4 MiB, so a uniform MPI_Alltoall gets hollow
+    // staging (the own slot backed by a ring of pages) and MPI_Alltoallv zero own counts; every
+    // element of every transpose is checked, blocking and nonblocking, three rounds each.
+    let exe = compile_c("coll_transpose");
+    launch(2, &exe, &[], None).assert_pass("coll_transpose");
+    for np in [2u32, 3, 4] {
+        let job = launch_shim(np, &exe, &[]);
+        job.assert_pass("coll_transpose");
+        if np == 2 {
+            assert!(job.stdout.contains("hollow 1"), "no ring mapping after a 4 MiB own slot:\n{}", job.all());
+        }
+    }
+    // Fresh staging and mappings for every call (no pool): nothing may depend on reuse.
+    launch_shim(3, &exe, &[("SLUICE_STAGING_CACHE", "0")]).assert_pass("coll_transpose");
+}

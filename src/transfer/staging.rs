@@ -15,14 +15,18 @@
 //! that, so sluice's staging must be too: guarded buffers sit at the start of a large
 //! `MAP_NORESERVE` reservation, so an overrun lands in sluice's own untouched address space
 //! (faulted in only if written, released again with `MADV_DONTNEED`).
+//! A collective can also take *hollow* staging ([`take_hollow`], `hollow.rs`): a buffer whose
+//! unread middle (the own slot of a uniform alltoall) maps a small ring of pages; those are kept
+//! per layout, outside the size classes.
 //! Hand-written because it is sluice's own policy (size classes + budget + leak counters) and
 //! will be backed by the registration manager (pinned buckets) later; it is a few lines over
 //! `Vec`.
 
 use std::cell::Cell;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Mutex;
+
+use super::hollow;
 
 const MIN_SHIFT: u32 = 12;
 const CLASSES: usize = 40;
@@ -35,65 +39,37 @@ const GUARD_RESERVE: usize = 1 << 36;
 enum Buf {
     Heap(Box<[u8]>),
     /// `cap` usable bytes at the start of a `cap + GUARD_RESERVE` private anonymous mapping.
-    Guarded {
-        ptr: NonNull<u8>,
-        cap: usize,
-    },
+    Guarded(hollow::Mapping),
+    /// A buffer with a stretch backed by a ring of shared pages ([`hollow`]), not pooled.
+    Hollow(hollow::Mapping),
 }
-
-// SAFETY: a guarded buffer is an exclusively owned private mapping, like a Box; it is only
-// accessed through the Staging that owns it.
-unsafe impl Send for Buf {}
 
 impl Buf {
     fn len(&self) -> usize {
         match self {
             Buf::Heap(b) => b.len(),
-            Buf::Guarded { cap, .. } => *cap,
+            Buf::Guarded(m) | Buf::Hollow(m) => m.len(),
         }
     }
 
     fn ptr(&mut self) -> *mut u8 {
         match self {
             Buf::Heap(b) => b.as_mut_ptr(),
-            Buf::Guarded { ptr, .. } => ptr.as_ptr(),
+            Buf::Guarded(m) | Buf::Hollow(m) => m.ptr(),
         }
     }
 
     fn guarded(cap: usize) -> Buf {
-        // SAFETY: a fresh private anonymous mapping; MAP_NORESERVE commits nothing up front.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                cap + GUARD_RESERVE,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        match NonNull::new(p.cast::<u8>()).filter(|_| p != libc::MAP_FAILED) {
-            Some(ptr) => Buf::Guarded { ptr, cap },
+        match hollow::Mapping::new(cap, (0, 0), GUARD_RESERVE) {
+            Some(m) => Buf::Guarded(m),
             None => Buf::Heap(vec![0u8; cap].into_boxed_slice()), // no address space: unguarded
         }
     }
 
     /// Gives back the pages an overrunning message wrote past the usable bytes.
     fn release_overrun(&mut self, overrun: usize) {
-        if let Buf::Guarded { ptr, cap } = self {
-            let len = overrun.min(GUARD_RESERVE).next_multiple_of(4096);
-            // SAFETY: `[cap, cap + len)` lies inside this buffer's own mapping (cap is a multiple
-            // of the page size).
-            unsafe { libc::madvise(ptr.as_ptr().add(*cap).cast(), len, libc::MADV_DONTNEED) };
-        }
-    }
-}
-
-impl Drop for Buf {
-    fn drop(&mut self) {
-        if let Buf::Guarded { ptr, cap } = self {
-            // SAFETY: unmaps exactly the mapping made in `guarded`.
-            unsafe { libc::munmap(ptr.as_ptr().cast(), *cap + GUARD_RESERVE) };
+        if let Buf::Guarded(m) | Buf::Hollow(m) = self {
+            m.release_overrun(overrun);
         }
     }
 }
@@ -134,7 +110,7 @@ impl Staging {
     pub fn bytes(&self) -> &[u8] {
         let p = match self.buf.as_ref().expect("live staging buffer") {
             Buf::Heap(b) => b.as_ptr(),
-            Buf::Guarded { ptr, .. } => ptr.as_ptr().cast_const(),
+            Buf::Guarded(m) | Buf::Hollow(m) => m.ptr().cast_const(),
         };
         // SAFETY: the buffer holds at least `len` initialized bytes (zeroed or mapped anonymous
         // memory, then written by sluice or the MPI) and is borrowed with `self`.
@@ -241,11 +217,28 @@ pub fn take_for_receive(len: usize) -> Staging {
     }
 }
 
+/// A buffer of `len` bytes whose bytes `hole` nobody will read, backed there by a small ring
+/// of pages ([`hollow`]); guarded like [`take_for_receive`] when `recv`. `None` when the hole is
+/// too short to be worth it or the mapping fails: the caller keeps ordinary staging.
+pub fn take_hollow(len: usize, hole: std::ops::Range<usize>, recv: bool) -> Option<Staging> {
+    let cap = len.checked_next_multiple_of(4096)?;
+    let pages = hollow::pages_of(cap, hole)?;
+    let guard = if recv && cfg!(sluice_mpi = "openmpi") { GUARD_RESERVE } else { 0 };
+    let m = hollow::take(cap, pages, guard)?;
+    IN_USE.fetch_add(1, Ordering::Relaxed);
+    note_taken(cap);
+    Some(Staging { buf: Some(Buf::Hollow(m)), len, overrun: 0 })
+}
+
 fn give_back(b: Buf) {
     IN_USE.fetch_sub(1, Ordering::Relaxed);
     let n = b.len();
     IN_USE_BYTES.fetch_sub(n, Ordering::Relaxed);
-    let guarded = matches!(b, Buf::Guarded { .. });
+    let b = match b {
+        Buf::Hollow(m) => return hollow::give_back(m), // not pooled: kept per layout
+        b => b,
+    };
+    let guarded = matches!(b, Buf::Guarded(_));
     let b = if class_of(n) == 0 {
         let mut b = Some(b);
         let _ = SMALL.try_with(|s| {
@@ -290,6 +283,7 @@ pub fn trim() {
         let drained: Vec<_> = std::mem::take(&mut *c.lock().unwrap_or_else(|e| e.into_inner()));
         IDLE_BYTES.fetch_sub(drained.iter().map(|b| b.len()).sum(), Ordering::Relaxed);
     }
+    hollow::trim();
 }
 
 /// Buffers currently handed out (leak check at finalize and in tests).

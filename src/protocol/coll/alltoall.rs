@@ -185,7 +185,7 @@ unsafe fn alltoall_any(sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc
         None => call(sb, sc, st, rb, rc, rt),
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
         Some((mut conv, rank)) => unsafe {
-            conv.copy_own_block(rank);
+            conv.copy_own_block(rank, true);
             run(conv, request, |c| {
                 let r = c.recv.as_ref().expect("receive side");
                 match c.send.as_ref() {
@@ -245,7 +245,7 @@ unsafe fn alltoallv_any(
         None => call(sb, scs, sds, st, rb, rcs, rds, rt),
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
         Some((mut conv, rank)) => unsafe {
-            conv.copy_own_block(rank);
+            conv.copy_own_block(rank, false);
             run(conv, request, |c| {
                 let r = c.recv.as_ref().expect("receive side");
                 let (b, n, d) = (r.base(), r.counts(), r.displs());

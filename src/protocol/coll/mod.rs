@@ -88,16 +88,21 @@ impl Converted {
         self.send.as_ref().is_some_and(Side::uses_engine) || self.recv.as_ref().is_some_and(Side::uses_engine)
     }
 
-    /// Copies this rank's own block (send slot and receive slot `rank`) directly, leaving the
-    /// MPI to move staging bytes that nobody reads for it: the calls whose own block goes from
-    /// the send buffer to the receive buffer unchanged (alltoall, alltoallv).
+    /// Copies this rank's own block (send slot and receive slot `rank`) directly, and keeps the
+    /// MPI from copying the staged bytes of that slot, which nobody reads
+    /// ([`Side::skip_staged_block`]; `uniform`: the call has one count for all peers): the calls
+    /// whose own block goes from the send buffer to the receive buffer unchanged (alltoall,
+    /// alltoallv).
     ///
     /// # Safety
     /// The application's send buffer is readable and its receive buffer writable for slot `rank`.
-    unsafe fn copy_own_block(&mut self, rank: usize) {
+    unsafe fn copy_own_block(&mut self, rank: usize, uniform: bool) {
         if let (Some(s), Some(r)) = (self.send.as_mut(), self.recv.as_mut()) {
             // SAFETY: forwarded contract.
-            unsafe { s.copy_block(rank, r, rank) };
+            if unsafe { s.copy_block(rank, r, rank) } {
+                s.skip_staged_block(rank, uniform);
+                r.skip_staged_block(rank, uniform);
+            }
         }
     }
 
