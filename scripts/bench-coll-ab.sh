@@ -11,7 +11,8 @@
 #
 # bench/coll_fft.c and bench/coll_halo.c with -A (2 ranks, one per core), one job per MPI and
 # benchmark, sizes COLL_FFT_SIZES (2048,4096) and COLL_HALO_SIZES (64,128,256): every case is
-# checked element by element, calibrated to COLL_SAMPLE_MS (30) per trial, then pairs are added
+# checked element by element, calibrated to COLL_SAMPLE_MS (60) per trial (at least one
+# operation; the longer the trial, the less one disturbed operation weighs), then pairs are added
 # until the distribution-free 95% confidence interval of the median speed-up (bare time / sluice
 # time, > 1 = sluice faster) is within +-COLL_AB_TOL (0.02) of it, with at least COLL_AB_MIN (16)
 # and at most COLL_AB_MAX (100) pairs. Trials with a descheduled rank are repeated and left out
@@ -35,7 +36,7 @@ HALO_SIZES=${COLL_HALO_SIZES:-64,128,256}
 MIN_PAIRS=${COLL_AB_MIN:-16}
 MAX_PAIRS=${COLL_AB_MAX:-100}
 TOL=${COLL_AB_TOL:-0.02}
-SAMPLE_MS=${COLL_SAMPLE_MS:-30}
+SAMPLE_MS=${COLL_SAMPLE_MS:-60}
 MIN_SHARE=${COLL_MIN_SHARE:-0.95}
 RETRIES=${COLL_RETRIES:-2}
 MPIS_SPEC=${COLL_MPIS:-"openmpi mpich"}

@@ -25,8 +25,10 @@ const PAGE: usize = 4096;
 pub const RING: usize = 256 << 10;
 /// Holes shorter than this are left as ordinary memory (their copy is cheap).
 pub const MIN_HOLE: usize = 1 << 20;
-/// Idle mappings kept for reuse.
-const IDLE_MAX: usize = 4;
+/// Idle mappings kept for reuse: a converted alltoall takes two (send and receive), so this
+/// serves eight layouts used in turn. A layout beyond them maps afresh and faults its private
+/// pages in again, as fresh staging does.
+const IDLE_MAX: usize = 16;
 
 /// One mapped buffer: `cap` usable bytes at the start of a `reserve`-byte private mapping whose
 /// pages `[hole.0, hole.1)` (if any) map a ring of its own instead. Without a hole it is
