@@ -104,7 +104,7 @@ def plot(outdir, rows, meta):
         print("plot_coll_ab: matplotlib not available, no PNG written (use /usr/bin/python3)", file=sys.stderr)
         return
     mpis = [m for m, _ in MPIS if any(r["mpi"] == m for r in rows)]
-    fig, axes = plt.subplots(1, len(mpis), figsize=(7 * len(mpis), 4.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(mpis), figsize=(8 * len(mpis), 4.5), squeeze=False)
     for ax, mpi in zip(axes[0], mpis):
         rs = [r for r in rows if r["mpi"] == mpi]
         xs = range(len(rs))
@@ -115,7 +115,7 @@ def plot(outdir, rows, meta):
             ax.hlines(r["bound"], i - 0.4, i + 0.4, colors="k", linestyles="--", linewidth=1)
         ax.axhline(1.0, color="grey", linewidth=0.8)
         ax.set_xticks(list(xs))
-        ax.set_xticklabels([f"{r['case']}\n{r['size']}" for r in rs], fontsize=8)
+        ax.set_xticklabels([f"{r['case']}\n{r['size']}" for r in rs], fontsize=7)
         ax.set_ylabel("speed-up = bare time / sluice time")
         ax.set_title(f"{NAME[mpi]}: median of pairs, 95% CI; dashed: issue 5's bound")
     fig.suptitle(f"Collectives A/B in one process (2 ranks), commit {meta.get('commit', '?')}, {meta.get('date', '?')}; "
