@@ -49,15 +49,7 @@ RUN_TIMEOUT=${COLL_RUN_TIMEOUT:-900}
 QUIET_CORES=${COLL_QUIET_CORES:-0.3} QUIET_MAX=${COLL_QUIET_MAX:-20} QUIET_TOTAL=${COLL_QUIET_TOTAL:-40}
 read -r -a MPIS <<<"$MPIS_SPEC"
 
-bench_require_mpis "${MPIS[@]}"
-bench_require_python "$PY" COLL_PYTHON
-bench_clean_env
-export OMPI_MCA_mpi_yield_when_idle=0 # busy-poll, as in bench-coll.sh
-bench_build_sluice "${MPIS[@]}"
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-read -r load0 _ </proc/loadavg
-start=$(date +%s)
+bench_ab_begin "$PY" COLL_PYTHON "${MPIS[@]}"
 for mpi in "${MPIS[@]}"; do
     : >"$OUT/$mpi.txt"
     for b in fft halo; do
@@ -67,16 +59,12 @@ for mpi in "${MPIS[@]}"; do
         for kind in dt contig; do
             tol=$TOL max=$MAX_PAIRS
             [ "$kind" = contig ] && tol=$TOL_CONTIG max=$MAX_CONTIG
-            wait_quiet "$mpi"
+            bench_ab_job "$mpi" "$b $kind" "$OUT/coll_$b-$mpi" -A -k "$kind" -s "$sizes" -n "$MIN_PAIRS" -N "$max" -e "$tol" \
+                -m "$SAMPLE_MS" -r "$RETRIES" -q "$MIN_SHARE"
             log=$OUT/last-run.log
-            bench_launch "$mpi" 2 sluice "$OUT/coll_$b-$mpi" -A -k "$kind" -s "$sizes" -n "$MIN_PAIRS" -N "$max" -e "$tol" \
-                -m "$SAMPLE_MS" -r "$RETRIES" -q "$MIN_SHARE" >"$log" 2>&1 || { cat "$log" >&2; die "$mpi: $b $kind run failed"; }
-            grep -q '^shim 1$' "$log" || { cat "$log" >&2; die "$mpi: libsluice.so not loaded"; }
             ncases=$(grep -c '^case ' "$log" || true)
             nverified=$(grep -c '^verify .* ok' "$log" || true)
             ((ncases > 0 && ncases == nverified)) || { cat "$log" >&2; die "$mpi $b $kind: $nverified of $ncases cases verified"; }
-            grep -q '^abci ' "$log" || { cat "$log" >&2; die "$mpi: no results ($b $kind)"; }
-            cat "$log" >>"$OUT/$mpi.txt"
             echo "   $mpi $b $kind: $(grep -c '^ab ' "$log") pairs, $(($(date +%s) - start)) s so far"
         done
     done

@@ -42,29 +42,16 @@ QUIET_CORES=${P2P_QUIET_CORES:-0.3} QUIET_MAX=${P2P_QUIET_MAX:-20} QUIET_TOTAL=$
 read -r -a MPIS <<<"$MPIS_SPEC"
 read -r -a GROUPS_ARR <<<"$GROUPS_SPEC"
 
-bench_require_mpis "${MPIS[@]}"
-bench_require_python "$PY" P2P_PYTHON
-bench_clean_env
-export OMPI_MCA_mpi_yield_when_idle=0 # busy-poll, as in bench-p2p.sh
-bench_build_sluice "${MPIS[@]}"
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-read -r load0 _ </proc/loadavg
-start=$(date +%s)
+bench_ab_begin "$PY" P2P_PYTHON "${MPIS[@]}"
 for mpi in "${MPIS[@]}"; do
     bench_mpicc "$mpi" "$OUT/p2p-$mpi" "$ROOT/bench/p2p.c" -lm
     : >"$OUT/$mpi.txt"
     for group in "${GROUPS_ARR[@]}"; do
         types=${group%@*} sizes=${group##*@}
         [ "$types" != "$group" ] || die "P2P_AB_GROUPS: '$group' is not TYPES@SIZES"
-        wait_quiet "$mpi"
-        log=$OUT/last-run.log
-        bench_launch "$mpi" 2 sluice "$OUT/p2p-$mpi" -A -t "$types" -s "$sizes" -n "$MIN_PAIRS" -N "$MAX_PAIRS" -e "$TOL" \
-            -m "$TRIAL_MS" -r "$RETRIES" -q "$MIN_SHARE" -V >"$log" 2>&1 || { cat "$log" >&2; die "$mpi: run failed ($group)"; }
-        grep -q '^shim 1$' "$log" || { cat "$log" >&2; die "$mpi: libsluice.so not loaded"; }
-        grep -q '^abci ' "$log" || { cat "$log" >&2; die "$mpi: no results ($group)"; }
-        cat "$log" >>"$OUT/$mpi.txt"
-        echo "   $mpi $group: $(grep -c '^ab ' "$log") pairs, $(($(date +%s) - start)) s so far"
+        bench_ab_job "$mpi" "$group" "$OUT/p2p-$mpi" -A -t "$types" -s "$sizes" -n "$MIN_PAIRS" -N "$MAX_PAIRS" -e "$TOL" \
+            -m "$TRIAL_MS" -r "$RETRIES" -q "$MIN_SHARE" -V
+        echo "   $mpi $group: $(grep -c '^ab ' "$OUT/last-run.log") pairs, $(($(date +%s) - start)) s so far"
     done
 done
 rm -f "$OUT/last-run.log"

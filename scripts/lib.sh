@@ -26,6 +26,13 @@
 #                                    appends "LABEL,waited_s,busy_cores" to QUIET_CSV if set
 #   bench_meta_common LOAD0 LOAD1    the meta.txt lines every benchmark writes (date, machine,
 #                                    load averages, MPI versions, commit)
+#   bench_ab_begin PY VAR MPI...     the start of a paired A/B script: the checks above, the clean
+#                                    environment with busy-polling, the builds, OUT made (absolute);
+#                                    sets load0 and start
+#   bench_ab_job MPI WHAT BIN ARGS...
+#                                    one A/B job (2 ranks, libsluice.so preloaded) once the machine
+#                                    is quiet; fails unless sluice was loaded and "abci" results came;
+#                                    appends the output to OUT/MPI.txt (also in OUT/last-run.log)
 # shellcheck shell=bash
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -141,4 +148,28 @@ openmpi=$(mpirun.openmpi --version 2>/dev/null | awk 'NR == 1 {print $NF}')
 mpich=$(mpichversion 2>/dev/null | awk '/Version:/ {print $NF; exit}')
 commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 META
+}
+
+bench_ab_begin() {
+    local py=$1 var=$2
+    shift 2
+    bench_require_mpis "$@"
+    bench_require_python "$py" "$var"
+    bench_clean_env
+    export OMPI_MCA_mpi_yield_when_idle=0 # busy-poll while waiting, as the separate-job scripts
+    bench_build_sluice "$@"
+    mkdir -p "$OUT"
+    OUT=$(cd "$OUT" && pwd)
+    read -r load0 _ </proc/loadavg
+    start=$(date +%s)
+}
+
+bench_ab_job() {
+    local mpi=$1 what=$2 bin=$3 log=$OUT/last-run.log
+    shift 3
+    wait_quiet "$mpi"
+    bench_launch "$mpi" 2 sluice "$bin" "$@" >"$log" 2>&1 || { cat "$log" >&2; die "$mpi: run failed ($what)"; }
+    grep -q '^shim 1$' "$log" || { cat "$log" >&2; die "$mpi: libsluice.so not loaded"; }
+    grep -q '^abci ' "$log" || { cat "$log" >&2; die "$mpi: no results ($what)"; }
+    cat "$log" >>"$OUT/$mpi.txt"
 }

@@ -20,6 +20,8 @@ import statistics
 import sys
 from collections import defaultdict
 
+from plotlib import read_meta  # same directory
+
 MPIS = [("openmpi", "Open MPI"), ("mpich", "MPICH")]
 NAME = dict(MPIS)
 # issue 5's targets: datatype cases' speed-up over bare, per MPI; contiguous cases within 3%
@@ -49,13 +51,7 @@ def load(outdir):
         with open(p, newline="") as f:
             for r in csv.DictReader(f):
                 pairing[(r["mpi"], int(r["ranks"]), r["case"], int(r["size"]))][r["config"]] = r["pairing"]
-    meta = {}
-    p = os.path.join(outdir, "meta.txt")
-    if os.path.exists(p):
-        for line in open(p):
-            k, _, v = line.rstrip("\n").partition("=")
-            meta[k] = v
-    return samples, nbytes, pairing, meta
+    return samples, nbytes, pairing, read_meta(outdir)
 
 
 def clean(vals, min_share):

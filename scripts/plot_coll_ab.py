@@ -13,7 +13,6 @@ sides' milliseconds. Verdict against issue 5's bound for the case (plot_coll.py:
 >= 1.5x bare Open MPI and >= 1x bare MPICH, contiguous cases >= 0.97x): pass when the interval's
 lower end is >= the bound, FAIL when its upper end is below it, inconclusive otherwise.
 """
-import argparse
 import csv
 import os
 import statistics
@@ -21,7 +20,7 @@ import sys
 from collections import defaultdict
 
 from plot_coll import CONTIG_BOUND, DT_TARGET, MPIS, NAME  # same directory
-from plot_p2p_ab import median_ci
+from plotlib import ab_args, median_ci, read_meta
 
 CASES = ["fft-dt", "fft-contig", "halo-dt", "halo-contig"]
 
@@ -40,13 +39,7 @@ def load(outdir):
             f = line.split()
             if len(f) == 6 and f[0] == "ab":
                 pairs[(mpi, f[1], int(f[2]))].append((float(f[3]), float(f[4]), float(f[5])))
-    meta = {}
-    p = os.path.join(outdir, "meta.txt")
-    if os.path.exists(p):
-        for line in open(p):
-            k, _, v = line.rstrip("\n").partition("=")
-            meta[k] = v
-    return pairs, meta
+    return pairs, read_meta(outdir)
 
 
 def summarize(pairs, min_share):
@@ -125,10 +118,7 @@ def plot(outdir, rows, meta):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("outdir")
-    ap.add_argument("--min-share", type=float, default=0.95)
-    a = ap.parse_args()
+    a = ab_args(__doc__)
     pairs, meta = load(a.outdir)
     if not pairs:
         sys.exit(f"plot_coll_ab: no 'ab' lines in {a.outdir}")

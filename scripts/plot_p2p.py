@@ -21,6 +21,8 @@ import statistics
 import sys
 from collections import defaultdict
 
+from plotlib import read_meta  # same directory
+
 MPIS = [("openmpi", "Open MPI"), ("mpich", "MPICH")]
 SUITE = ["face-x", "lammps", "struct-mix"]
 SMALL_MAX = 1024  # "small non-contiguous" = packed size <= 1 KiB (one eager packet on both MPIs)
@@ -54,13 +56,7 @@ def load(outdir):
                     types.append(r["type"])
                 if r["mpi"] not in mpis:
                     mpis.append(r["mpi"])
-    meta = {}
-    mp = os.path.join(outdir, "meta.txt")
-    if os.path.exists(mp):
-        for line in open(mp):
-            k, _, v = line.rstrip("\n").partition("=")
-            meta[k] = v
-    return raw, per_rep, types, mpis, meta
+    return raw, per_rep, types, mpis, read_meta(outdir)
 
 
 def clean(samples, min_share):

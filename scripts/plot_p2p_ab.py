@@ -13,15 +13,14 @@ computes it to decide when to stop), and the medians of the raw values of both s
 Verdict against issue 6's bound B for the point (`bound`): pass when the interval's upper end is
 <= B, fail when its lower end is > B, inconclusive otherwise; "-" where the issue sets none.
 """
-import argparse
 import csv
-import math
 import os
 import statistics
 import sys
 from collections import defaultdict
 
 from plot_p2p import MPIS, SMALL_MAX, human  # same directory: the separate-job benchmark's script
+from plotlib import ab_args, median_ci, read_meta
 
 WELL_HANDLED = {"vect:128:64"}  # large blocks, left to the MPI's own engine
 
@@ -37,14 +36,6 @@ def bound(typ, nbytes, metric):
     if typ == "vect:8:4" and metric == "bw" and nbytes >= 1 << 20:
         return 0.5  # at least 2x the bare MPI's bandwidth
     return None
-
-
-def median_ci(rs):
-    """Median and 95% interval by order statistics, as median_ci() in bench/p2p.c."""
-    rs = sorted(rs)
-    n = len(rs)
-    k = max(0, int((n - 1.96 * math.sqrt(n)) / 2))
-    return statistics.median(rs), rs[k], rs[n - 1 - k]
 
 
 def load(outdir):
@@ -166,17 +157,11 @@ def plot(outdir, rows):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("outdir")
-    ap.add_argument("--min-share", type=float, default=0.95)
-    a = ap.parse_args()
+    a = ab_args(__doc__)
     pairs = load(a.outdir)
     if not pairs:
         sys.exit("plot_p2p_ab: no 'ab' lines in OUTDIR/{openmpi,mpich}.txt")
-    meta = {}
-    mp = os.path.join(a.outdir, "meta.txt")
-    if os.path.exists(mp):
-        meta = dict(line.rstrip("\n").split("=", 1) for line in open(mp) if "=" in line)
+    meta = read_meta(a.outdir)
     rows = summarize(pairs, a.min_share)
     write_csvs(a.outdir, pairs, rows)
     md = table(rows, meta) + "\nBy size (ratio [95% interval]):\n\n" + matrix(rows)

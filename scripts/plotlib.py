@@ -1,0 +1,34 @@
+"""What the plot_*.py scripts share: reading a benchmark's meta.txt, the A/B statistics and the
+command line of the A/B summaries."""
+import argparse
+import math
+import os
+import statistics
+
+
+def read_meta(outdir):
+    """OUTDIR/meta.txt (key=value lines, written by scripts/lib.sh's bench_meta_common and the
+    script) as a dict; empty when missing."""
+    meta = {}
+    p = os.path.join(outdir, "meta.txt")
+    if os.path.exists(p):
+        for line in open(p):
+            k, _, v = line.rstrip("\n").partition("=")
+            meta[k] = v
+    return meta
+
+
+def median_ci(rs):
+    """Median and 95% interval by order statistics, as ab_median_ci() in bench/ab_stats.h."""
+    rs = sorted(rs)
+    n = len(rs)
+    k = max(0, int((n - 1.96 * math.sqrt(n)) / 2))
+    return statistics.median(rs), rs[k], rs[n - 1 - k]
+
+
+def ab_args(doc):
+    """The A/B summaries' command line: OUTDIR [--min-share S]."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("outdir")
+    ap.add_argument("--min-share", type=float, default=0.95)
+    return ap.parse_args()
