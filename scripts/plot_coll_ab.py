@@ -17,10 +17,9 @@ import csv
 import os
 import statistics
 import sys
-from collections import defaultdict
 
 from plot_coll import CONTIG_BOUND, DT_TARGET, MPIS, NAME  # same directory
-from plotlib import ab_args, median_ci, read_meta
+from plotlib import ab_args, ab_pairs, median_ci, read_meta
 
 CASES = ["fft-dt", "fft-contig", "halo-dt", "halo-contig"]
 
@@ -30,16 +29,8 @@ def bound(mpi, case):
 
 
 def load(outdir):
-    pairs = defaultdict(list)  # (mpi, case, size) -> [(bare_s, sluice_s, share)]
-    for mpi, _ in MPIS:
-        p = os.path.join(outdir, f"{mpi}.txt")
-        if not os.path.exists(p):
-            continue
-        for line in open(p):
-            f = line.split()
-            if len(f) == 6 and f[0] == "ab":
-                pairs[(mpi, f[1], int(f[2]))].append((float(f[3]), float(f[4]), float(f[5])))
-    return pairs, read_meta(outdir)
+    # (mpi, case, size) -> [(bare_s, sluice_s, share)]
+    return ab_pairs(outdir, [m for m, _ in MPIS], 2), read_meta(outdir)
 
 
 def summarize(pairs, min_share):

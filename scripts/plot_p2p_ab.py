@@ -17,10 +17,9 @@ import csv
 import os
 import statistics
 import sys
-from collections import defaultdict
 
 from plot_p2p import MPIS, SMALL_MAX, human  # same directory: the separate-job benchmark's script
-from plotlib import ab_args, median_ci, read_meta
+from plotlib import ab_args, ab_pairs, median_ci, read_meta
 
 WELL_HANDLED = {"vect:128:64"}  # large blocks, left to the MPI's own engine
 
@@ -39,16 +38,8 @@ def bound(typ, nbytes, metric):
 
 
 def load(outdir):
-    pairs = defaultdict(list)  # (mpi, metric, type, bytes) -> [(pmpi, mpi, share)]
-    for mpi, _ in MPIS:
-        p = os.path.join(outdir, f"{mpi}.txt")
-        if not os.path.exists(p):
-            continue
-        for line in open(p):
-            f = line.split()
-            if len(f) == 7 and f[0] == "ab":
-                pairs[(mpi, f[1], f[2], int(f[3]))].append((float(f[4]), float(f[5]), float(f[6])))
-    return pairs
+    # (mpi, metric, type, bytes) -> [(pmpi, mpi, share)]
+    return ab_pairs(outdir, [m for m, _ in MPIS], 3)
 
 
 def summarize(pairs, min_share):

@@ -4,6 +4,7 @@ import argparse
 import math
 import os
 import statistics
+from collections import defaultdict
 
 
 def read_meta(outdir):
@@ -32,3 +33,19 @@ def ab_args(doc):
     ap.add_argument("outdir")
     ap.add_argument("--min-share", type=float, default=0.95)
     return ap.parse_args()
+
+
+def ab_pairs(outdir, mpis, nkey):
+    """The "ab" lines of OUTDIR/<mpi>.txt for each of `mpis` ("ab KEY... BARE SLUICE SHARE", `nkey`
+    key fields; integer fields become ints) as {(mpi, *key): [(bare, sluice, share)]}."""
+    pairs = defaultdict(list)
+    for mpi in mpis:
+        p = os.path.join(outdir, f"{mpi}.txt")
+        if not os.path.exists(p):
+            continue
+        for line in open(p):
+            f = line.split()
+            if len(f) == nkey + 4 and f[0] == "ab":
+                key = tuple(int(x) if x.isdigit() else x for x in f[1:nkey + 1])
+                pairs[(mpi, *key)].append(tuple(float(x) for x in f[nkey + 1:]))
+    return pairs
