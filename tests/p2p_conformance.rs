@@ -77,6 +77,16 @@ fn behaviors(name: &str, job: &Job) -> BTreeMap<String, String> {
 /// `field=value` lists compared field by field, except: a bare `unspecified` (the MPI left an
 /// unrelated value) accepts anything, and a bare `overflow=yes` (the MPI wrote past a truncated
 /// receive buffer, an MPI bug) also accepts `overflow=no`.
+/// Behaviours whose value the bare MPI itself picks by timing, so that a few bare runs cannot
+/// stand for all of them; the C program still checks that each value it gets is correct.
+/// - `truncation.waitall.good_request_error`: Open MPI 4.1's `ompi_request_default_wait_all`
+///   skips waiting when a request has already failed on entry and reports `MPI_ERR_PENDING` for
+///   the others that have not completed; otherwise it waits for all and the good request reports
+///   `MPI_SUCCESS`. Which one happens depends on whether the truncated message was matched
+///   during progress before `MPI_Waitall` (sluice's own progress calls make that more likely,
+///   about 1 run in 100 here). MPICH reports `MPI_ERR_PENDING` in both.
+const TIMING_DEPENDENT: &[&str] = &["truncation.waitall.good_request_error"];
+
 fn same_behavior(bare: &str, got: &str) -> bool {
     let b: Vec<&str> = bare.split_whitespace().collect();
     let g: Vec<&str> = got.split_whitespace().collect();
@@ -110,6 +120,9 @@ fn conformance(name: &str, exe: &Path) {
                 job.all()
             );
             for (k, v) in &reference {
+                if TIMING_DEPENDENT.contains(&k.as_str()) {
+                    continue; // both values are the MPI's, chosen by timing (see the list)
+                }
                 if k.starts_with("truncation.") && cfg.truncation_fields_differ.contains(&"*") && !v.contains('=') {
                     continue; // a single-valued truncation behaviour the configuration may change
                 }

@@ -235,7 +235,9 @@ fn give_back(b: Buf) {
     let n = b.len();
     IN_USE_BYTES.fetch_sub(n, Ordering::Relaxed);
     let b = match b {
-        Buf::Hollow(m) => return hollow::give_back(m), // not pooled: kept per layout
+        // Not pooled: kept per layout (`hollow`), unless nothing may be kept.
+        Buf::Hollow(m) if BUDGET.load(Ordering::Relaxed) > 0 => return hollow::give_back(m),
+        Buf::Hollow(_) => return,
         b => b,
     };
     let guarded = matches!(b, Buf::Guarded(_));
