@@ -9,8 +9,9 @@
 //! `MPI_Alltoall` (a peer that forwards its contiguous types calls `MPI_Alltoall` too, and the
 //! MPIs match collectives by kind), and a uniform call has no per-slot counts. So the own slot is
 //! made cheap instead: its pages map a per-buffer ring of [`RING`] bytes over and over, and the
-//! MPI's copy of it runs cache to cache. Measured (standalone, this VM): a 16 MiB copy 1.5 ms
-//! between ordinary buffers, 0.43 ms between two rings; 64 MiB 6.8 ms against 1.8 ms.
+//! MPI's copy of it runs cache to cache. Measured with `bench/hollow_copy.c` (this VM): a
+//! 16 MiB copy 2.0-2.1 ms between ordinary buffers, 0.31-0.33 ms between two rings; 64 MiB
+//! 7.8-8.1 ms against 1.4-1.7 ms.
 //!
 //! The mappings are made once per layout (size, hole, guard) and cached ([`IDLE_MAX`] idle), since
 //! `mmap` of many ring segments costs more than a copy. Hand-written: the mapping trick is

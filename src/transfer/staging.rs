@@ -220,6 +220,9 @@ pub fn take_for_receive(len: usize) -> Staging {
 /// A buffer of `len` bytes whose bytes `hole` nobody will read, backed there by a small ring
 /// of pages ([`hollow`]); guarded like [`take_for_receive`] when `recv`. `None` when the hole is
 /// too short to be worth it or the mapping fails: the caller keeps ordinary staging.
+/// Inside the hole, different offsets are the same memory: sluice must never read or write
+/// them (only the MPI copies there, garbage to garbage); the slices of [`Staging::bytes`] may
+/// span the hole, but the code using them only touches the other blocks' bytes.
 pub fn take_hollow(len: usize, hole: std::ops::Range<usize>, recv: bool) -> Option<Staging> {
     let cap = len.checked_next_multiple_of(4096)?;
     let pages = hollow::pages_of(cap, hole)?;

@@ -447,8 +447,9 @@ impl Side {
     pub unsafe fn copy_block(&mut self, peer: usize, dst: &mut Side, dst_peer: usize) -> bool {
         /// Bounce buffer size: both halves of the copy stay in the L2 cache (1 MiB here), and a
         /// chunk holds whole tiles of an FFT transpose's columns (8 columns of 2048 elements of
-        /// 16 bytes: N = 4096 on 2 ranks). Measured (Open MPI, 2 ranks, N = 2048, the own-block
-        /// copy's time): 64 KiB 5.3-5.8 ms, 128 KiB 3.9-4.0, 256 KiB 3.4, 512 KiB 3.4-4.3.
+        /// 16 bytes: N = 4096 on 2 ranks). With 64 KiB the transpose's chunks were partial tiles
+        /// and ran the kernel's per-element loop: twice the time of unpacking the same bytes
+        /// (profile in docs/benchmarks.md, "What moved the Open MPI transpose").
         const CHUNK: usize = 256 << 10;
         let (Some((from, _)), Some((to, _))) = (self.pieces.get(peer), dst.pieces.get(dst_peer)) else { return false };
         let n = from.bytes();
