@@ -6,11 +6,16 @@
 #
 # Builds sluice-ddt-bench for both MPIs (cargo does nothing when they are up to date), runs it
 # once per MPI (single process, singleton MPI_Init, no launcher), then merges the two CSVs:
-# prints the combined table with sluice/Open MPI and sluice/MPICH ratios, their geometric means
-# over the suite and the cases where sluice is slower than the faster MPI engine, and writes
-# openmpi.csv, mpich.csv, summary.csv, ddt.md and ddt.png (plot needs /usr/bin/python3 with
-# matplotlib) into OUTDIR. DDT_CASE_MS (default 2500) is the timed time per case and MPI; the
-# whole run takes about 16 x 2 x DDT_CASE_MS plus setup (under 2 minutes by default).
+# prints the combined table with sluice/Open MPI and sluice/MPICH ratios paired by round (median
+# and 95% interval), their geometric means over the suite, the verdict on every target of
+# issue 3, and writes openmpi.csv, mpich.csv, summary.csv, ddt.md and ddt.png (plot needs
+# /usr/bin/python3 with matplotlib) into OUTDIR.
+#
+# A case runs DDT_CASE_MS (default 2500) per MPI, then on until the intervals against the MPI are
+# within DDT_TOL (default 0.02) of their medians, for at most DDT_MAX_MS (default 8000). The
+# whole run takes 3-6 minutes on a quiet machine, up to 16 x 2 x DDT_MAX_MS on a busy one.
+# Before each sample an operation runs untimed for DDT_WARM_US (default 5000), so every engine
+# is timed warm (sluice-ddt-bench's header says why).
 set -euo pipefail
 
 BENCH=ddt
@@ -18,9 +23,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 OUT=${1:-${DDT_OUT:-$ROOT/bench-out/ddt}}
 CASE_MS=${DDT_CASE_MS:-2500}
+MAX_MS=${DDT_MAX_MS:-8000}
+TOL=${DDT_TOL:-0.02}
+WARM_US=${DDT_WARM_US:-5000}
 SAMPLE_US=${DDT_SAMPLE_US:-2000}
 PY=${DDT_PYTHON:-/usr/bin/python3}
-RUN_TIMEOUT=300
+RUN_TIMEOUT=$((16 * (MAX_MS / 1000 + 10) + 120))
 
 command -v timeout >/dev/null || die "timeout not found"
 bench_require_python "$PY" DDT_PYTHON
@@ -42,10 +50,10 @@ OUT=$(cd "$OUT" && pwd)
 read -r load0 _ </proc/loadavg
 start=$(date +%s)
 for mpi in openmpi mpich; do
-    echo "== $mpi: all 16 cases, ${CASE_MS} ms each"
+    echo "== $mpi: all 16 cases, ${CASE_MS}-${MAX_MS} ms each (until +-$TOL)"
     log=$OUT/$mpi.log
     timeout "$RUN_TIMEOUT" "$ROOT/target/$mpi/release/sluice-ddt-bench" --csv "$OUT/$mpi.csv" \
-        --case-ms "$CASE_MS" --sample-us "$SAMPLE_US" 2>&1 | tee "$log" \
+        --case-ms "$CASE_MS" --max-ms "$MAX_MS" --tol "$TOL" --warm-us "$WARM_US" --sample-us "$SAMPLE_US" 2>&1 | tee "$log" \
         || die "$mpi: sluice-ddt-bench failed (see $log)"
     [ -s "$OUT/$mpi.csv" ] || die "$mpi: no CSV written"
 done
@@ -55,6 +63,9 @@ read -r load1 _ </proc/loadavg
     bench_meta_common "$load0" "$load1"
     cat <<META
 case_ms=$CASE_MS
+max_ms=$MAX_MS
+tol=$TOL
+warm_us=$WARM_US
 sample_us=$SAMPLE_US
 META
 } >"$OUT/meta.txt"

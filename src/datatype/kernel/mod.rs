@@ -8,8 +8,8 @@
 //!   outermost one when they tile (contiguous-extent elements fold into a bigger stride loop).
 //!   Two levels where each element is a column (outer level steps through adjacent blocks,
 //!   inner stride >= 1 KiB, like an FFT transpose) run in tiles that read a line at a time.
-//!   Rows with strides of 128 B to 4 KiB prefetch ahead (48 blocks into L1, or 96 into L2 for
-//!   sparse rows). With AVX2, 8-byte blocks 16 bytes apart pack with vector compaction.
+//!   Rows with strides of 128 B to 4 KiB prefetch ahead (48 blocks into L1 for dense rows of
+//!   blocks under 256 B, or 96 into L2 for sparse rows). With AVX2, 8-byte blocks 16 bytes apart pack with vector compaction.
 //! - [`Kernel::BlockIndexed`]: an offset table, each entry the origin of a strided kernel.
 //! - [`Kernel::SmallRuns`]: up to 16 disjoint runs of at most 64 bytes per element, elements
 //!   disjoint (an array of structs): each run is one or two fixed-width moves, run over a tile

@@ -6,12 +6,25 @@
 //! against (`SLUICE_MPI`). Every case is built with PMPI constructors, decoded and compiled;
 //! sluice's packed bytes must equal `PMPI_Pack`'s and its unpacked memory `PMPI_Unpack`'s before
 //! anything is timed. Buffers are pre-faulted, every operation is warmed up, then samples of the
-//! five operations are interleaved (the cores are shared: median and best are reported).
+//! five operations are interleaved in rounds (the cores are shared: median and best are
+//! reported), and each round gives one paired ratio of sluice against the MPI and against
+//! memcpy ([`pairs`]). A case runs at least `--case-ms`, then on until the 95% intervals of the
+//! median ratios against the MPI (pack and unpack) are within `--tol` of their medians, or
+//! `--max-ms` has passed.
 //!
-//! Usage: sluice-ddt-bench [--csv FILE] [--case-ms MS] [--sample-us US] [--cases a,b,...] [--portable]
+//! Usage: sluice-ddt-bench [--csv FILE] [--case-ms MS] [--max-ms MS] [--tol FRACTION]
+//!                         [--warm-us US] [--sample-us US] [--cases a,b,...] [--portable] [--aa]
 //! (`--portable`: run sluice's kernels at the baseline instruction-set level instead of the
-//! best one this CPU has, to compare the two.)
+//! best one this CPU has, to compare the two. `--aa`: the "sluice" operations call the MPI's
+//! engine as well, which shows how far two identical engines measure apart.)
+//!
+//! The regime is a warm one, the same for every engine: before each sample an operation runs
+//! untimed for `--warm-us` (default 5 ms: enough passes for a working set of 12 MiB to settle
+//! in the shared L3 after the other operations displaced it), then every operation of the case
+//! runs the same number of timed runs.
 //! Prints a table; with --csv also writes one row per (case, direction, engine).
+
+mod pairs;
 
 use std::ffi::c_int;
 use std::hint::black_box;
@@ -25,6 +38,8 @@ use sluice::datatype::kernel::Isa;
 use sluice::ffi::consts as k;
 use sluice::ffi::mpi::{self, MPI_Aint, MPI_Datatype};
 use sluice::ffi::FLAVOR;
+
+use pairs::{median_ci, ratios, Interval};
 
 /// The suite, in ddt-suite.md order.
 const CASES: [&str; 16] = [
@@ -214,10 +229,14 @@ impl<'a> Op<'a> {
         let one = t.elapsed().max(Duration::from_nanos(50));
         self.iters = (sample.as_secs_f64() / one.as_secs_f64()).clamp(1.0, 10_000.0) as u32;
     }
-    /// One untimed run (the previous operation may have left this one's buffers cold or warm
-    /// in the shared cache), then `iters` timed ones.
-    fn sample(&mut self) -> Duration {
+    /// Untimed runs for at least `warm` (the previous operations have left this one's buffers
+    /// partly out of the shared cache), then `iters` timed ones.
+    fn sample(&mut self, warm: Duration) -> Duration {
+        let w = Instant::now();
         (self.run)();
+        while w.elapsed() < warm {
+            (self.run)();
+        }
         let t = Instant::now();
         for _ in 0..self.iters {
             (self.run)();
@@ -274,11 +293,34 @@ struct Row {
     block: usize,
     count: usize,
     bytes: usize,
-    /// (dir, engine, median GB/s, best GB/s, samples)
-    results: Vec<(&'static str, &'static str, f64, f64, usize)>,
+    results: Vec<Measured>,
 }
 
-fn run_case(name: &str, case_time: Duration, sample: Duration, portable: bool) -> Row {
+/// One engine's result in one direction of a case.
+struct Measured {
+    dir: &'static str,
+    engine: &'static str,
+    median_gbs: f64,
+    best_gbs: f64,
+    samples: usize,
+    /// Sluice's speed over this engine's, paired by round (for sluice itself: none).
+    pair: Option<Interval>,
+}
+
+/// How long a case runs: at least `min`, then until the paired intervals against the MPI are
+/// within `tol` of their medians or `max` has passed.
+struct Budget {
+    min: Duration,
+    max: Duration,
+    tol: f64,
+    sample: Duration,
+    /// Untimed time before each sample.
+    warm: Duration,
+}
+
+/// `aa`: the "sluice" operations call the MPI's engine too (an A/A run: what the method
+/// measures between two identical engines).
+fn run_case(name: &str, budget: &Budget, portable: bool, aa: bool) -> Row {
     let (t, count) = build(name);
     let dl = match decode(t) {
         Ok(dl) => dl,
@@ -348,48 +390,83 @@ fn run_case(name: &str, case_time: Duration, sample: Duration, portable: bool) -
     let ctr = &ct;
     // SAFETY: (every closure) the buffers live until the end of this function and cover what
     // each operation touches (checked by the verification above); none overlap.
+    let mpi_pack = move |out: *mut u8| unsafe {
+        let mut pos: c_int = 0;
+        mpi::PMPI_Pack(srcp.cast(), count as c_int, t, out.cast(), total as c_int, &mut pos, comm);
+    };
+    let mpi_unpack = move || unsafe {
+        let mut pos: c_int = 0;
+        mpi::PMPI_Unpack(theirsp.cast(), total as c_int, &mut pos, dstp.cast(), count as c_int, t, comm);
+    };
+    // SAFETY: as above.
     let mut ops = [
-        Op::new(move || unsafe { ctr.pack(srcp, count, std::slice::from_raw_parts_mut(packedp, total)) }),
-        Op::new(move || unsafe {
-            let mut pos: c_int = 0;
-            mpi::PMPI_Pack(srcp.cast(), count as c_int, t, theirsp.cast(), total as c_int, &mut pos, comm);
+        Op::new(move || match aa {
+            false => unsafe { ctr.pack(srcp, count, std::slice::from_raw_parts_mut(packedp, total)) },
+            true => mpi_pack(packedp),
         }),
-        Op::new(move || unsafe { ctr.unpack(std::slice::from_raw_parts(theirsp, total), count, dstp) }),
-        Op::new(move || unsafe {
-            let mut pos: c_int = 0;
-            mpi::PMPI_Unpack(theirsp.cast(), total as c_int, &mut pos, dstp.cast(), count as c_int, t, comm);
+        Op::new(move || mpi_pack(theirsp)),
+        Op::new(move || match aa {
+            false => unsafe { ctr.unpack(std::slice::from_raw_parts(theirsp, total), count, dstp) },
+            true => mpi_unpack(),
         }),
+        Op::new(mpi_unpack),
         Op::new(move || unsafe { std::ptr::copy_nonoverlapping(black_box(cs), black_box(packedp), total) }),
     ];
     for op in &mut ops {
-        op.calibrate(sample);
+        op.calibrate(budget.sample);
+    }
+    // Every operation of the case gets the same number of runs per sample (the slowest one's):
+    // a working set becomes resident in the shared L3 only over several passes, so an operation
+    // given more runs per sample would be timed warmer than the others (memcpy, 4-10x faster
+    // than a strided pack, was).
+    let iters = ops.iter().map(|op| op.iters).min().unwrap_or(1);
+    for op in &mut ops {
+        op.iters = iters;
     }
     let start = Instant::now();
     let mut rounds = 0;
+    let narrow = |ops: &[Op]| {
+        [(0, 1), (2, 3)].iter().all(|&(s, m)| {
+            let ci = median_ci(&ratios(&ops[s].samples.0, &ops[m].samples.0));
+            ci.is_some_and(|ci| ci.rel_half_width() <= budget.tol)
+        })
+    };
     // Interleave the five operations so slow phases of the shared cores hit them alike, and
     // swap sluice and MPI every round: the second of two operations on the same buffers finds
-    // them warmer in the shared cache.
-    while rounds < 6 || (start.elapsed() < case_time && rounds < 100_000) {
-        let order = if rounds % 2 == 0 { [0, 1, 2, 3, 4] } else { [1, 0, 3, 2, 4] };
+    // them warmer in the shared cache. memcpy sits between the pack pair and the unpack pair,
+    // so each engine's operation follows the same predecessors as the other's over two rounds
+    // (with memcpy last, sluice's unpack followed the MPI's pack, which writes the unpack's
+    // input, and the MPI's unpack sluice's pack, which does not: a 1-3% bias between two
+    // identical unpacks). An even number of rounds keeps the two orders balanced.
+    loop {
+        let order = if rounds % 2 == 0 { [0, 1, 4, 2, 3] } else { [1, 0, 4, 3, 2] };
         for i in order {
-            ops[i].sample();
+            ops[i].sample(budget.warm);
         }
         rounds += 1;
+        if rounds % 8 != 0 {
+            continue;
+        }
+        let t = start.elapsed();
+        if rounds >= 100_000 || t >= budget.max || (t >= budget.min && narrow(&ops)) {
+            break;
+        }
     }
     black_box(&packed_buf);
     black_box(&dst_buf);
     let gbs = |s: f64| total as f64 / s / 1e9;
     let mut results = vec![];
-    for (i, dir, engine) in [
-        (0, "pack", "sluice"),
-        (1, "pack", "mpi"),
-        (4, "pack", "memcpy"),
-        (2, "unpack", "sluice"),
-        (3, "unpack", "mpi"),
-        (4, "unpack", "memcpy"),
+    for (i, s, dir, engine) in [
+        (0, 0, "pack", "sluice"),
+        (1, 0, "pack", "mpi"),
+        (4, 0, "pack", "memcpy"),
+        (2, 2, "unpack", "sluice"),
+        (3, 2, "unpack", "mpi"),
+        (4, 2, "unpack", "memcpy"),
     ] {
-        let s = &ops[i].samples;
-        results.push((dir, engine, gbs(s.median()), gbs(s.best()), s.0.len()));
+        let x = &ops[i].samples;
+        let pair = if i == s { None } else { median_ci(&ratios(&ops[s].samples.0, &x.0)) };
+        results.push(Measured { dir, engine, median_gbs: gbs(x.median()), best_gbs: gbs(x.best()), samples: x.0.len(), pair });
     }
     drop(ops);
     free(t);
@@ -400,20 +477,31 @@ fn run_case(name: &str, case_time: Duration, sample: Duration, portable: bool) -
 fn main() -> ExitCode {
     let mut csv: Option<String> = None;
     let mut case_ms = 2500u64;
+    let mut max_ms: Option<u64> = None;
+    let mut tol = 0.02f64;
+    let mut warm_us = 5000u64;
     let mut sample_us = 2000u64;
     let mut cases: Vec<String> = CASES.iter().map(|s| s.to_string()).collect();
     let mut portable = false;
+    let mut aa = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().unwrap_or_else(|| panic!("{a} needs a value"));
         match a.as_str() {
             "--csv" => csv = Some(val()),
             "--case-ms" => case_ms = val().parse().expect("--case-ms: integer"),
+            "--max-ms" => max_ms = Some(val().parse().expect("--max-ms: integer")),
+            "--tol" => tol = val().parse().expect("--tol: a fraction, like 0.02"),
+            "--warm-us" => warm_us = val().parse().expect("--warm-us: integer"),
             "--sample-us" => sample_us = val().parse().expect("--sample-us: integer"),
             "--cases" => cases = val().split(',').map(str::to_string).collect(),
             "--portable" => portable = true,
+            "--aa" => aa = true,
             "-h" | "--help" => {
-                println!("Usage: sluice-ddt-bench [--csv FILE] [--case-ms MS] [--sample-us US] [--cases a,b,...] [--portable]");
+                println!(
+                    "Usage: sluice-ddt-bench [--csv FILE] [--case-ms MS] [--max-ms MS] [--tol FRACTION] \
+                     [--warm-us US] [--sample-us US] [--cases a,b,...] [--portable] [--aa]"
+                );
                 return ExitCode::SUCCESS;
             }
             other => {
@@ -425,20 +513,34 @@ fn main() -> ExitCode {
     // SAFETY: singleton init, once, before any other MPI call.
     ok(unsafe { mpi::PMPI_Init(null_mut(), null_mut()) }, "MPI_Init");
     let isa = if portable { Isa::Portable } else { Isa::host() };
-    println!("# sluice-ddt-bench, MPI flavor {FLAVOR}, sluice kernels at {isa:?}; GB/s of packed bytes, median (best)");
     println!(
-        "{:<11} {:<13} {:>9} | {:>6} {:>13} {:>13} {:>13} {:>6} {:>6} | {:>6} {:>13} {:>13} {:>6} {:>6}",
+        "# sluice-ddt-bench, MPI flavor {FLAVOR}, sluice kernels at {isa:?}{}; GB/s of packed bytes, median (best); \
+         s/mpi, s/mcp: sluice's speed over the MPI's and memcpy's, median of the paired rounds [95% interval]",
+        if aa { " (A/A run: the sluice columns are the MPI's engine too)" } else { "" }
+    );
+    println!(
+        "{:<11} {:<13} {:>9} | {:>6} {:>13} {:>13} {:>13} {:>20} {:>6} | {:>6} {:>13} {:>13} {:>20} {:>6}",
         "case", "kernel", "bytes", "", "sluice", "mpi", "memcpy", "s/mpi", "s/mcp", "", "sluice", "mpi", "s/mpi", "s/mcp"
     );
+    let budget = Budget {
+        min: Duration::from_millis(case_ms),
+        max: Duration::from_millis(max_ms.unwrap_or(4 * case_ms).max(case_ms)),
+        tol,
+        sample: Duration::from_micros(sample_us),
+        warm: Duration::from_micros(warm_us),
+    };
     let mut rows = vec![];
     for c in &cases {
-        let row = run_case(c, Duration::from_millis(case_ms), Duration::from_micros(sample_us), portable);
-        let g = |d: &str, e: &str| row.results.iter().find(|r| r.1 == e && r.0 == d).map(|r| (r.2, r.3)).unwrap();
-        let (sp, mp, cp) = (g("pack", "sluice"), g("pack", "mpi"), g("pack", "memcpy"));
-        let (su, mu) = (g("unpack", "sluice"), g("unpack", "mpi"));
-        let f = |x: (f64, f64)| format!("{:.2} ({:.2})", x.0, x.1);
+        let row = run_case(c, &budget, portable, aa);
+        let g = |d: &str, e: &str| row.results.iter().find(|r| r.engine == e && r.dir == d).unwrap();
+        let f = |m: &Measured| format!("{:.2} ({:.2})", m.median_gbs, m.best_gbs);
+        let ci = |m: &Measured| m.pair.map_or(String::new(), |p| format!("{:.3} [{:.3},{:.3}]", p.median, p.lo, p.hi));
+        let med = |m: &Measured| m.pair.map_or(f64::NAN, |p| p.median);
+        let [sp, mp, cp, su, mu, cu] =
+            [("pack", "sluice"), ("pack", "mpi"), ("pack", "memcpy"), ("unpack", "sluice"), ("unpack", "mpi"), ("unpack", "memcpy")]
+                .map(|(d, e)| g(d, e));
         println!(
-            "{:<11} {:<13} {:>9} | {:>6} {:>13} {:>13} {:>13} {:>6.2} {:>6.2} | {:>6} {:>13} {:>13} {:>6.2} {:>6.2}",
+            "{:<11} {:<13} {:>9} | {:>6} {:>13} {:>13} {:>13} {:>20} {:>6.2} | {:>6} {:>13} {:>13} {:>20} {:>6.2}",
             row.case,
             row.kernel,
             row.bytes,
@@ -446,23 +548,25 @@ fn main() -> ExitCode {
             f(sp),
             f(mp),
             f(cp),
-            sp.0 / mp.0,
-            sp.0 / cp.0,
+            ci(mp),
+            med(cp),
             "unpack",
             f(su),
             f(mu),
-            su.0 / mu.0,
-            su.0 / cp.0
+            ci(mu),
+            med(cu)
         );
         rows.push(row);
     }
     if let Some(path) = csv {
-        let mut s = String::from("mpi,case,kernel,count,packed_bytes,block,dir,engine,median_gbs,best_gbs,samples\n");
+        let mut s =
+            String::from("mpi,case,kernel,count,packed_bytes,block,dir,engine,median_gbs,best_gbs,samples,pair_median,pair_lo,pair_hi\n");
         for r in &rows {
-            for (dir, engine, med, best, n) in &r.results {
+            for m in &r.results {
+                let (pm, pl, ph) = m.pair.map_or((1.0, 1.0, 1.0), |p| (p.median, p.lo, p.hi));
                 s += &format!(
-                    "{FLAVOR},{},{},{},{},{},{dir},{engine},{med:.4},{best:.4},{n}\n",
-                    r.case, r.kernel, r.count, r.bytes, r.block
+                    "{FLAVOR},{},{},{},{},{},{},{},{:.4},{:.4},{},{pm:.4},{pl:.4},{ph:.4}\n",
+                    r.case, r.kernel, r.count, r.bytes, r.block, m.dir, m.engine, m.median_gbs, m.best_gbs, m.samples
                 );
             }
         }
