@@ -13,7 +13,9 @@
 #
 # A case runs DDT_CASE_MS (default 2500) per MPI, then on until the intervals against the MPI are
 # within DDT_TOL (default 0.02) of their medians, for at most DDT_MAX_MS (default 8000). The
-# whole run takes 3-6 minutes on a quiet machine, up to 16 x 2 x DDT_MAX_MS on a busy one.
+# whole run takes 3-6 minutes on a quiet machine, more on a busy one: a case whose intervals are
+# still wider than DDT_TOL after DDT_MAX_MS is measured once more (printed as "measured again"),
+# and the second measurement is kept.
 # Before each sample an operation runs untimed for DDT_WARM_US (default 5000), so every engine
 # is timed warm (sluice-ddt-bench's header says why).
 set -euo pipefail
@@ -28,7 +30,7 @@ TOL=${DDT_TOL:-0.02}
 WARM_US=${DDT_WARM_US:-5000}
 SAMPLE_US=${DDT_SAMPLE_US:-2000}
 PY=${DDT_PYTHON:-/usr/bin/python3}
-RUN_TIMEOUT=$((16 * (MAX_MS / 1000 + 10) + 120))
+RUN_TIMEOUT=$((16 * (2 * MAX_MS / 1000 + 10) + 120))
 
 command -v timeout >/dev/null || die "timeout not found"
 bench_require_python "$PY" DDT_PYTHON

@@ -296,6 +296,14 @@ struct Row {
     results: Vec<Measured>,
 }
 
+impl Row {
+    /// The widest relative half-width of the intervals against the MPI, when it is above `tol`.
+    fn unsettled(&self, tol: f64) -> Option<f64> {
+        let w = self.results.iter().filter(|m| m.engine == "mpi").filter_map(|m| m.pair).map(|p| p.rel_half_width());
+        w.fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x)))).filter(|&w| w > tol)
+    }
+}
+
 /// One engine's result in one direction of a case.
 struct Measured {
     dir: &'static str,
@@ -531,7 +539,20 @@ fn main() -> ExitCode {
     };
     let mut rows = vec![];
     for c in &cases {
-        let row = run_case(c, &budget, portable, aa);
+        let mut row = run_case(c, &budget, portable, aa);
+        // A case whose intervals against the MPI are still wider than the tolerance at the end
+        // of its budget ran through a disturbed stretch (another program's burst on the shared
+        // cores): it is measured once more, and the second measurement is kept whatever it
+        // says. The rule looks at the spread only, never at which way the ratio went.
+        if let Some(w) = row.unsettled(budget.tol) {
+            println!(
+                "# {c}: interval +-{:.1}% after {} ms, above +-{:.1}%: measured again",
+                w * 100.0,
+                budget.max.as_millis(),
+                budget.tol * 100.0
+            );
+            row = run_case(c, &budget, portable, aa);
+        }
         let g = |d: &str, e: &str| row.results.iter().find(|r| r.engine == e && r.dir == d).unwrap();
         let f = |m: &Measured| format!("{:.2} ({:.2})", m.median_gbs, m.best_gbs);
         let ci = |m: &Measured| m.pair.map_or(String::new(), |p| format!("{:.3} [{:.3},{:.3}]", p.median, p.lo, p.hi));
