@@ -13,7 +13,7 @@
 #
 # A case runs DDT_CASE_MS (default 2500) per MPI, then on until the intervals against the MPI are
 # within DDT_TOL (default 0.02) of their medians, for at most DDT_MAX_MS (default 8000). The
-# whole run takes 3-6 minutes on a quiet machine, more on a busy one: a case whose intervals are
+# measuring takes 2-4 minutes on a quiet machine, more on a busy one: a case whose intervals are
 # still wider than DDT_TOL after DDT_MAX_MS is measured once more (printed as "measured again"),
 # and the second measurement is kept.
 # Before each sample an operation runs untimed for DDT_WARM_US (default 5000), so every engine

@@ -9,8 +9,9 @@ and OUTDIR/ddt.png (needs matplotlib: run it with Debian's /usr/bin/python3).
 Ratios are sluice's speed over the MPI's (or memcpy's), paired by round within one process run:
 the median of the per-round ratios and its 95% interval (sluice-ddt-bench's pairs.rs). Verdicts
 use the intervals: "faster" when the interval lies above 1, "slower" when it lies below
-1 - AA_FLOOR (how far an A/A run measures two identical engines apart), else "parity"; a geometric mean's interval comes from the per-case intervals (delta method on the
-logarithms), and a target counts as met when the interval's lower end clears it.
+1 - AA_FLOOR (how far an A/A run measures two identical engines apart), else "parity". A
+geometric mean's interval comes from the per-case intervals (delta method on the logarithms),
+and a target counts as met when the interval's lower end clears it.
 """
 import csv
 import math

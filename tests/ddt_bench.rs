@@ -10,7 +10,9 @@ const HEADER: &str = "mpi,case,kernel,count,packed_bytes,block,dir,engine,median
 /// Runs the bench on `cases` with short budgets (plus `extra` arguments); returns the CSV rows
 /// and the printed output.
 fn run(cases: &str, extra: &[&str]) -> (Vec<Vec<String>>, String) {
-    let dir = std::env::temp_dir().join(format!("sluice-ddt-bench-test-{}-{}", std::process::id(), extra.len()));
+    // One directory per call: the tests of this file run in parallel in one process.
+    let tag = format!("{cases}{}", extra.join("")).replace(|c: char| !c.is_ascii_alphanumeric(), "_");
+    let dir = std::env::temp_dir().join(format!("sluice-ddt-bench-test-{}-{tag}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let csv = dir.join("out.csv");
     let out = Command::new(env!("CARGO_BIN_EXE_sluice-ddt-bench"))

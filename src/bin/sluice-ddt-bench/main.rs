@@ -299,8 +299,9 @@ struct Row {
 impl Row {
     /// The widest relative half-width of the intervals against the MPI, when it is above `tol`.
     fn unsettled(&self, tol: f64) -> Option<f64> {
-        let w = self.results.iter().filter(|m| m.engine == "mpi").filter_map(|m| m.pair).map(|p| p.rel_half_width());
-        w.fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x)))).filter(|&w| w > tol)
+        let widths = self.results.iter().filter(|m| m.engine == "mpi").filter_map(|m| m.pair);
+        let w = widths.map(|p| p.rel_half_width()).fold(0.0, f64::max);
+        (w > tol).then_some(w)
     }
 }
 
@@ -397,7 +398,8 @@ fn run_case(name: &str, budget: &Budget, portable: bool, aa: bool) -> Row {
     let cs = contig_src.as_ptr();
     let ctr = &ct;
     // SAFETY: (every closure) the buffers live until the end of this function and cover what
-    // each operation touches (checked by the verification above); none overlap.
+    // each operation touches (checked by the verification above); none overlap. `mpi_pack` is
+    // only called with `packedp` or `theirsp`, each `total` bytes long.
     let mpi_pack = move |out: *mut u8| unsafe {
         let mut pos: c_int = 0;
         mpi::PMPI_Pack(srcp.cast(), count as c_int, t, out.cast(), total as c_int, &mut pos, comm);
