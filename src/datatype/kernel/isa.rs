@@ -1,7 +1,7 @@
 //! Instruction-set levels of the kernels. The crate is built for the target's baseline (SSE2 on
 //! x86_64); on a CPU with AVX2 the same kernel code runs from a second instantiation compiled
 //! with `#[target_feature(enable = "avx2")]` ([`super::exec`]), where fixed-size block moves
-//! become 32-byte vector moves and [`Simd`] adds paths that need AVX2 instructions. The level
+//! become 32-byte vector moves and the [`Simd`] paths use VEX encodings. The level
 //! is detected once per type (`CompiledType::new`) and passed to [`super::Kernel::run`]; tests
 //! run every level the CPU has ([`Isa::available`]).
 
@@ -35,17 +35,27 @@ impl Isa {
     }
 }
 
-/// Kernel steps that have a faster form at some instruction-set level. Implemented by one
-/// marker type per level; the kernels are generic over it.
+/// Kernel steps written per instruction-set level (assembly loops in [`super::split`], in the
+/// level's encoding). Implemented by one marker type per level; the kernels are generic over it.
 pub(super) trait Simd {
     /// Packs 8-byte blocks 16 bytes apart (every other `u64`, a column of a two-column
-    /// matrix): moves the first blocks of the `n` at `src` to `dst` and returns how many, a
-    /// multiple of its width, or 0 where the level has no such path. It leaves at least the last
-    /// block to the caller.
+    /// matrix), two per 16-byte store ([`super::split`]): moves the first blocks of the `n` at
+    /// `src` to `dst` and returns how many, an even number, or 0 where the target has no such
+    /// path. It reads only the blocks.
     ///
     /// # Safety
     /// The `n` blocks `src + 16 i` readable, `dst..dst + 8 n` writable, no overlap.
     unsafe fn pack_alternate_8(dst: *mut u8, src: *const u8, n: usize) -> usize;
+
+    /// Moves `n` blocks of 16 bytes between `mem + i*stride` and the contiguous `buf`, in order
+    /// (memory to buffer when `PACK`), with 8-byte accesses on the strided side
+    /// ([`super::split`]); returns how many it moved: `n`, or 0 where the target has no such
+    /// path.
+    ///
+    /// # Safety
+    /// Each `mem + i*stride .. +16` (`i < n`) and `buf .. buf + 16 n` valid for the direction's
+    /// access, the buffer not overlapping any block.
+    unsafe fn row_16_split<const PACK: bool>(mem: *mut u8, buf: *mut u8, stride: isize, n: usize) -> usize;
 }
 
 /// The baseline: no extra paths.
@@ -53,7 +63,33 @@ pub(super) struct Portable;
 
 impl Simd for Portable {
     #[inline(always)]
-    unsafe fn pack_alternate_8(_: *mut u8, _: *const u8, _: usize) -> usize {
+    unsafe fn pack_alternate_8(dst: *mut u8, src: *const u8, n: usize) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if n >= 2 {
+            // SAFETY: caller's contract for the first `n / 2` pairs; SSE and SSE2 are part of
+            // the x86_64 baseline.
+            unsafe { super::split::pack_alternate_8_sse(src.cast_mut(), dst, 32, n / 2) };
+            return n / 2 * 2;
+        }
+        let _ = (dst, src, n);
+        0
+    }
+
+    #[inline(always)]
+    unsafe fn row_16_split<const PACK: bool>(mem: *mut u8, buf: *mut u8, stride: isize, n: usize) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if n > 0 {
+            // SAFETY: caller's contract; SSE and SSE2 are part of the x86_64 baseline.
+            unsafe {
+                if PACK {
+                    super::split::pack_16_sse(mem, buf, stride, n)
+                } else {
+                    super::split::unpack_16_sse(mem, buf, stride, n)
+                }
+            }
+            return n;
+        }
+        let _ = (mem, buf, stride);
         0
     }
 }
@@ -66,45 +102,27 @@ pub(super) struct Avx2;
 impl Simd for Avx2 {
     #[inline(always)]
     unsafe fn pack_alternate_8(dst: *mut u8, src: *const u8, n: usize) -> usize {
-        // SAFETY: caller's contract; this impl is only used where AVX2 is available (`exec`).
-        unsafe { pack_alternate_8_avx2(dst, src, n) }
-    }
-}
-
-/// [`Simd::pack_alternate_8`] with AVX2: four 32-byte loads hold 8 blocks in their even
-/// 8-byte lanes, `vpunpcklqdq` + `vpermq` gather them into two 32-byte stores (4 loads and 2
-/// stores per 8 blocks instead of 8 of each).
-///
-/// # Safety
-/// As [`Simd::pack_alternate_8`]; the CPU has AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-unsafe fn pack_alternate_8_avx2(dst: *mut u8, src: *const u8, n: usize) -> usize {
-    use std::arch::x86_64::*;
-    let mut i = 0;
-    // A group of 8 blocks loads 128 bytes, its last 8 the gap after block i + 7, which ends
-    // where block i + 8 starts: run groups only while that block exists.
-    while i + 8 < n {
-        // SAFETY: the loads cover `src + 16 i .. src + 16 (i + 8)`, blocks i..i+7 and the gaps
-        // between them and block i + 8; a gap byte lies between two readable blocks 8 bytes
-        // away, so in a page one of them occupies, and its value is discarded (only the even
-        // lanes are stored). The stores cover `dst + 8 i .. dst + 8 (i + 8)`, inside the
-        // caller's `8 n` bytes.
-        unsafe {
-            let s = src.add(i * 16);
-            let a = _mm256_loadu_si256(s.cast());
-            let b = _mm256_loadu_si256(s.add(32).cast());
-            let c = _mm256_loadu_si256(s.add(64).cast());
-            let d = _mm256_loadu_si256(s.add(96).cast());
-            // [a0 b0 a2 b2] -> [a0 a2 b0 b2]: blocks i..i+3 in order.
-            let ab = _mm256_permute4x64_epi64::<0xD8>(_mm256_unpacklo_epi64(a, b));
-            let cd = _mm256_permute4x64_epi64::<0xD8>(_mm256_unpacklo_epi64(c, d));
-            let o = dst.add(i * 8);
-            _mm256_storeu_si256(o.cast(), ab);
-            _mm256_storeu_si256(o.add(32).cast(), cd);
+        if n >= 2 {
+            // SAFETY: caller's contract for the first `n / 2` pairs; this impl is only used
+            // where AVX2 (so AVX, whose VEX encodings the loop uses) is available (`exec`).
+            unsafe { super::split::pack_alternate_8_vex(src.cast_mut(), dst, 32, n / 2) };
         }
-        i += 8;
+        n / 2 * 2
     }
-    i
+
+    #[inline(always)]
+    unsafe fn row_16_split<const PACK: bool>(mem: *mut u8, buf: *mut u8, stride: isize, n: usize) -> usize {
+        if n > 0 {
+            // SAFETY: caller's contract; this impl is only used where AVX2 (so AVX, whose VEX
+            // encodings the loops use) is available (`exec`).
+            unsafe {
+                if PACK {
+                    super::split::pack_16_vex(mem, buf, stride, n)
+                } else {
+                    super::split::unpack_16_vex(mem, buf, stride, n)
+                }
+            }
+        }
+        n
+    }
 }

@@ -55,6 +55,13 @@ unsafe fn row<S: Simd, const N: usize, const PACK: bool>(
         q = q.wrapping_add(8 * done);
         count -= done;
     }
+    if N == 16 && l.stride.unsigned_abs() < PREFETCH_MIN_STRIDE {
+        // SAFETY: the row's blocks and buffer bytes (caller's contract).
+        let done = unsafe { S::row_16_split::<PACK>(p, q, l.stride as isize, count) };
+        p = p.wrapping_offset(l.stride as isize * done as isize);
+        q = q.wrapping_add(16 * done);
+        count -= done;
+    }
     if !PACK && nt && block >= STREAM_MIN_BLOCK {
         for _ in 0..count {
             // SAFETY: `p` is the next block of the row, `q` the next `block` bytes of the buffer.

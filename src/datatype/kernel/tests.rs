@@ -230,6 +230,27 @@ fn negative_strides() {
     }
 }
 
+/// Dense rows of 16-byte blocks (unpacked with split stores, `split.rs`): strides below and
+/// around the prefetching ones, negative, overlapping (unpack: last wins), inside a nest and an
+/// offset table, and a row that starts and ends mid-count (element loop merged).
+#[test]
+fn rows_of_16_byte_blocks() {
+    for stride in [-127i64, -48, -32, -17, -16, -8, 0, 8, 17, 24, 32, 40, 64, 100, 127, 128, 200] {
+        let row = DataLoop::vector(37, 1, stride, b(16));
+        if stride.abs() > 16 {
+            let Kernel::Strided(s) = kernel_of(&row) else { panic!("{stride}: not strided") };
+            assert_eq!(s.block, 16, "{stride}");
+        }
+        for count in [0, 1, 2, 5] {
+            check(&row, count).unwrap();
+            check(&DataLoop::vector(3, 1, 4096 + stride, row.clone()), count).unwrap();
+            check(&DataLoop::block_indexed(1, vec![-300, 0, 999], row.clone()), count).unwrap();
+        }
+    }
+    // vec-2 of the suite, at a smaller count: 2 doubles every 4.
+    check(&DataLoop::vector(1 << 12, 2, 32, b(8)), 3).unwrap();
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
@@ -292,7 +313,7 @@ fn all_block_sizes() {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
-    /// Columns of a two-column matrix of 8-byte values (the AVX2 compaction path), alone, as
+    /// Columns of a two-column matrix of 8-byte values (the paired pack path, `split.rs`), alone, as
     /// the inner level of a nested vector and resized, over group boundaries.
     #[test]
     fn alternate_8_matches_interpreter(n in 0usize..70, outer in 1usize..4, gap in 0i64..3, count in 0usize..3) {
@@ -304,7 +325,7 @@ proptest! {
     }
 }
 
-/// The compaction path never reads past the last block: the column ends at a page followed by
+/// The paired pack path never reads past the last block: the column ends at a page followed by
 /// an inaccessible one (a read there would fault).
 #[test]
 fn alternate_8_stays_inside_the_typemap() {
