@@ -9,8 +9,9 @@
 //!   Two levels where each element is a column (outer level steps through adjacent blocks,
 //!   inner stride >= 1 KiB, like an FFT transpose) run in tiles that read a line at a time.
 //!   Rows with strides of 128 B to 4 KiB prefetch ahead (48 blocks into L1 for dense rows of
-//!   blocks under 256 B, or 96 into L2 for sparse rows). Dense rows of 16-byte blocks, and 8-byte blocks 16 bytes apart
-//!   when packed, move with 8-byte accesses on the strided side (`split.rs`).
+//!   blocks under 256 B, or 96 into L2 for sparse rows). Rows of 16-byte blocks under 128 B
+//!   apart, and 8-byte blocks 16 bytes apart when packed, move with 8-byte accesses on the
+//!   strided side (`split.rs`).
 //! - [`Kernel::BlockIndexed`]: an offset table, each entry the origin of a strided kernel.
 //! - [`Kernel::SmallRuns`]: up to 16 disjoint runs of at most 64 bytes per element, elements
 //!   disjoint (an array of structs): each run is one or two fixed-width moves, run over a tile
@@ -30,8 +31,8 @@
 //! AVX2 on x86_64, chosen at run time per type) and direction. Every kernel also runs any byte
 //! range of the stream ([`Kernel::run_range`]), and large unpacks stream whole lines past the
 //! cache ([`Stores`]). Files: `strided.rs` (strided and block-indexed), `transpose.rs`,
-//! `small_runs.rs`, `split.rs` (8- and 16-byte rows), `copy.rs` (block moves, prefetch), `stores.rs` (streaming stores),
-//! `isa.rs` (levels and their vector paths), `exec.rs` ([`Kernel::run`], the per-level entry
+//! `small_runs.rs`, `split.rs` (8- and 16-byte rows), `copy.rs` (block moves, prefetch),
+//! `stores.rs` (streaming stores), `isa.rs` (levels and their vector paths), `exec.rs` ([`Kernel::run`], the per-level entry
 //! points), `range.rs` (range kernels), `tests.rs` (every kernel, level and store kind against
 //! the interpreter, whole and in ranges).
 

@@ -14,17 +14,19 @@
 //!   of 16-byte loads and stores. The unpack's form mirrored (one 16-byte load, two 8-byte
 //!   stores to the packed side) was at parity with MPICH in quiet runs but fell to 0.67-0.80 of
 //!   the compiler's loop in disturbed ones (another tenant loading the shared cache).
-//!
 //! - 8-byte blocks 16 bytes apart (vec-1) pack the same way, two blocks per 16-byte store:
 //!   1.05-1.07 against the AVX2 compaction it replaced (four 32-byte loads, `vpunpcklqdq` +
 //!   `vpermq`, two 32-byte stores per 8 blocks), which had fallen to 0.96 of MPICH's loop in a
 //!   quiet run; four blocks per 32-byte store measured 1.00-1.04 against two per 16-byte one,
 //!   not worth declaring the upper vector halves to the compiler.
 //!
-//! The loops are assembly because the compiler merges adjacent 8-byte accesses into one 16-byte
-//! one (an intrinsics version's two 8-byte stores became one in the disassembly) and unrolls. Each comes in legacy
-//! SSE encodings for the portable build and VEX ones for AVX2, whose kernels may leave upper
-//! vector halves dirty (mixing the two costs a transition on some Intel cores).
+//! The loops are assembly because the compiler merges adjacent 8-byte accesses into one
+//! 16-byte one (an intrinsics version's two 8-byte stores became one in the disassembly) and
+//! unrolls. Each comes in legacy SSE encodings for the portable build and VEX ones for AVX2,
+//! whose kernels may leave upper vector halves dirty (mixing the two costs a transition on some
+//! Intel cores). The A/B runs had the pointer updates of the unpack loop between the load and
+//! the stores; the loops here update both pointers after the moves (measured as committed in
+//! the full runs and single-case runs of docs/benchmarks.md, not against the other forms).
 
 /// One row loop: `$a`, `$b`, `$c` move 16 bytes between `{mem}` (the strided side: one 16-byte
 /// block, or two 8-byte blocks `{stride}` apart) and `{buf}` (the packed side) through `{x}`.
@@ -43,7 +45,8 @@ macro_rules! split_loop {
         pub(super) unsafe fn $name(mem: *mut u8, buf: *mut u8, stride: isize, n: usize) {
             let end = buf.wrapping_add(16 * n);
             // SAFETY: the loop accesses the step's blocks at `mem + i*stride` and the 16 bytes
-            // at `buf + 16 i` for each of the `n` steps (caller's contract); it touches no stack and clobbers only
+            // at `buf + 16 i` for each of the `n` steps (caller's contract; `n > 0`, so the
+            // loop's exit test `buf == end` is reached); it touches no stack and clobbers only
             // the named registers and the flags.
             unsafe {
                 std::arch::asm!(

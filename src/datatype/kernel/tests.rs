@@ -230,7 +230,7 @@ fn negative_strides() {
     }
 }
 
-/// Dense rows of 16-byte blocks (unpacked with split stores, `split.rs`): strides below and
+/// Rows of 16-byte blocks (the split loops of `split.rs`, both directions): strides below and
 /// around the prefetching ones, negative, overlapping (unpack: last wins), inside a nest and an
 /// offset table, and a row that starts and ends mid-count (element loop merged).
 #[test]
@@ -313,8 +313,8 @@ fn all_block_sizes() {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
-    /// Columns of a two-column matrix of 8-byte values (the paired pack path, `split.rs`), alone, as
-    /// the inner level of a nested vector and resized, over group boundaries.
+    /// Columns of a two-column matrix of 8-byte values (the paired pack path, `split.rs`),
+    /// alone, as the inner level of a nested vector and resized, over pair boundaries.
     #[test]
     fn alternate_8_matches_interpreter(n in 0usize..70, outer in 1usize..4, gap in 0i64..3, count in 0usize..3) {
         let col = DataLoop::vector(n, 1, 16, b(8));
