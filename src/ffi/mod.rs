@@ -81,6 +81,29 @@ pub fn request_key(r: mpi::MPI_Request) -> usize {
     }
 }
 
+/// Whether `r` is a handle the MPI gives to many requests at once: both MPIs return one shared,
+/// already complete request for operations that finished inside the call (MPICH's builtin
+/// requests, e.g. 0x6c000001 for every eager send that completed at once, 0x6c000002 for
+/// receives from `MPI_PROC_NULL`; Open MPI's `ompi_request_empty`). Such a handle names no
+/// single operation, so tables keyed by handle must not hold it (measured: `tests/c/p2p_engine.c`).
+#[inline]
+pub fn is_shared_request(r: mpi::MPI_Request) -> bool {
+    #[cfg(sluice_mpi = "openmpi")]
+    {
+        extern "C" {
+            // Open MPI's exported empty request (libmpi), the object behind the shared handle.
+            static ompi_request_empty: u8;
+        }
+        // Only the address of the static is taken (no read: safe).
+        std::ptr::eq(r.cast_const().cast::<u8>(), std::ptr::addr_of!(ompi_request_empty))
+    }
+    #[cfg(sluice_mpi = "mpich")]
+    {
+        // Bits 31-30 of an MPICH handle are its kind; 1 is HANDLE_KIND_BUILTIN.
+        (r as u32) >> 30 == 1
+    }
+}
+
 /// The request handle of a key made by [`request_key`].
 #[inline]
 pub fn request_from_key(k: usize) -> mpi::MPI_Request {
@@ -91,5 +114,35 @@ pub fn request_from_key(k: usize) -> mpi::MPI_Request {
     #[cfg(sluice_mpi = "mpich")]
     {
         k as u32 as mpi::MPI_Request
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// MPICH's pre-completed requests share builtin handles (values measured with MPICH 4.0.2:
+    /// eager sends completed at once, receives from MPI_PROC_NULL, an empty Ialltoall); real
+    /// requests are direct or indirect handles; MPI_REQUEST_NULL is neither.
+    #[cfg(sluice_mpi = "mpich")]
+    #[test]
+    fn mpich_builtin_request_handles_are_shared() {
+        for shared in [0x6c00_0001u32, 0x6c00_0002, 0x6c00_000a] {
+            assert!(is_shared_request(shared as mpi::MPI_Request), "{shared:#x}");
+        }
+        for own in [0xac00_0000u32, 0xac00_0001, 0xec00_0401, 0x2c00_0000] {
+            assert!(!is_shared_request(own as mpi::MPI_Request), "{own:#x}");
+        }
+    }
+
+    /// Open MPI's shared handle is its empty request, nothing else.
+    #[cfg(sluice_mpi = "openmpi")]
+    #[test]
+    fn openmpi_empty_request_is_shared() {
+        extern "C" {
+            static ompi_request_empty: u8;
+        }
+        assert!(is_shared_request(std::ptr::addr_of!(ompi_request_empty) as mpi::MPI_Request));
+        assert!(!is_shared_request(consts::request_null()));
     }
 }

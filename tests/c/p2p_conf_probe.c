@@ -5,8 +5,9 @@
  * messages are probed and received in order); MPI_Iprobe on nothing; MPI_Mprobe + MPI_Mrecv and
  * MPI_Improbe + MPI_Imrecv with non-contiguous receive types; a matched message leaves the queue
  * (a plain receive after MPI_Mprobe gets the next message); MPI_PROC_NULL for all probes
- * (MPI_MESSAGE_NO_PROC); a persistent receive started after a probe gets the probed message, with
- * every completion call. Every byte checked. Runs on MPI_COMM_WORLD, a duplicate and a split
+ * (MPI_MESSAGE_NO_PROC); two probed messages received by two nonblocking receives in flight at
+ * once; a persistent receive started after a probe gets the probed message, with every
+ * completion call. Every byte checked. Runs on MPI_COMM_WORLD, a duplicate and a split
  * (renumbered) communicator, any ranks >= 2. */
 #define SLUICE_P2P_CONF
 #include "check.h"
@@ -152,6 +153,52 @@ static void queued(conf_comm *c) {
     MPI_OK(MPI_Barrier(c->comm));
 }
 
+/* Two probed messages, then two nonblocking receives in flight at once: each gets its own
+ * message, status and request (sluice serves probed pipelined messages from its stash under a
+ * placeholder request per receive; a shared pre-completed handle mixed them up). how 0:
+ * Waitall; 1: Wait for the second receive first; 2: Testall loop. */
+static void served_in_flight(conf_comm *c, int how) {
+    int tag = 7200 + 2 * how;
+    size_t big = c->full ? 4 * MiB : (300 << 10);
+    int u = conf_units_for(F_DOUBLE, big);
+    conf_set_ctx("%s: two probed messages, two receives in flight (%d)", c->label, how);
+    conf_buf s[2], r[2];
+    MPI_Request sq[2], rq[2];
+    MPI_Status st, sts[2];
+    for (int m = 0; m < 2; m++) {
+        s[m] = conf_alloc(CT[T_VEC_D].t, u / 8, conf_seed(c->id, tag + m, c->rank, m));
+        MPI_OK(MPI_Isend(s[m].p, u / 8, CT[T_VEC_D].t, c->right, tag + m, c->comm, &sq[m]));
+    }
+    for (int m = 0; m < 2; m++) {
+        MPI_OK(MPI_Probe(c->left, tag + m, c->comm, &st));
+        CHECK_STATUS(&st, c->left, tag + m, MPI_DOUBLE, u, u);
+    }
+    r[0] = conf_alloc(MPI_DOUBLE, u, 40);
+    r[1] = conf_alloc(CT[T_VEC_D2].t, u / 8, 41);
+    MPI_OK(MPI_Irecv(r[0].p, u, MPI_DOUBLE, c->left, tag, c->comm, &rq[0]));
+    MPI_OK(MPI_Irecv(r[1].p, u / 8, CT[T_VEC_D2].t, c->left, tag + 1, c->comm, &rq[1]));
+    CHECK(rq[0] != rq[1], "two receives in flight share the request handle %#lx", (unsigned long)(uintptr_t)rq[0]);
+    if (how == 0) {
+        MPI_OK(MPI_Waitall(2, rq, sts));
+    } else if (how == 1) {
+        MPI_OK(MPI_Wait(&rq[1], &sts[1]));
+        MPI_OK(MPI_Wait(&rq[0], &sts[0]));
+    } else {
+        int flag = 0;
+        CONF_POLL("MPI_Testall", MPI_OK(MPI_Testall(2, rq, &flag, sts)), flag);
+    }
+    CHECK_STATUS(&sts[0], c->left, tag, MPI_DOUBLE, u, u);
+    CHECK_STATUS(&sts[1], c->left, tag + 1, CT[T_VEC_D2].t, u / 8, u);
+    CHECK_DATA(&r[0], CT[T_VEC_D].t, u / 8, conf_seed(c->id, tag, c->left, 0));
+    CHECK_DATA(&r[1], CT[T_VEC_D].t, u / 8, conf_seed(c->id, tag + 1, c->left, 1));
+    MPI_OK(MPI_Waitall(2, sq, MPI_STATUSES_IGNORE));
+    for (int m = 0; m < 2; m++) {
+        conf_free(&s[m]);
+        conf_free(&r[m]);
+    }
+    MPI_OK(MPI_Barrier(c->comm));
+}
+
 /* A persistent receive started after a probe found its message gets that message (a probe may
  * have taken a pipelined message out of the MPI: sluice must serve it to MPI_Start), then the
  * next message on the next start. Every completion call: how 0 Wait, 1 Test loop, 2 Waitany,
@@ -281,6 +328,7 @@ int main(int argc, char **argv) {
             for (int k = 0; k < NSPECS; k++)
                 if (cs[i].full || (k + how) % 3 == 0) probe_case(&cs[i], k, how);
         queued(&cs[i]);
+        for (int how = 0; how < 3; how++) served_in_flight(&cs[i], how);
         for (int how = 0; how < 8; how++)
             if (cs[i].full || how % 3 == i) probed_persistent(&cs[i], how);
         nothing_and_proc_null(&cs[i]);

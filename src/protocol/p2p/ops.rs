@@ -146,10 +146,21 @@ pub fn tracked() -> usize {
     TRACKED.get()
 }
 
-/// Starts tracking `op` under the request the MPI just returned.
+/// Starts tracking `op` under the request the MPI just returned. A shared, already complete
+/// handle ([`crate::ffi::is_shared_request`]) names no single operation: `op` is finished at
+/// once instead (a send's staging is released, a collective's result delivered; a receive with
+/// such a handle came from `MPI_PROC_NULL` and delivers nothing).
 pub fn track(request: mpi::MPI_Request, op: impl Into<Entry>) {
+    let mut op = op.into();
+    if crate::ffi::is_shared_request(request) {
+        let st = super::blank_status();
+        // SAFETY: the operation is complete (the MPI returned a pre-completed request); an empty
+        // status reports no bytes received.
+        unsafe { op.finish(errclass::SUCCESS, &st) };
+        return;
+    }
     let mut g = OPS.lock().unwrap_or_else(|e| e.into_inner());
-    if g.get_or_insert_with(FxHashMap::default).insert(request_key(request), op.into()).is_none() {
+    if g.get_or_insert_with(FxHashMap::default).insert(request_key(request), op).is_none() {
         TRACKED.add(1);
     }
 }

@@ -122,7 +122,7 @@ unsafe fn direct_blocking(landing: (Landing, usize, Comm), status: *mut Status, 
     let dest = match landing {
         Landing::Bytes(base) => Dest::Bytes(base),
         Landing::InPlace(l, user) => Dest::InPlace(l, user),
-        Landing::Staged | Landing::Served => return rc,
+        Landing::Staged | Landing::Served(_) => return rc,
     };
     // SAFETY: M0 landed in `dest`, which holds `cap` bytes of stream.
     let (o, _) = unsafe { pipeline::track::receive_rest(dest, cap, comm) };
@@ -141,6 +141,10 @@ fn stashed(source: c_int, tag: c_int, comm: Comm) -> Option<pipeline::stash::Sta
 
 /// Arms pipelined-message detection on a nonblocking receive the MPI just posted.
 fn arm(rc: c_int, request: *mut Req, landing: Landing, capacity: usize, pipe: Option<Comm>, persistent: bool) {
+    // SAFETY: read only after a successful call, which wrote the request.
+    if rc == errclass::SUCCESS && crate::ffi::is_shared_request(unsafe { *request }) {
+        return; // complete at once, nothing received (`pipe_for` already excludes MPI_PROC_NULL)
+    }
     if let (errclass::SUCCESS, Some(comm)) = (rc, pipe) {
         // SAFETY: the MPI wrote the new request.
         pipeline::track::arm(unsafe { *request }, pipeline::track::Entry::new(landing, capacity, comm, persistent));

@@ -300,8 +300,17 @@ impl Outcome {
         self.total > self.capacity
     }
 
-    /// Writes the byte count the MPI itself reports into `st` (on truncation Open MPI reports
-    /// the message's size and MPICH 0, measured).
+    /// The byte count the MPI itself reports for this receive: on truncation Open MPI reports
+    /// the message's size and MPICH 0 (measured).
+    pub fn reported_bytes(&self) -> usize {
+        if !self.truncated() || cfg!(sluice_mpi = "openmpi") {
+            self.total
+        } else {
+            0
+        }
+    }
+
+    /// Writes [`Outcome::reported_bytes`] (and the origin, if any) into `st`.
     ///
     /// # Safety
     /// `st` is a status of the completed receive (or null / ignore, then nothing is written).
@@ -309,10 +318,9 @@ impl Outcome {
         if st.is_null() || st == consts::status_ignore() {
             return;
         }
-        let n = if !self.truncated() || cfg!(sluice_mpi = "openmpi") { self.total } else { 0 };
         // SAFETY: a valid status.
         unsafe {
-            mpi::PMPI_Status_set_elements_x(st, consts::byte(), n as mpi::MPI_Count);
+            mpi::PMPI_Status_set_elements_x(st, consts::byte(), self.reported_bytes() as mpi::MPI_Count);
             mpi::PMPI_Status_set_cancelled(st, 0);
             if let Some((source, tag)) = self.origin {
                 (*st).MPI_SOURCE = source;

@@ -12,6 +12,7 @@
 
 pub mod incoming;
 pub mod persistent;
+pub mod placeholder;
 pub mod send;
 pub mod serve;
 pub mod stash;

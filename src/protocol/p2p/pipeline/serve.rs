@@ -1,15 +1,15 @@
 //! Receives served from the probe stash ([`super::stash`]): the stashed message's bytes are
 //! delivered into the receive's buffer and, for an M0, its chunks follow as for any pipelined
-//! receive. A nonblocking receive gets a placeholder request: a real `MPI_Irecv` from
-//! `MPI_PROC_NULL` (complete at once, valid for every MPI call), tracked until the transfer is
-//! done; sluice fills in source, tag and count.
+//! receive. A nonblocking receive gets a placeholder request ([`super::placeholder`]), tracked
+//! and completed by sluice when the transfer is done; sluice fills in source, tag and count.
 
 use std::ffi::{c_int, c_void};
 
 use super::incoming::{Dest, Incoming, Outcome};
+use super::placeholder::Placeholder;
 use super::stash::Stashed;
 use super::{is_contiguous, m0_data, true_lb};
-use crate::ffi::{consts, errclass, mpi, PROC_NULL};
+use crate::ffi::{errclass, mpi};
 use crate::protocol::p2p::ops::{Dir, Op};
 use crate::protocol::p2p::Layout;
 
@@ -92,19 +92,19 @@ pub unsafe fn blocking(e: Stashed, buf: *mut c_void, count: i64, datatype: Dt, c
     o.code()
 }
 
-/// A nonblocking receive served from the stash: `request` gets a placeholder.
+/// A nonblocking receive served from the stash: `request` gets a placeholder (a generalized
+/// request of its own, [`Placeholder`]).
 ///
 /// # Safety
 /// As `MPI_Irecv`.
 pub unsafe fn nonblocking(e: Stashed, buf: *mut c_void, count: i64, datatype: Dt, comm: Comm, request: *mut mpi::MPI_Request) -> c_int {
-    // SAFETY: a receive from MPI_PROC_NULL moves nothing; `request` is the application's.
-    let rc = unsafe { mpi::PMPI_Irecv(std::ptr::null_mut(), 0, consts::byte(), PROC_NULL, 0, consts::comm_self(), request) };
-    if rc != errclass::SUCCESS {
-        return rc;
-    }
+    // SAFETY: `request` is the application's.
+    let p = match unsafe { Placeholder::start(e.source, e.tag, request) } {
+        Ok(p) => p,
+        Err(rc) => return rc,
+    };
     // SAFETY: forwarded contract.
     let t = unsafe { start(e, buf, count, datatype, comm) };
-    // SAFETY: the MPI wrote the placeholder.
-    super::track::arm_served(unsafe { *request }, t, comm);
-    rc
+    super::track::arm_served(p, t, comm);
+    errclass::SUCCESS
 }

@@ -18,7 +18,7 @@ use std::sync::Mutex;
 
 use super::{comm_key, reserved, Header, HEADER};
 use crate::ffi::{consts, errclass, mpi, ANY_SOURCE, ANY_TAG};
-use crate::protocol::p2p::{blank_status, received_bytes};
+use crate::protocol::p2p::blank_status;
 use crate::transfer::staging::{self, Staging};
 
 type Comm = mpi::MPI_Comm;
@@ -115,13 +115,31 @@ unsafe fn peek(source: c_int, tag: c_int, comm: Comm, status: *mut Status) -> bo
     }
 }
 
+/// Bytes of the message a probe found (status `st`). Unlike `p2p::received_bytes` this ignores
+/// the cancelled bit: a probe cannot be cancelled, and MPICH's probes leave that bit of the
+/// caller's status as it was (measured: an uninitialized status read as "cancelled", so a
+/// probed M0 went unrecognized and the probe reported S\* bytes instead of the message's).
+///
+/// # Safety
+/// `st` is a probe's status.
+unsafe fn probed_bytes(st: *const Status) -> usize {
+    let mut n: c_int = 0;
+    // SAFETY: reads the status; writes one int.
+    let rc = unsafe { mpi::PMPI_Get_count(st, consts::byte(), &mut n) };
+    if rc != errclass::SUCCESS || n == crate::ffi::UNDEFINED || n < 0 {
+        0
+    } else {
+        n as usize
+    }
+}
+
 /// Receives the matched message `msg` (described by `st`) into a stash entry.
 ///
 /// # Safety
 /// `msg` is a matched message of `comm` the MPI just returned, with status `st`.
 unsafe fn receive(msg: &mut mpi::MPI_Message, st: &Status, comm: Comm) -> Stashed {
     // SAFETY: the status of the matched message.
-    let n = unsafe { received_bytes(st) };
+    let n = unsafe { probed_bytes(st) };
     let mut m0 = staging::take_for_receive(n.max(1));
     let mut st2 = blank_status();
     // SAFETY: receives exactly the matched message into a buffer of its size.
@@ -137,7 +155,7 @@ unsafe fn receive(msg: &mut mpi::MPI_Message, st: &Status, comm: Comm) -> Stashe
 /// `st` is the probe's status.
 unsafe fn may_be_m0(st: *const Status, comm: Comm) -> bool {
     // SAFETY: forwarded contract.
-    reserved() != 0 && unsafe { received_bytes(st) } == reserved() && !super::is_inter(comm)
+    reserved() != 0 && unsafe { probed_bytes(st) } == reserved() && !super::is_inter(comm)
 }
 
 /// `MPI_Probe` (`flag` null) or `MPI_Iprobe`.

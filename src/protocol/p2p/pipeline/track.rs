@@ -16,6 +16,7 @@ use std::ffi::c_int;
 use std::sync::Mutex;
 
 use super::incoming::{Dest, Incoming, Outcome};
+use super::placeholder::Placeholder;
 use super::reserved;
 use crate::ffi::{consts, errclass, mpi, request_from_key, request_key};
 use crate::protocol::p2p::Layout;
@@ -42,8 +43,10 @@ pub enum Landing {
     /// The application's buffer, through the MPI's own engine (a compiled type sluice leaves to
     /// the MPI).
     InPlace(Layout, *mut std::ffi::c_void),
-    /// Served from the probe stash: the request is a placeholder.
-    Served,
+    /// Served from the probe stash: the request is a placeholder, completed by sluice when the
+    /// transfer is done (`None`: completed already, or a persistent request sluice completes
+    /// itself).
+    Served(Option<Placeholder>),
 }
 
 /// A tracked receive.
@@ -68,7 +71,7 @@ impl Entry {
 
     /// A persistent request served from the stash: inactive in the MPI, completed by sluice.
     fn self_completed(&self) -> bool {
-        self.persistent && matches!(self.landing, Landing::Served)
+        self.persistent && matches!(self.landing, Landing::Served(_))
     }
 }
 
@@ -91,17 +94,18 @@ pub fn tracked() -> usize {
     TRACKED.get()
 }
 
-/// Tracks a receive served from the probe stash under its placeholder request `req`: its
-/// transfer (`Ok`) is under way, or it is complete (`Err`: an ordinary message).
-pub fn arm_served(req: Req, t: Result<Incoming, Outcome>, comm: mpi::MPI_Comm) {
-    let state = match t {
-        Ok(t) => State::Busy(Box::new(t)),
-        Err(o) => State::Done(o),
+/// Tracks a receive served from the probe stash under its placeholder `p`: its transfer
+/// (`Ok`) is under way, or it is complete (`Err`: an ordinary message).
+pub fn arm_served(p: Placeholder, t: Result<Incoming, Outcome>, comm: mpi::MPI_Comm) {
+    let req = p.request();
+    let (state, landing) = match t {
+        Ok(t) => (State::Busy(Box::new(t)), Landing::Served(Some(p))),
+        Err(o) => {
+            p.complete(o.reported_bytes());
+            (State::Done(o), Landing::Served(None))
+        }
     };
-    arm(
-        req,
-        Entry { state, landing: Landing::Served, capacity: 0, comm: super::comm_key(comm), persistent: false, freed: false, resume: None },
-    );
+    arm(req, Entry { state, landing, capacity: 0, comm: super::comm_key(comm), persistent: false, freed: false, resume: None });
 }
 
 /// Tracks a persistent receive `req` that `MPI_Start` served from the probe stash (the MPI
@@ -112,7 +116,8 @@ pub fn arm_served_persistent(req: Req, t: Result<Incoming, Outcome>, comm: mpi::
         Ok(t) => State::Busy(Box::new(t)),
         Err(o) => State::Done(o),
     };
-    arm(req, Entry { state, landing: Landing::Served, capacity: 0, comm: super::comm_key(comm), persistent: true, freed: false, resume });
+    let landing = Landing::Served(None);
+    arm(req, Entry { state, landing, capacity: 0, comm: super::comm_key(comm), persistent: true, freed: false, resume });
 }
 
 /// Tracks the receive the MPI just returned as `req`.
@@ -244,6 +249,12 @@ unsafe fn advance(req: Req, e: &mut Entry) -> Gate {
         }
         let State::Busy(t) = std::mem::replace(&mut e.state, State::Armed) else { unreachable!() };
         let (o, op) = t.finish();
+        if let Landing::Served(p) = &mut e.landing {
+            // The MPI may complete the placeholder from now on.
+            if let Some(p) = p.take() {
+                p.complete(o.reported_bytes());
+            }
+        }
         if let Some(mut op) = op {
             // (A served transfer's operation is its own, not the request's: it is dropped.)
             if e.persistent && !e.self_completed() {
@@ -269,7 +280,7 @@ unsafe fn begin(req: Req, e: &mut Entry) -> Option<Incoming> {
     let dest = match &e.landing {
         Landing::Bytes(base) => Dest::Bytes(*base),
         Landing::InPlace(l, user) => Dest::InPlace(l.clone(), *user),
-        Landing::Served => return None,
+        Landing::Served(_) => return None,
         Landing::Staged => match ops::take(req)? {
             ops::Entry::P2p(op) => Dest::Engine(op),
             other => {
