@@ -18,6 +18,8 @@
 # and the second measurement is kept.
 # Before each sample an operation runs untimed for DDT_WARM_US (default 5000), so every engine
 # is timed warm (sluice-ddt-bench's header says why).
+# DDT_RUNS=N (default 1) measures N full runs into OUTDIR/run1..runN and combines them
+# (combine_ddt.py: the verdicts read each ratio as its median run; combined.md, combined.png).
 set -euo pipefail
 
 BENCH=ddt
@@ -30,6 +32,7 @@ TOL=${DDT_TOL:-0.02}
 WARM_US=${DDT_WARM_US:-5000}
 SAMPLE_US=${DDT_SAMPLE_US:-2000}
 PY=${DDT_PYTHON:-/usr/bin/python3}
+RUNS=${DDT_RUNS:-1}
 RUN_TIMEOUT=$((16 * (2 * MAX_MS / 1000 + 10) + 120))
 
 command -v timeout >/dev/null || die "timeout not found"
@@ -47,30 +50,41 @@ for mpi in openmpi mpich; do
     [ -x "$ROOT/target/$mpi/release/sluice-ddt-bench" ] || die "target/$mpi/release/sluice-ddt-bench missing after build"
 done
 
+# One full measurement (both MPIs) into directory $1, merged and plotted there.
+measure() {
+    local RUN=$1 load0 load1
+    mkdir -p "$RUN"
+    read -r load0 _ </proc/loadavg
+    for mpi in openmpi mpich; do
+        echo "== $mpi: all 16 cases, ${CASE_MS}-${MAX_MS} ms each (until +-$TOL)"
+        log=$RUN/$mpi.log
+        timeout "$RUN_TIMEOUT" "$ROOT/target/$mpi/release/sluice-ddt-bench" --csv "$RUN/$mpi.csv" \
+            --case-ms "$CASE_MS" --max-ms "$MAX_MS" --tol "$TOL" --warm-us "$WARM_US" --sample-us "$SAMPLE_US" 2>&1 | tee "$log" \
+            || die "$mpi: sluice-ddt-bench failed (see $log)"
+        [ -s "$RUN/$mpi.csv" ] || die "$mpi: no CSV written"
+    done
+    read -r load1 _ </proc/loadavg
+
+    {
+        bench_meta_common "$load0" "$load1"
+        printf 'case_ms=%s\nmax_ms=%s\ntol=%s\nwarm_us=%s\nsample_us=%s\n' "$CASE_MS" "$MAX_MS" "$TOL" "$WARM_US" "$SAMPLE_US"
+    } >"$RUN/meta.txt"
+    "$PY" "$SCRIPT_DIR/plot_ddt.py" "$RUN" || die "plot_ddt.py failed"
+}
+
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-read -r load0 _ </proc/loadavg
 start=$(date +%s)
-for mpi in openmpi mpich; do
-    echo "== $mpi: all 16 cases, ${CASE_MS}-${MAX_MS} ms each (until +-$TOL)"
-    log=$OUT/$mpi.log
-    timeout "$RUN_TIMEOUT" "$ROOT/target/$mpi/release/sluice-ddt-bench" --csv "$OUT/$mpi.csv" \
-        --case-ms "$CASE_MS" --max-ms "$MAX_MS" --tol "$TOL" --warm-us "$WARM_US" --sample-us "$SAMPLE_US" 2>&1 | tee "$log" \
-        || die "$mpi: sluice-ddt-bench failed (see $log)"
-    [ -s "$OUT/$mpi.csv" ] || die "$mpi: no CSV written"
-done
-read -r load1 _ </proc/loadavg
-
-{
-    bench_meta_common "$load0" "$load1"
-    cat <<META
-case_ms=$CASE_MS
-max_ms=$MAX_MS
-tol=$TOL
-warm_us=$WARM_US
-sample_us=$SAMPLE_US
-META
-} >"$OUT/meta.txt"
-
-"$PY" "$SCRIPT_DIR/plot_ddt.py" "$OUT" || die "plot_ddt.py failed"
+if [ "$RUNS" -le 1 ]; then
+    measure "$OUT"
+else
+    # Several full runs, combined: one disturbed moment cannot decide a verdict (combine_ddt.py).
+    dirs=()
+    for k in $(seq 1 "$RUNS"); do
+        echo "== run $k of $RUNS"
+        measure "$OUT/run$k"
+        dirs+=("$OUT/run$k")
+    done
+    "$PY" "$SCRIPT_DIR/combine_ddt.py" "$OUT" "${dirs[@]}" || die "combine_ddt.py failed"
+fi
 echo "== total $(($(date +%s) - start)) s; results in $OUT"
