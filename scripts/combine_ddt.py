@@ -21,12 +21,11 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_ddt import (AA_FLOOR, BIG_BLOCK, DIRS, MEMCPY_FRACTION, TARGET_MPICH, TARGET_OMPI, fmt_ci, geomean_ci,
-                      met, side)
+from plot_ddt import AA_FLOOR, DIRS, fmt_ci, side, targets
 from plotlib import read_meta
 
 # summary.csv column stems of the three paired ratios: name -> (median, lo, hi) columns.
-RATIOS = {"ompi": "sluice_over_openmpi", "mpich": "sluice_over_mpich", "memcpy": "sluice_over_memcpy"}
+RATIOS = {"p_ompi": "sluice_over_openmpi", "p_mpich": "sluice_over_mpich", "p_memcpy": "sluice_over_memcpy"}
 
 
 def load_run(d):
@@ -69,8 +68,8 @@ def main():
         row = dict(case=key[0], dir=key[1], block=per[0]["block"], kernel=per[0]["kernel"])
         for k in RATIOS:
             row[k] = combine([p[k] for p in per])
-        row["vs_faster"] = vs_faster(row["ompi"], row["mpich"])
-        row["runs_slower"] = sum(vs_faster(p["ompi"], p["mpich"]) == "slower" for p in per)
+        row["vs_faster"] = vs_faster(row["p_ompi"], row["p_mpich"])
+        row["runs_slower"] = sum(vs_faster(p["p_ompi"], p["p_mpich"]) == "slower" for p in per)
         rows.append(row)
 
     os.makedirs(out, exist_ok=True)
@@ -87,30 +86,15 @@ def main():
              "sluice/memcpy [95%] |", "|" + "---|" * 8]
     for r in rows:
         blk = str(r["block"]) if r["block"] else "-"
-        lines.append(f"| {r['case']} | {r['dir']} | {blk} | {fmt_ci(r['ompi'])} | {fmt_ci(r['mpich'])} | "
-                     f"{r['vs_faster']} | {r['runs_slower']} of {n} | {fmt_ci(r['memcpy'])} |")
-    verdict = []
-    for d in DIRS:
-        rs = [r for r in rows if r["dir"] == d]
-        go, gm = geomean_ci([r["ompi"] for r in rs]), geomean_ci([r["mpich"] for r in rs])
-        verdict.append((f"{d}: geomean >= {TARGET_OMPI}x Open MPI", met(go, TARGET_OMPI), fmt_ci(go)))
-        verdict.append((f"{d}: geomean >= {TARGET_MPICH}x MPICH", met(gm, TARGET_MPICH), fmt_ci(gm)))
-    tally = {k: [r for r in rows if r["vs_faster"] == k] for k in ("faster", "parity", "slower")}
-    verdict.append((f"every case >= the faster MPI engine (no combined interval below {1 - AA_FLOOR:.2f})",
-                    "yes" if not tally["slower"] else "no",
-                    f"{len(tally['faster'])} faster, {len(tally['parity'])} parity, {len(tally['slower'])} slower "
-                    f"of {len(rows)}"))
-    big = [r for r in rows if r["block"] >= BIG_BLOCK]
-    worst = min(big, key=lambda r: r["memcpy"][1])
-    mv = min((met(r["memcpy"], MEMCPY_FRACTION) for r in big), key=["no", "within noise", "yes"].index)
-    verdict.append((f">= {MEMCPY_FRACTION:.0%} of memcpy for blocks >= {BIG_BLOCK} B", mv,
-                    f"lowest {worst['case']} {worst['dir']} {fmt_ci(worst['memcpy'])}"))
+        lines.append(f"| {r['case']} | {r['dir']} | {blk} | {fmt_ci(r['p_ompi'])} | {fmt_ci(r['p_mpich'])} | "
+                     f"{r['vs_faster']} | {r['runs_slower']} of {n} | {fmt_ci(r['p_memcpy'])} |")
+    verdict, _, tally, _, _ = targets(rows)
     summary = [f"Combined over {n} runs: each interval is the median over the runs of the per-run median and ends.",
                ""]
     for k in ("parity", "slower"):
         for r in tally[k]:
-            summary.append(f"- {r['case']} {r['dir']} ({k}): Open MPI {fmt_ci(r['ompi'], 3)}, MPICH "
-                           f"{fmt_ci(r['mpich'], 3)}; slower in {r['runs_slower']} of {n} runs")
+            summary.append(f"- {r['case']} {r['dir']} ({k}): Open MPI {fmt_ci(r['p_ompi'], 3)}, MPICH "
+                           f"{fmt_ci(r['p_mpich'], 3)}; slower in {r['runs_slower']} of {n} runs")
     summary += ["", "| target | met | combined (median [95% interval]) |", "|---|---|---|"]
     summary += [f"| {name} | {ok} | {val} |" for name, ok, val in verdict]
     metas = [read_meta(d) for d in dirs]
@@ -131,9 +115,9 @@ def main():
     cases = [c for c, d in order if d == DIRS[0]]
     fig, ax = plt.subplots(figsize=(14, 5))
     wdt = 0.2
-    marks = [("pack", "ompi", "pack / Open MPI", "#ff7f0e", "o"), ("pack", "mpich", "pack / MPICH", "#2ca02c", "o"),
-             ("unpack", "ompi", "unpack / Open MPI", "#ff7f0e", "s"),
-             ("unpack", "mpich", "unpack / MPICH", "#2ca02c", "s")]
+    marks = [("pack", "p_ompi", "pack / Open MPI", "#ff7f0e", "o"), ("pack", "p_mpich", "pack / MPICH", "#2ca02c", "o"),
+             ("unpack", "p_ompi", "unpack / Open MPI", "#ff7f0e", "s"),
+             ("unpack", "p_mpich", "unpack / MPICH", "#2ca02c", "s")]
     for i, (d, key, label, color, mk) in enumerate(marks):
         rs = {r["case"]: r for r in rows if r["dir"] == d}
         iv = [rs[c][key] for c in cases]

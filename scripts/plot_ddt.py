@@ -98,6 +98,31 @@ def met(iv, bound):
     return "yes" if iv[1] >= bound else ("within noise" if iv[0] >= bound else "no")
 
 
+def targets(rows):
+    """The verdicts on issue 3's targets from rows (one per case and direction) holding the
+    paired intervals p_ompi, p_mpich, p_memcpy, the side vs_faster, dir and block. Returns
+    ([(target, met, value)], {dir: (geomean vs Open MPI, vs MPICH, cases)}, rows by side,
+    rows of large blocks, the large-block row lowest against memcpy)."""
+    verdict, geo = [], {}
+    for d in DIRS:
+        rs = [r for r in rows if r["dir"] == d]
+        go, gm = geomean_ci([r["p_ompi"] for r in rs]), geomean_ci([r["p_mpich"] for r in rs])
+        geo[d] = (go, gm, len(rs))
+        verdict.append((f"{d}: geomean >= {TARGET_OMPI}x Open MPI", met(go, TARGET_OMPI), fmt_ci(go)))
+        verdict.append((f"{d}: geomean >= {TARGET_MPICH}x MPICH", met(gm, TARGET_MPICH), fmt_ci(gm)))
+    tally = {k: [r for r in rows if r["vs_faster"] == k] for k in ("faster", "parity", "slower")}
+    verdict.append((f"every case >= the faster MPI engine (no interval below {1 - AA_FLOOR:.2f})",
+                    "yes" if not tally["slower"] else "no",
+                    f"{len(tally['faster'])} faster, {len(tally['parity'])} parity, {len(tally['slower'])} slower "
+                    f"of {len(rows)}"))
+    big = [r for r in rows if r["block"] >= BIG_BLOCK]
+    worst = min(big, key=lambda r: r["p_memcpy"][1])
+    mv = min((met(r["p_memcpy"], MEMCPY_FRACTION) for r in big), key=["no", "within noise", "yes"].index)
+    verdict.append((f">= {MEMCPY_FRACTION:.0%} of memcpy for blocks >= {BIG_BLOCK} B", mv,
+                    f"lowest {worst['case']} {worst['dir']} {fmt_ci(worst['p_memcpy'])}"))
+    return verdict, geo, tally, big, worst
+
+
 def main():
     if len(sys.argv) != 2:
         raise SystemExit("usage: plot_ddt.py OUTDIR")
@@ -160,16 +185,9 @@ def main():
                      f"{r['sluice']:.2f} | {r['ompi']:.2f} | {r['mpich']:.2f} | {r['memcpy']:.2f} | "
                      f"{fmt_ci(r['p_ompi'])} | {fmt_ci(r['p_mpich'])} | {r['vs_faster']} | "
                      f"{fmt_ci(r['p_memcpy'])} |")
-    summary = []
-    verdict = []
-    for d in DIRS:
-        rs = [r for r in rows if r["dir"] == d]
-        go, gm = geomean_ci([r["p_ompi"] for r in rs]), geomean_ci([r["p_mpich"] for r in rs])
-        summary.append(f"- {d}: geometric mean over the {len(rs)} cases of sluice/Open MPI **{fmt_ci(go)}**, "
-                       f"sluice/MPICH **{fmt_ci(gm)}**")
-        verdict.append((f"{d}: geomean >= {TARGET_OMPI}x Open MPI", met(go, TARGET_OMPI), fmt_ci(go)))
-        verdict.append((f"{d}: geomean >= {TARGET_MPICH}x MPICH", met(gm, TARGET_MPICH), fmt_ci(gm)))
-    tally = {k: [r for r in rows if r["vs_faster"] == k] for k in ("faster", "parity", "slower")}
+    verdict, geo, tally, big, worst = targets(rows)
+    summary = [f"- {d}: geometric mean over the {n} cases of sluice/Open MPI **{fmt_ci(go)}**, "
+               f"sluice/MPICH **{fmt_ci(gm)}**" for d, (go, gm, n) in geo.items()]
     summary.append(f"- against the faster MPI engine (both intervals): {len(tally['faster'])} faster, "
                    f"{len(tally['parity'])} at parity (interval not above 1, not below {1 - AA_FLOOR:.2f}), "
                    f"{len(tally['slower'])} slower")
@@ -177,19 +195,10 @@ def main():
         for r in tally[k]:
             summary.append(f"  - {r['case']} {r['dir']} ({k}): Open MPI {fmt_ci(r['p_ompi'], 3)}, "
                            f"MPICH {fmt_ci(r['p_mpich'], 3)}")
-    verdict.append((f"every case >= the faster MPI engine (no interval below {1 - AA_FLOOR:.2f})",
-                    "yes" if not tally["slower"] else "no",
-                    f"{len(tally['faster'])} faster, {len(tally['parity'])} parity, {len(tally['slower'])} slower "
-                    f"of {len(rows)}"))
-    big = [r for r in rows if r["block"] >= BIG_BLOCK]
-    worst = min(big, key=lambda r: r["p_memcpy"][1])
-    mv = min((met(r["p_memcpy"], MEMCPY_FRACTION) for r in big), key=["no", "within noise", "yes"].index)
     summary.append(f"- blocks of {BIG_BLOCK} B or more ({', '.join(sorted({r['case'] for r in big}, key=order.index))}): "
                    f"sluice/memcpy medians {min(r['p_memcpy'][0] for r in big):.2f}-"
                    f"{max(r['p_memcpy'][0] for r in big):.2f}; lowest interval {worst['case']} {worst['dir']} "
                    f"{fmt_ci(worst['p_memcpy'])}")
-    verdict.append((f">= {MEMCPY_FRACTION:.0%} of memcpy for blocks >= {BIG_BLOCK} B", mv,
-                    f"lowest {worst['case']} {worst['dir']} {fmt_ci(worst['p_memcpy'])}"))
     summary.append("")
     summary.append("| target | met | measured (median [95% interval]) |")
     summary.append("|---|---|---|")
