@@ -21,7 +21,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_ddt import AA_FLOOR, DIRS, fmt_ci, side, targets
+from plot_ddt import AA_FLOOR, DIRS, fmt_ci, ratio_panel, side, targets
 from plotlib import read_meta
 
 # summary.csv column stems of the three paired ratios: name -> (median, lo, hi) columns.
@@ -114,16 +114,7 @@ def main():
         return 0
     cases = [c for c, d in order if d == DIRS[0]]
     fig, ax = plt.subplots(figsize=(14, 5))
-    wdt = 0.2
-    marks = [("pack", "p_ompi", "pack / Open MPI", "#ff7f0e", "o"), ("pack", "p_mpich", "pack / MPICH", "#2ca02c", "o"),
-             ("unpack", "p_ompi", "unpack / Open MPI", "#ff7f0e", "s"),
-             ("unpack", "p_mpich", "unpack / MPICH", "#2ca02c", "s")]
-    for i, (d, key, label, color, mk) in enumerate(marks):
-        rs = {r["case"]: r for r in rows if r["dir"] == d}
-        iv = [rs[c][key] for c in cases]
-        ax.errorbar([x + (i - 1.5) * wdt for x in range(len(cases))], [v[0] for v in iv],
-                    yerr=[[v[0] - v[1] for v in iv], [v[2] - v[0] for v in iv]], fmt=mk, color=color,
-                    mfc="white" if d == "unpack" else color, capsize=2, label=label)
+    ratio_panel(ax, rows, cases)
     ax.axhline(1.0, color="black", lw=0.8)
     ax.axhline(1.0 - AA_FLOOR, color="red", lw=0.6, ls="--", label=f"A/A floor {1 - AA_FLOOR:.2f}")
     ax.set_yscale("log")

@@ -123,6 +123,21 @@ def targets(rows):
     return verdict, geo, tally, big, worst
 
 
+def ratio_panel(ax, rows, cases):
+    """Draws sluice's paired ratio against each MPI's engine, pack and unpack, with its interval,
+    per case (the intervals the verdicts are read from)."""
+    wdt = 0.2
+    marks = [("pack", "p_ompi", "pack / Open MPI", "#ff7f0e", "o"), ("pack", "p_mpich", "pack / MPICH", "#2ca02c", "o"),
+             ("unpack", "p_ompi", "unpack / Open MPI", "#ff7f0e", "s"),
+             ("unpack", "p_mpich", "unpack / MPICH", "#2ca02c", "s")]
+    for i, (d, key, label, color, mk) in enumerate(marks):
+        rs = {r["case"]: r for r in rows if r["dir"] == d}
+        iv = [rs[c][key] for c in cases]
+        ax.errorbar([x + (i - 1.5) * wdt for x in range(len(cases))], [v[0] for v in iv],
+                    yerr=[[v[0] - v[1] for v in iv], [v[2] - v[0] for v in iv]], fmt=mk, color=color,
+                    mfc="white" if d == "unpack" else color, capsize=2, label=label)
+
+
 def main():
     if len(sys.argv) != 2:
         raise SystemExit("usage: plot_ddt.py OUTDIR")
@@ -252,15 +267,7 @@ def main():
         ax.set_title(f"{d}: packed bytes per second, median")
     # Paired ratios with their intervals: what the verdicts are read from.
     ax = axes[2]
-    marks = [("pack", "p_ompi", "pack / Open MPI", "#ff7f0e", "o"), ("pack", "p_mpich", "pack / MPICH", "#2ca02c", "o"),
-             ("unpack", "p_ompi", "unpack / Open MPI", "#ff7f0e", "s"),
-             ("unpack", "p_mpich", "unpack / MPICH", "#2ca02c", "s")]
-    for i, (d, key, label, color, mk) in enumerate(marks):
-        rs = {r["case"]: r for r in rows if r["dir"] == d}
-        iv = [rs[c][key] for c in order]
-        ax.errorbar([xi + (i - 1.5) * wdt for xi in x], [v[0] for v in iv],
-                    yerr=[[v[0] - v[1] for v in iv], [v[2] - v[0] for v in iv]], fmt=mk, color=color,
-                    mfc="white" if d == "unpack" else color, capsize=2, label=label)
+    ratio_panel(ax, rows, order)
     ax.axhline(1.0, color="black", lw=0.8)
     ax.set_yscale("log")
     ax.set_ylabel("sluice speed / MPI engine (log)")
