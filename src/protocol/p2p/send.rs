@@ -157,6 +157,10 @@ unsafe fn pipelined_blocking(src: Source<'_>, total: usize, dest: c_int, tag: c_
 unsafe fn pipelined_request(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm: Comm, post: PostFn, request: *mut Req) -> c_int {
     // SAFETY: forwarded contract.
     let (rc, req) = unsafe { pipeline::send::start(src, total, dest, tag, comm, post) };
+    if rc == errclass::SUCCESS && !crate::ffi::is_shared_request(req) && pipeline::track::holds(req) {
+        // See `track::arm`: a diagnostic for the flaky p2p_conf_threads failure.
+        log::error!("send request {:#x} has the handle of a live tracked receive", crate::ffi::request_key(req));
+    }
     if rc == errclass::SUCCESS {
         // SAFETY: the application's non-null output pointer.
         unsafe { *request = req };
