@@ -85,7 +85,8 @@ pub fn request_key(r: mpi::MPI_Request) -> usize {
 /// already complete request for operations that finished inside the call (MPICH's builtin
 /// requests, e.g. 0x6c000001 for every eager send that completed at once, 0x6c000002 for
 /// receives from `MPI_PROC_NULL`; Open MPI's `ompi_request_empty`). Such a handle names no
-/// single operation, so tables keyed by handle must not hold it (measured: `tests/c/p2p_engine.c`).
+/// single operation, so tables keyed by handle must not hold it (measured with both MPIs;
+/// `tests/c/p2p_conf_probe.c`, "two receives in flight", failed on such shared placeholders).
 #[inline]
 pub fn is_shared_request(r: mpi::MPI_Request) -> bool {
     #[cfg(sluice_mpi = "openmpi")]

@@ -6,7 +6,7 @@
 //! `MPI_PROC_NULL` will not do: both MPIs hand out one shared handle for those (MPICH's builtin
 //! 0x6c000002, Open MPI's `ompi_request_empty`), so two served receives in flight would share a
 //! handle, and sluice's tables, keyed by handle, would mix their transfers up (measured:
-//! `tests/c/p2p_conf_probe.c`, "two served receives"). A generalized request also keeps the
+//! `tests/c/p2p_conf_probe.c`, "two receives in flight"). A generalized request also keeps the
 //! application's view exact: `MPI_Test` says "not yet" until the data is there, and
 //! `MPI_Cancel` of a matched receive does nothing, as MPI requires.
 

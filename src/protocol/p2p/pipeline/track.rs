@@ -484,8 +484,8 @@ pub unsafe fn wait(request: *mut Req, status: *mut Status, inner: impl FnOnce(*m
     if fin.is_empty() {
         let rc = inner(request, stp);
         // Only a first message M0 has exactly S* bytes, and a receive that can get one is
-        // tracked. Seen once under MPICH with threads (a CI run of p2p_conf_threads), not
-        // reproduced: say so loudly, naming the request, should it happen again.
+        // tracked: say so loudly, naming the request (a diagnostic for the open flaky failure,
+        // docs/protocol.md "Known flaky failure").
         // SAFETY: the status the MPI filled.
         if rc == errclass::SUCCESS && unsafe { received_bytes(stp) } == reserved() {
             log::error!(
