@@ -671,7 +671,7 @@ pub unsafe fn waitall(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_
     // SAFETY: the application's array of `count` requests.
     let rs = unsafe { requests(reqs, count) };
     // SAFETY: forwarded contract.
-    unsafe { track::all(rs, std::ptr::null_mut(), statuses, true, |st| waitall_mpi(count, reqs, st)) }
+    unsafe { track::all(rs, std::ptr::null_mut(), statuses, true, |r, st| waitall_mpi(count, r, st)) }
 }
 
 /// `MPI_Testall`.
@@ -687,7 +687,7 @@ pub unsafe fn testall(count: c_int, reqs: *mut Req, flag: *mut c_int, statuses: 
     // SAFETY: the application's array of `count` requests.
     let rs = unsafe { requests(reqs, count) };
     // SAFETY: forwarded contract.
-    unsafe { track::all(rs, flag, statuses, false, |st| testall_mpi(count, reqs, flag, st)) }
+    unsafe { track::all(rs, flag, statuses, false, |r, st| testall_mpi(count, r, flag, st)) }
 }
 
 /// `MPI_Waitany` / `MPI_Testany` with pipelined receives among the requests.
@@ -705,9 +705,9 @@ unsafe fn any_tracked(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mu
         let i = unsafe { *index };
         (rc, Some(if f != 0 && i >= 0 { vec![i as usize] } else { Vec::new() }))
     };
-    let blocking = || {
-        // SAFETY: forwarded contract (nothing hidden).
-        let rc = unsafe { waitany_mpi(count, reqs, index, status) };
+    let blocking = |r: *mut Req| {
+        // SAFETY: forwarded contract (nothing hidden); `r` is the application's array.
+        let rc = unsafe { waitany_mpi(count, r, index, status) };
         // SAFETY: the MPI wrote the index.
         let i = unsafe { *index };
         (rc, Some(if i >= 0 { vec![i as usize] } else { Vec::new() }))
@@ -803,8 +803,8 @@ unsafe fn some_tracked(
         // SAFETY: a copy of the application's array; the outputs are the application's.
         read(unsafe { testsome_mpi(incount, copy.as_mut_ptr(), outcount, indices, statuses) })
     };
-    // SAFETY: forwarded contract (nothing hidden).
-    let blocking = || read(unsafe { waitsome_mpi(incount, reqs, outcount, indices, statuses) });
+    // SAFETY: forwarded contract (nothing hidden); `r` is the application's array.
+    let blocking = |r: *mut Req| read(unsafe { waitsome_mpi(incount, r, outcount, indices, statuses) });
     // SAFETY: the application's output.
     let none = || unsafe { *outcount = 0 };
     let own = |done: &[usize]| {

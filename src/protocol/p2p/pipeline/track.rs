@@ -571,7 +571,7 @@ pub unsafe fn all(
     flag: *mut c_int,
     statuses: *mut Status,
     wait: bool,
-    inner: impl FnOnce(*mut Status) -> c_int,
+    inner: impl FnOnce(*mut Req, *mut Status) -> c_int,
 ) -> c_int {
     let fin = loop {
         progress_all();
@@ -587,7 +587,10 @@ pub unsafe fn all(
         }
     };
     let before = reqs.to_vec();
-    let rc = inner(statuses);
+    // The MPI writes the handles through a pointer derived from `reqs`: a separate raw pointer
+    // to the array would let the compiler keep the handles it read before the call (`reqs` is
+    // a unique borrow), and settle would see completed requests as live.
+    let rc = inner(reqs.as_mut_ptr(), statuses);
     // SAFETY: the MPI wrote the flag (Testall).
     let f = wait || unsafe { *flag } != 0;
     let t = settle(fin, &before, reqs, |_| f, |i| i, statuses, false);
@@ -598,7 +601,8 @@ pub unsafe fn all(
 /// `MPI_Waitany`/`MPI_Testany` (`some == false`) or `MPI_Waitsome`/`MPI_Testsome` with tracked
 /// receives among `reqs`. `masked(copy, statuses)` runs the MPI's *test* call on a copy of the
 /// array in which hidden requests are `MPI_REQUEST_NULL` and returns (code, completed indices);
-/// `blocking(statuses)` runs the application's call on the real array once nothing is hidden;
+/// `blocking(array)` runs the application's call on the real array (a pointer derived from
+/// `reqs`) once nothing is hidden;
 /// `report_own(indices)` writes the call's index/outcount outputs for requests sluice completes
 /// itself (persistent receives served from the stash: the MPI skips them as inactive).
 ///
@@ -611,7 +615,7 @@ pub unsafe fn any_or_some(
     statuses: *mut Status,
     single_status: bool,
     mut masked: impl FnMut(&mut [Req]) -> (c_int, Option<Vec<usize>>),
-    blocking: impl FnOnce() -> (c_int, Option<Vec<usize>>),
+    blocking: impl FnOnce(*mut Req) -> (c_int, Option<Vec<usize>>),
     report_none: impl FnOnce(),
     report_own: impl FnOnce(&[usize]),
 ) -> c_int {
@@ -635,7 +639,8 @@ pub unsafe fn any_or_some(
             return finish_some(errclass::SUCCESS, &t, single_status, statuses, own.len());
         }
         if hidden.is_empty() && wait {
-            let (rc, done) = blocking();
+            // Through `reqs` itself, as in [`all`].
+            let (rc, done) = blocking(reqs.as_mut_ptr());
             let done = done.unwrap_or_default();
             let t = settle(fin, &before, reqs, |i| done.contains(&i), |i| pos_in(&done, i), statuses, single_status);
             return finish_some(rc, &t, single_status, statuses, done.len());
