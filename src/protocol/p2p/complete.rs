@@ -102,6 +102,13 @@ unsafe fn entry_code(rc: c_int, st: *const Status) -> c_int {
     }
 }
 
+/// An empty or missing request array: no tracked request can be in it, and the MPI must see
+/// the application's own pointer and count (the track layer passes the array on through its
+/// slice, whose pointer is dangling when empty) to report a bad argument as it would.
+fn no_array(reqs: *mut Req, n: c_int) -> bool {
+    reqs.is_null() || n <= 0
+}
+
 /// Slice view of the application's request array.
 ///
 /// # Safety
@@ -663,7 +670,7 @@ pub unsafe fn request_free(request: *mut Req) -> c_int {
 /// # Safety
 /// As `MPI_Waitall`.
 pub unsafe fn waitall(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_int {
-    if !track::any() {
+    if !track::any() || no_array(reqs, count) {
         super::pipeline::send::progress();
         // SAFETY: forwarded contract.
         return unsafe { waitall_mpi(count, reqs, statuses) };
@@ -679,7 +686,7 @@ pub unsafe fn waitall(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_
 /// # Safety
 /// As `MPI_Testall`.
 pub unsafe fn testall(count: c_int, reqs: *mut Req, flag: *mut c_int, statuses: *mut Status) -> c_int {
-    if !track::any() || flag.is_null() {
+    if !track::any() || flag.is_null() || no_array(reqs, count) {
         super::pipeline::send::progress();
         // SAFETY: forwarded contract.
         return unsafe { testall_mpi(count, reqs, flag, statuses) };
@@ -744,7 +751,7 @@ unsafe fn any_tracked(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mu
 /// # Safety
 /// As `MPI_Waitany`.
 pub unsafe fn waitany(count: c_int, reqs: *mut Req, index: *mut c_int, status: *mut Status) -> c_int {
-    if !track::any() || index.is_null() {
+    if !track::any() || index.is_null() || no_array(reqs, count) {
         super::pipeline::send::progress();
         // SAFETY: forwarded contract.
         return unsafe { waitany_mpi(count, reqs, index, status) };
@@ -758,7 +765,7 @@ pub unsafe fn waitany(count: c_int, reqs: *mut Req, index: *mut c_int, status: *
 /// # Safety
 /// As `MPI_Testany`.
 pub unsafe fn testany(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mut c_int, status: *mut Status) -> c_int {
-    if !track::any() || index.is_null() || flag.is_null() {
+    if !track::any() || index.is_null() || flag.is_null() || no_array(reqs, count) {
         super::pipeline::send::progress();
         // SAFETY: forwarded contract.
         return unsafe { testany_mpi(count, reqs, index, flag, status) };
@@ -825,7 +832,7 @@ unsafe fn some_tracked(
 /// # Safety
 /// As `MPI_Waitsome`.
 pub unsafe fn waitsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
-    if !track::any() || outcount.is_null() || indices.is_null() {
+    if !track::any() || outcount.is_null() || indices.is_null() || no_array(reqs, incount) {
         super::pipeline::send::progress();
         // SAFETY: forwarded contract.
         return unsafe { waitsome_mpi(incount, reqs, outcount, indices, statuses) };
@@ -839,7 +846,7 @@ pub unsafe fn waitsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, ind
 /// # Safety
 /// As `MPI_Testsome`.
 pub unsafe fn testsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
-    if !track::any() || outcount.is_null() || indices.is_null() {
+    if !track::any() || outcount.is_null() || indices.is_null() || no_array(reqs, incount) {
         super::pipeline::send::progress();
         // SAFETY: forwarded contract.
         return unsafe { testsome_mpi(incount, reqs, outcount, indices, statuses) };

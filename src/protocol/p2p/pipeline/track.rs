@@ -479,23 +479,11 @@ pub unsafe fn wait(request: *mut Req, status: *mut Status, inner: impl FnOnce(*m
             break fin;
         }
     };
+    if fin.is_empty() {
+        return inner(request, status);
+    }
     let mut local = blank_status();
     let stp = crate::protocol::p2p::status_or(status, &mut local);
-    if fin.is_empty() {
-        let rc = inner(request, stp);
-        // Only a first message M0 has exactly S* bytes, and a receive that can get one is
-        // tracked: say so loudly, naming the request (a diagnostic for the open flaky failure,
-        // docs/protocol.md "Known flaky failure").
-        // SAFETY: the status the MPI filled.
-        if rc == errclass::SUCCESS && unsafe { received_bytes(stp) } == reserved() {
-            log::error!(
-                "MPI_Wait completed request {:#x} with exactly S* = {} bytes, but no pipelined receive was tracked under it",
-                request_key(r),
-                reserved()
-            );
-        }
-        return rc;
-    }
     let rc = inner(request, stp);
     // SAFETY: as above.
     let now = [unsafe { *request }];
