@@ -6,7 +6,7 @@
 
 use super::interp;
 use super::ir::DataLoop;
-use super::kernel::{self, Isa, Kernel, Stores};
+use super::kernel::{self, Isa, Kernel, Prefetch, Stores};
 use super::normalize::normalize;
 
 /// Source of [`CompiledType::id`].
@@ -21,6 +21,8 @@ pub struct CompiledType {
     isa: Isa,
     /// Unpack stores when set (benchmarks); else chosen per operation by its size.
     stores: Option<Stores>,
+    /// How strided rows prefetch: this CPU family's policy, detected once per process.
+    prefetch: Prefetch,
     id: u64,
 }
 
@@ -30,7 +32,7 @@ impl CompiledType {
         let dl = normalize(dl);
         let kernel = kernel::compile(&dl);
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        CompiledType { dl, kernel, isa: Isa::host(), stores: None, id }
+        CompiledType { dl, kernel, isa: Isa::host(), stores: None, prefetch: Prefetch::host(), id }
     }
 
     /// A process-unique id, never reused: the key of this type's checkpoint tables
@@ -45,6 +47,19 @@ impl CompiledType {
         assert!(Isa::available().contains(&isa), "this CPU does not run {isa:?}");
         self.isa = isa;
         self
+    }
+
+    /// The same type prefetching as `prefetch` says instead of this CPU's policy (benchmarks
+    /// compare policies with it). Panics when this CPU does not run `prefetch`.
+    pub fn with_prefetch(mut self, prefetch: Prefetch) -> Self {
+        assert!(Prefetch::available().contains(&prefetch), "this CPU does not run {prefetch:?}");
+        self.prefetch = prefetch;
+        self
+    }
+
+    /// The prefetch policy the kernel runs with.
+    pub fn prefetch(&self) -> Prefetch {
+        self.prefetch
     }
 
     /// The same type unpacking with `stores` whatever the size (benchmarks compare them).
@@ -94,7 +109,7 @@ impl CompiledType {
         }
         // SAFETY: forwarded contract; `out` holds the `n` stream bytes (checked above); `isa` is
         // this CPU's (detected in `new`). The kernel only reads through `src` when packing.
-        unsafe { self.kernel.run::<true>(self.isa, Stores::Cached, &self.dl, src.cast_mut(), count, out.as_mut_ptr()) }
+        unsafe { self.kernel.run::<true>(self.isa, Stores::Cached, self.prefetch, &self.dl, src.cast_mut(), count, out.as_mut_ptr()) }
     }
 
     /// Unpacks `input[..count * size]` into `count` elements at `dst`.
@@ -112,7 +127,7 @@ impl CompiledType {
         // SAFETY: forwarded contract; `input` holds the `n` stream bytes (checked above); `isa` is
         // this CPU's (detected in `new`). The kernel only reads through the buffer pointer
         // when unpacking.
-        unsafe { self.kernel.run::<false>(self.isa, self.unpack_stores(count), &self.dl, dst, count, input.as_ptr().cast_mut()) }
+        unsafe { self.kernel.run::<false>(self.isa, self.unpack_stores(count), self.prefetch, &self.dl, dst, count, input.as_ptr().cast_mut()) }
     }
 
     /// Packs stream bytes `[first, last)` of `count` elements at `src` into `out[..last - first]`
@@ -125,7 +140,7 @@ impl CompiledType {
         assert!(out.len() >= last - first, "output too short");
         // SAFETY: forwarded contract; `out` holds the range (checked above); `isa` is this
         // CPU's. The kernel only reads through `src` when packing.
-        unsafe { self.kernel.run_range::<true>(self.isa, Stores::Cached, &self.dl, src.cast_mut(), count, first, last, out.as_mut_ptr()) }
+        unsafe { self.kernel.run_range::<true>(self.isa, Stores::Cached, self.prefetch, &self.dl, src.cast_mut(), count, first, last, out.as_mut_ptr()) }
     }
 
     /// Unpacks `input[..last - first]`, stream bytes `[first, last)` of `count` elements, into
@@ -142,6 +157,7 @@ impl CompiledType {
             self.kernel.run_range::<false>(
                 self.isa,
                 self.unpack_stores(count),
+                self.prefetch,
                 &self.dl,
                 dst,
                 count,

@@ -14,8 +14,10 @@
 //!
 //! Usage: sluice-ddt-bench [--csv FILE] [--case-ms MS] [--max-ms MS] [--tol FRACTION]
 //!                         [--warm-us US] [--sample-us US] [--cases a,b,...] [--portable] [--aa]
+//!                         [--prefetch read|write|off]
 //! (`--portable`: run sluice's kernels at the baseline instruction-set level instead of the
-//! best one this CPU has, to compare the two. `--aa`: the "sluice" operations call the MPI's
+//! best one this CPU has, to compare the two. `--prefetch`: run them with that prefetch policy
+//! instead of this CPU's (`Prefetch::host`). `--aa`: the "sluice" operations call the MPI's
 //! engine as well, which shows how far two identical engines measure apart.)
 //!
 //! The regime is a warm one, the same for every engine: before each sample an operation runs
@@ -34,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use sluice::datatype::compiled::CompiledType;
 use sluice::datatype::decode::decode;
-use sluice::datatype::kernel::Isa;
+use sluice::datatype::kernel::{Isa, Prefetch};
 use sluice::ffi::consts as k;
 use sluice::ffi::mpi::{self, MPI_Aint, MPI_Datatype};
 use sluice::ffi::FLAVOR;
@@ -329,7 +331,7 @@ struct Budget {
 
 /// `aa`: the "sluice" operations call the MPI's engine too (an A/A run: what the method
 /// measures between two identical engines).
-fn run_case(name: &str, budget: &Budget, portable: bool, aa: bool) -> Row {
+fn run_case(name: &str, budget: &Budget, portable: bool, prefetch: Prefetch, aa: bool) -> Row {
     let (t, count) = build(name);
     let dl = match decode(t) {
         Ok(dl) => dl,
@@ -338,7 +340,7 @@ fn run_case(name: &str, budget: &Budget, portable: bool, aa: bool) -> Row {
             std::process::exit(1);
         }
     };
-    let mut ct = CompiledType::new(&dl);
+    let mut ct = CompiledType::new(&dl).with_prefetch(prefetch);
     if portable {
         ct = ct.with_isa(Isa::Portable);
     }
@@ -493,6 +495,7 @@ fn main() -> ExitCode {
     let mut sample_us = 2000u64;
     let mut cases: Vec<String> = CASES.iter().map(|s| s.to_string()).collect();
     let mut portable = false;
+    let mut prefetch = Prefetch::host();
     let mut aa = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -506,11 +509,18 @@ fn main() -> ExitCode {
             "--sample-us" => sample_us = val().parse().expect("--sample-us: integer"),
             "--cases" => cases = val().split(',').map(str::to_string).collect(),
             "--portable" => portable = true,
+            "--prefetch" => match Prefetch::parse(&val()) {
+                Some(p) if Prefetch::available().contains(&p) => prefetch = p,
+                _ => {
+                    eprintln!("sluice-ddt-bench: --prefetch: one of {:?} (lower case)", Prefetch::available());
+                    return ExitCode::from(2);
+                }
+            },
             "--aa" => aa = true,
             "-h" | "--help" => {
                 println!(
                     "Usage: sluice-ddt-bench [--csv FILE] [--case-ms MS] [--max-ms MS] [--tol FRACTION] \
-                     [--warm-us US] [--sample-us US] [--cases a,b,...] [--portable] [--aa]"
+                     [--warm-us US] [--sample-us US] [--cases a,b,...] [--portable] [--aa] [--prefetch read|write|off]"
                 );
                 return ExitCode::SUCCESS;
             }
@@ -524,7 +534,7 @@ fn main() -> ExitCode {
     ok(unsafe { mpi::PMPI_Init(null_mut(), null_mut()) }, "MPI_Init");
     let isa = if portable { Isa::Portable } else { Isa::host() };
     println!(
-        "# sluice-ddt-bench, MPI flavor {FLAVOR}, sluice kernels at {isa:?}{}; GB/s of packed bytes, median (best); \
+        "# sluice-ddt-bench, MPI flavor {FLAVOR}, sluice kernels at {isa:?}, prefetch {prefetch:?}{}; GB/s of packed bytes, median (best); \
          s/mpi, s/mcp: sluice's speed over the MPI's and memcpy's, median of the paired rounds [95% interval]",
         if aa { " (A/A run: the sluice columns are the MPI's engine too)" } else { "" }
     );
@@ -541,7 +551,7 @@ fn main() -> ExitCode {
     };
     let mut rows = vec![];
     for c in &cases {
-        let mut row = run_case(c, &budget, portable, aa);
+        let mut row = run_case(c, &budget, portable, prefetch, aa);
         // A case whose intervals against the MPI are still wider than the tolerance at the end
         // of its budget ran through a disturbed stretch (another program's burst on the shared
         // cores): it is measured once more, and the second measurement is kept whatever it
@@ -553,7 +563,7 @@ fn main() -> ExitCode {
                 budget.max.as_millis(),
                 budget.tol * 100.0
             );
-            row = run_case(c, &budget, portable, aa);
+            row = run_case(c, &budget, portable, prefetch, aa);
         }
         let g = |d: &str, e: &str| row.results.iter().find(|r| r.engine == e && r.dir == d).unwrap();
         let f = |m: &Measured| format!("{:.2} ({:.2})", m.median_gbs, m.best_gbs);

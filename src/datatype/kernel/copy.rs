@@ -65,28 +65,3 @@ pub(super) unsafe fn xfer<const N: usize, const PACK: bool>(mem: *mut u8, buf: *
         }
     }
 }
-
-/// Asks the cache for the line holding `p`, for reading.
-#[inline(always)]
-pub(super) fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint: it never faults and has no architectural effect,
-    // whatever the address (SSE, which provides it, is part of the x86_64 baseline).
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
-/// Asks L2 (not L1) for the line holding `p`, for reading.
-#[inline(always)]
-pub(super) fn prefetch_l2(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: as in [`prefetch`].
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T2 }>(p.cast())
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}

@@ -8,7 +8,7 @@ use super::copy::xfer;
 use super::isa::{Isa, Portable};
 use super::small_runs::SMALL_RUNS_TILE;
 use super::stores::{fence, Stores};
-use super::{Kernel, Level, Strided};
+use super::{Kernel, Level, Prefetch, Strided, Tactics};
 use crate::datatype::interp;
 use crate::datatype::ir::DataLoop;
 
@@ -46,7 +46,7 @@ pub(super) trait Entries {
         levels: &[Level],
         block: usize,
         buf: *mut u8,
-        nt: bool,
+        t: Tactics,
     ) -> *mut u8;
     /// [`super::strided::table`].
     ///
@@ -58,7 +58,7 @@ pub(super) trait Entries {
         displs: &[i64],
         inner: &Strided,
         buf: *mut u8,
-        nt: bool,
+        t: Tactics,
     ) -> *mut u8;
     /// [`super::small_runs::column`].
     ///
@@ -73,20 +73,20 @@ macro_rules! entries {
     ($m:ident, $level:ty $(, $feat:literal)?) => {
         mod $m {
             use super::super::{small_runs, strided};
-            use super::super::{Level, Strided};
+            use super::super::{Level, Strided, Tactics};
 
             $(#[target_feature(enable = $feat)])?
             #[inline(never)]
-            pub(super) unsafe fn strided<const N: usize, const PACK: bool>(mem: *mut u8, off: i64, levels: &[Level], block: usize, buf: *mut u8, nt: bool) -> *mut u8 {
+            pub(super) unsafe fn strided<const N: usize, const PACK: bool>(mem: *mut u8, off: i64, levels: &[Level], block: usize, buf: *mut u8, t: Tactics) -> *mut u8 {
                 // SAFETY: forwarded contract.
-                unsafe { strided::strided::<$level, N, PACK>(mem, off, levels, block, buf, nt) }
+                unsafe { strided::strided::<$level, N, PACK>(mem, off, levels, block, buf, t) }
             }
 
             $(#[target_feature(enable = $feat)])?
             #[inline(never)]
-            pub(super) unsafe fn table<const N: usize, const PACK: bool>(mem: *mut u8, base: i64, displs: &[i64], inner: &Strided, buf: *mut u8, nt: bool) -> *mut u8 {
+            pub(super) unsafe fn table<const N: usize, const PACK: bool>(mem: *mut u8, base: i64, displs: &[i64], inner: &Strided, buf: *mut u8, t: Tactics) -> *mut u8 {
                 // SAFETY: forwarded contract.
-                unsafe { strided::table::<$level, N, PACK>(mem, base, displs, inner, buf, nt) }
+                unsafe { strided::table::<$level, N, PACK>(mem, base, displs, inner, buf, t) }
             }
 
             $(#[target_feature(enable = $feat)])?
@@ -99,14 +99,14 @@ macro_rules! entries {
 
         impl Entries for $level {
             #[inline(always)]
-            unsafe fn strided<const N: usize, const PACK: bool>(mem: *mut u8, off: i64, levels: &[Level], block: usize, buf: *mut u8, nt: bool) -> *mut u8 {
+            unsafe fn strided<const N: usize, const PACK: bool>(mem: *mut u8, off: i64, levels: &[Level], block: usize, buf: *mut u8, t: Tactics) -> *mut u8 {
                 // SAFETY: forwarded contract.
-                unsafe { $m::strided::<N, PACK>(mem, off, levels, block, buf, nt) }
+                unsafe { $m::strided::<N, PACK>(mem, off, levels, block, buf, t) }
             }
             #[inline(always)]
-            unsafe fn table<const N: usize, const PACK: bool>(mem: *mut u8, base: i64, displs: &[i64], inner: &Strided, buf: *mut u8, nt: bool) -> *mut u8 {
+            unsafe fn table<const N: usize, const PACK: bool>(mem: *mut u8, base: i64, displs: &[i64], inner: &Strided, buf: *mut u8, t: Tactics) -> *mut u8 {
                 // SAFETY: forwarded contract.
-                unsafe { $m::table::<N, PACK>(mem, base, displs, inner, buf, nt) }
+                unsafe { $m::table::<N, PACK>(mem, base, displs, inner, buf, t) }
             }
             #[inline(always)]
             unsafe fn column<const N: usize, const PACK: bool>(mem: *mut u8, buf: *mut u8, n: usize, ext: i64, size: usize) {
@@ -124,34 +124,45 @@ entries!(avx2, crate::datatype::kernel::isa::Avx2, "avx2");
 impl Kernel {
     /// Moves the `count * dl.size` stream bytes of `count` elements between `mem` and `buf`
     /// (`PACK`: memory to buffer) with the loops compiled for `isa`, unpacking with `stores`
-    /// (ignored when packing). `dl` is the type this kernel was compiled from.
+    /// (ignored when packing), prefetching as `prefetch` says. `dl` is the type this kernel was
+    /// compiled from.
     ///
     /// # Safety
     /// Every byte the typemap of the `count` elements addresses relative to `mem` valid for the
     /// access; `buf` valid for `count * dl.size` bytes; the two do not overlap; the CPU runs
-    /// `isa` (one of [`Isa::available`]).
-    pub unsafe fn run<const PACK: bool>(&self, isa: Isa, stores: Stores, dl: &DataLoop, mem: *mut u8, count: usize, buf: *mut u8) {
-        let nt = !PACK && stores == Stores::Streaming;
+    /// `isa` (one of [`Isa::available`]) and `prefetch` (one of [`Prefetch::available`]).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn run<const PACK: bool>(
+        &self,
+        isa: Isa,
+        stores: Stores,
+        prefetch: Prefetch,
+        dl: &DataLoop,
+        mem: *mut u8,
+        count: usize,
+        buf: *mut u8,
+    ) {
+        let t = Tactics { nt: !PACK && stores == Stores::Streaming, prefetch };
         // SAFETY: caller's contract, including that the CPU has the level's features.
         unsafe {
             match isa {
-                Isa::Portable => body::<Portable, PACK>(self, dl, mem, count, buf, nt),
+                Isa::Portable => body::<Portable, PACK>(self, dl, mem, count, buf, t),
                 #[cfg(target_arch = "x86_64")]
-                Isa::Avx2 => body::<super::isa::Avx2, PACK>(self, dl, mem, count, buf, nt),
+                Isa::Avx2 => body::<super::isa::Avx2, PACK>(self, dl, mem, count, buf, t),
             }
         }
-        if nt {
+        if t.nt {
             fence();
         }
     }
 }
 
-/// The kernel loops for `count` elements; see [`Kernel::run`] (`nt`: streaming stores, the
+/// The kernel loops for `count` elements; see [`Kernel::run`] (`t.nt`: streaming stores, the
 /// caller fences).
 ///
 /// # Safety
 /// As [`Kernel::run`]; the CPU runs `S`'s level.
-pub(super) unsafe fn body<S: Entries, const PACK: bool>(k: &Kernel, dl: &DataLoop, mem: *mut u8, count: usize, buf: *mut u8, nt: bool) {
+pub(super) unsafe fn body<S: Entries, const PACK: bool>(k: &Kernel, dl: &DataLoop, mem: *mut u8, count: usize, buf: *mut u8, t: Tactics) {
     if count == 0 || dl.size == 0 {
         return;
     }
@@ -162,19 +173,19 @@ pub(super) unsafe fn body<S: Entries, const PACK: bool>(k: &Kernel, dl: &DataLoo
         match k {
             Kernel::Strided(s) => match s.for_count(count, ext) {
                 Some(s) => {
-                    by_block!(s.block, S::strided, PACK, (mem, s.off, s.levels(), s.block, buf, nt));
+                    by_block!(s.block, S::strided, PACK, (mem, s.off, s.levels(), s.block, buf, t));
                 }
                 None => {
                     let mut q = buf;
                     for k in 0..count {
-                        q = by_block!(s.block, S::strided, PACK, (mem, s.off + k as i64 * ext, s.levels(), s.block, q, nt));
+                        q = by_block!(s.block, S::strided, PACK, (mem, s.off + k as i64 * ext, s.levels(), s.block, q, t));
                     }
                 }
             },
             Kernel::BlockIndexed { displs, inner } => {
                 let mut q = buf;
                 for k in 0..count {
-                    q = by_block!(inner.block, S::table, PACK, (mem, k as i64 * ext, displs, inner, q, nt));
+                    q = by_block!(inner.block, S::table, PACK, (mem, k as i64 * ext, displs, inner, q, t));
                 }
             }
             Kernel::Indexed { runs, .. } => {

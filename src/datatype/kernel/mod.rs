@@ -8,8 +8,8 @@
 //!   outermost one when they tile (contiguous-extent elements fold into a bigger stride loop).
 //!   Two levels where each element is a column (outer level steps through adjacent blocks,
 //!   inner stride >= 1 KiB, like an FFT transpose) run in tiles that read a line at a time.
-//!   Rows with strides of 128 B to 4 KiB prefetch ahead (48 blocks into L1 for dense rows of
-//!   blocks under 256 B, or 96 into L2 for sparse rows). Rows of 16-byte blocks under 128 B
+//!   Rows prefetch ahead as the CPU family's [`Prefetch`] policy says (`prefetch.rs`: read
+//!   prefetches on AMD, write-intent ones for unpack only on Intel). Rows of 16-byte blocks under 128 B
 //!   apart, and 8-byte blocks 16 bytes apart when packed, move with 8-byte accesses on the
 //!   strided side (`split.rs`).
 //! - [`Kernel::BlockIndexed`]: an offset table, each entry the origin of a strided kernel.
@@ -31,7 +31,8 @@
 //! AVX2 on x86_64, chosen at run time per type) and direction. Every kernel also runs any byte
 //! range of the stream ([`Kernel::run_range`]), and large unpacks stream whole lines past the
 //! cache ([`Stores`]). Files: `strided.rs` (strided and block-indexed), `transpose.rs`,
-//! `small_runs.rs`, `split.rs` (8- and 16-byte rows), `copy.rs` (block moves, prefetch),
+//! `small_runs.rs`, `split.rs` (8- and 16-byte rows), `copy.rs` (block moves), `prefetch.rs`
+//! (prefetch policies),
 //! `stores.rs` (streaming stores), `isa.rs` (levels and their vector paths), `exec.rs` ([`Kernel::run`], the per-level entry
 //! points), `range.rs` (range kernels), `tests.rs` (every kernel, level and store kind against
 //! the interpreter, whole and in ranges).
@@ -39,6 +40,7 @@
 mod copy;
 mod exec;
 mod isa;
+mod prefetch;
 mod range;
 mod small_runs;
 mod split;
@@ -49,12 +51,21 @@ mod tests;
 mod transpose;
 
 pub use isa::Isa;
+pub use prefetch::Prefetch;
 pub use small_runs::MOVE_WIDTHS;
 pub use stores::Stores;
 
 use super::interp;
 use super::ir::{DataLoop, Kind};
 use small_runs::small_runs;
+
+/// How one kernel call runs beyond its loops: whether unpack streams whole lines past the cache
+/// ([`Stores`]) and how strided rows prefetch ([`Prefetch`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Tactics {
+    pub nt: bool,
+    pub prefetch: Prefetch,
+}
 
 /// Most `(offset, len)` runs per element the [`Kernel::Indexed`] table holds (16 B each).
 pub const MAX_RUNS: usize = 1 << 16;

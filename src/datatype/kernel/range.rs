@@ -17,7 +17,7 @@ use super::copy::xfer;
 use super::exec::{body, by_block, Entries};
 use super::isa::Portable;
 use super::stores::{fence, Stores};
-use super::{Kernel, Level, Strided, MAX_LEVELS};
+use super::{Kernel, Level, Strided, Tactics, MAX_LEVELS};
 use crate::datatype::interp;
 use crate::datatype::ir::DataLoop;
 
@@ -29,18 +29,21 @@ impl Kernel {
 
     /// Moves stream bytes `[first, last)` of `count` elements between `mem` and `buf` (`buf`
     /// holds the `last - first` bytes; `PACK`: memory to buffer) with the loops compiled for
-    /// `isa`, unpacking with `stores`. `dl` is the type this kernel was compiled from. The bytes
+    /// `isa`, unpacking with `stores`, prefetching as `prefetch` says. `dl` is the type this
+    /// kernel was compiled from. The bytes
     /// moved and their order are those of [`Kernel::run`] restricted to the range.
     ///
     /// # Safety
     /// `first <= last <= count * dl.size`; every byte the typemap of the `count` elements
     /// addresses relative to `mem` valid for the access; `buf` valid for `last - first` bytes;
-    /// the two do not overlap; the CPU runs `isa` (one of [`super::Isa::available`]).
+    /// the two do not overlap; the CPU runs `isa` (one of [`super::Isa::available`]) and
+    /// `prefetch` (one of [`super::Prefetch::available`]).
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn run_range<const PACK: bool>(
         &self,
         isa: super::Isa,
         stores: Stores,
+        prefetch: super::Prefetch,
         dl: &DataLoop,
         mem: *mut u8,
         count: usize,
@@ -52,22 +55,22 @@ impl Kernel {
         if first == last {
             return;
         }
-        let nt = !PACK && stores == Stores::Streaming;
+        let t = Tactics { nt: !PACK && stores == Stores::Streaming, prefetch };
         // SAFETY: caller's contract, including that the CPU has the level's features.
         unsafe {
             match isa {
-                super::Isa::Portable => range_body::<Portable, PACK>(self, dl, mem, count, first, last, buf, nt),
+                super::Isa::Portable => range_body::<Portable, PACK>(self, dl, mem, count, first, last, buf, t),
                 #[cfg(target_arch = "x86_64")]
-                super::Isa::Avx2 => range_body::<super::isa::Avx2, PACK>(self, dl, mem, count, first, last, buf, nt),
+                super::Isa::Avx2 => range_body::<super::isa::Avx2, PACK>(self, dl, mem, count, first, last, buf, t),
             }
         }
-        if nt {
+        if t.nt {
             fence();
         }
     }
 }
 
-/// See [`Kernel::run_range`] (`first < last`; `nt`: streaming stores, the caller fences).
+/// See [`Kernel::run_range`] (`first < last`; `t.nt`: streaming stores, the caller fences).
 ///
 /// # Safety
 /// As [`Kernel::run_range`]; the CPU runs `S`'s level.
@@ -80,7 +83,7 @@ unsafe fn range_body<S: Entries, const PACK: bool>(
     first: usize,
     last: usize,
     buf: *mut u8,
-    nt: bool,
+    t: Tactics,
 ) {
     let ext = dl.extent;
     // SAFETY: (all calls) each visits exactly the typemap blocks of stream bytes
@@ -89,9 +92,9 @@ unsafe fn range_body<S: Entries, const PACK: bool>(
         match k {
             Kernel::Strided(s) => {
                 let nest = Nest::of(s, count, ext);
-                nest_range::<S, PACK>(mem, nest.off, nest.levels(), nest.block, first, last, buf, nt);
+                nest_range::<S, PACK>(mem, nest.off, nest.levels(), nest.block, first, last, buf, t);
             }
-            Kernel::BlockIndexed { displs, inner } => block_indexed::<S, PACK>(mem, dl, displs, inner, first, last, buf, nt),
+            Kernel::BlockIndexed { displs, inner } => block_indexed::<S, PACK>(mem, dl, displs, inner, first, last, buf, t),
             Kernel::Indexed { runs, ends } => indexed::<PACK>(mem, dl, runs, ends, first, last, buf),
             Kernel::SmallRuns { .. } => {
                 let size = dl.size;
@@ -103,7 +106,7 @@ unsafe fn range_body<S: Entries, const PACK: bool>(
                 let head = k0 * size - first;
                 interp_range::<PACK>(dl, mem, count, first, k0 * size, buf);
                 let q = buf.wrapping_add(head);
-                body::<S, PACK>(k, dl, mem.wrapping_offset((k0 as i64 * ext) as isize), k1 - k0, q, nt);
+                body::<S, PACK>(k, dl, mem.wrapping_offset((k0 as i64 * ext) as isize), k1 - k0, q, t);
                 interp_range::<PACK>(dl, mem, count, k1 * size, last, q.wrapping_add((k1 - k0) * size));
             }
             Kernel::Interp => interp_range::<PACK>(dl, mem, count, first, last, buf),
@@ -177,7 +180,7 @@ unsafe fn nest_range<S: Entries, const PACK: bool>(
     first: usize,
     last: usize,
     buf: *mut u8,
-    nt: bool,
+    t: Tactics,
 ) -> *mut u8 {
     if first >= last {
         return buf;
@@ -199,7 +202,7 @@ unsafe fn nest_range<S: Entries, const PACK: bool>(
             q = q.wrapping_add(block - o0);
             i0 += 1;
         }
-        q = blocks::<S, PACK>(mem, off, levels, block, i0, i1, q, nt);
+        q = blocks::<S, PACK>(mem, off, levels, block, i0, i1, q, t);
         if o1 > 0 {
             let p = mem.wrapping_offset((off + block_offset(levels, i1)) as isize);
             xfer::<0, PACK>(p, q, o1);
@@ -235,7 +238,7 @@ unsafe fn blocks<S: Entries, const PACK: bool>(
     i0: usize,
     i1: usize,
     buf: *mut u8,
-    nt: bool,
+    t: Tactics,
 ) -> *mut u8 {
     if i0 >= i1 {
         return buf;
@@ -252,21 +255,21 @@ unsafe fn blocks<S: Entries, const PACK: bool>(
     // SAFETY: (all calls) sub-ranges of the caller's blocks, in order.
     unsafe {
         if a0 == a1 {
-            return blocks::<S, PACK>(mem, at(a0), rest, block, r0, r1, buf, nt);
+            return blocks::<S, PACK>(mem, at(a0), rest, block, r0, r1, buf, t);
         }
         let mut q = buf;
         let mut a = a0;
         if r0 > 0 {
-            q = blocks::<S, PACK>(mem, at(a0), rest, block, r0, per, q, nt);
+            q = blocks::<S, PACK>(mem, at(a0), rest, block, r0, per, q, t);
             a += 1;
         }
         if a1 > a {
             let mut full = [Level::default(); MAX_LEVELS + 1];
             full[0] = Level { count: a1 - a, stride: outer.stride };
             full[1..=rest.len()].copy_from_slice(rest);
-            q = by_block!(block, S::strided, PACK, (mem, at(a), &full[..=rest.len()], block, q, nt));
+            q = by_block!(block, S::strided, PACK, (mem, at(a), &full[..=rest.len()], block, q, t));
         }
-        blocks::<S, PACK>(mem, at(a1), rest, block, 0, r1, q, nt)
+        blocks::<S, PACK>(mem, at(a1), rest, block, 0, r1, q, t)
     }
 }
 
@@ -284,7 +287,7 @@ unsafe fn block_indexed<S: Entries, const PACK: bool>(
     first: usize,
     last: usize,
     buf: *mut u8,
-    nt: bool,
+    t: Tactics,
 ) {
     let entry = dl.size / displs.len();
     let levels = inner.levels();
@@ -298,11 +301,11 @@ unsafe fn block_indexed<S: Entries, const PACK: bool>(
         unsafe {
             if r > 0 || last - pos < entry {
                 let end = (last - pos).min(entry - r) + r;
-                q = nest_range::<S, PACK>(mem, base + inner.off + displs[e], levels, inner.block, r, end, q, nt);
+                q = nest_range::<S, PACK>(mem, base + inner.off + displs[e], levels, inner.block, r, end, q, t);
                 pos += end - r;
             } else {
                 let e1 = displs.len().min(e + (last - pos) / entry);
-                q = by_block!(inner.block, S::table, PACK, (mem, base, &displs[e..e1], inner, q, nt));
+                q = by_block!(inner.block, S::table, PACK, (mem, base, &displs[e..e1], inner, q, t));
                 pos += (e1 - e) * entry;
             }
         }

@@ -2,34 +2,22 @@
 //! offset table whose entries each run a strided kernel). All `#[inline(always)]`: they are
 //! compiled into each instruction-set instantiation of [`super::exec`].
 
-use super::copy::{prefetch, prefetch_l2, xfer};
+use super::copy::xfer;
+use super::prefetch::{prefetch, RowPrefetch, HINT_L1, HINT_L2, HINT_WRITE};
 use super::isa::Simd;
 use super::stores::{copy_streaming, LINE};
 use super::transpose::{transposable, transpose};
-use super::{Level, Strided, MAX_LEVELS};
+use super::{Level, Strided, Tactics, MAX_LEVELS};
 
-/// Rows whose stride is at least this many bytes (and below the max) prefetch ahead: the
-/// hardware prefetchers stop at page boundaries, which such rows cross every few blocks.
-const PREFETCH_MIN_STRIDE: u64 = 128;
-const PREFETCH_MAX_STRIDE: u64 = 4096;
-/// Dense rows (blocks over more than an eighth of the stride) prefetch this many blocks ahead
-/// into L1.
-const PREFETCH_AHEAD: i64 = 48;
-/// Dense rows prefetch only blocks shorter than this: the hardware's stream prefetcher follows
-/// a run of 4 lines or more by itself, and 48 such blocks ahead lie beyond L1 (vec-64, 512 B
-/// blocks 1 KiB apart, packed at 0.76-0.86x Open MPI's speed with the prefetch and 0.99-1.04x
-/// without, paired rounds of `sluice-ddt-bench`).
-const PREFETCH_MAX_BLOCK: usize = 256;
-/// Sparse rows (one line or so per stride, like the x-face of a grid) prefetch this many blocks
-/// ahead into L2 only: each block is a line miss, and L1 has too few miss buffers to keep
-/// enough of them in flight (face-x 1.7 -> 2.8 GB/s), while dense rows lose with it.
-const PREFETCH_AHEAD_SPARSE: i64 = 96;
+/// Rows of 16-byte blocks closer than this move with split accesses ([`super::split`]).
+const SPLIT_16_MAX_STRIDE: u64 = 128;
 /// Smallest block unpacked with streaming stores: it holds at least one whole line wherever it
 /// starts.
 const STREAM_MIN_BLOCK: usize = 2 * LINE;
 
 /// One strided row: `count` blocks `stride` apart from `mem + off`; returns the buffer end.
-/// `nt`: unpack large blocks with streaming stores ([`super::stores`]).
+/// `t.nt`: unpack large blocks with streaming stores ([`super::stores`]); `t.prefetch`: how the
+/// row prefetches ([`super::prefetch`]).
 ///
 /// # Safety
 /// Every block `mem + off + i*stride` (`i < count`) valid for the access, the `count * block`
@@ -41,7 +29,7 @@ unsafe fn row<S: Simd, const N: usize, const PACK: bool>(
     l: Level,
     block: usize,
     buf: *mut u8,
-    nt: bool,
+    t: Tactics,
 ) -> *mut u8 {
     // Intermediate addresses may lie outside the allocation (negative strides, padding), so
     // only wrapping arithmetic here; every address dereferenced is a typemap block.
@@ -55,14 +43,14 @@ unsafe fn row<S: Simd, const N: usize, const PACK: bool>(
         q = q.wrapping_add(8 * done);
         count -= done;
     }
-    if N == 16 && l.stride.unsigned_abs() < PREFETCH_MIN_STRIDE {
+    if N == 16 && l.stride.unsigned_abs() < SPLIT_16_MAX_STRIDE {
         // SAFETY: the row's blocks and buffer bytes (caller's contract).
         let done = unsafe { S::row_16_split::<PACK>(p, q, l.stride as isize, count) };
         p = p.wrapping_offset(l.stride as isize * done as isize);
         q = q.wrapping_add(16 * done);
         count -= done;
     }
-    if !PACK && nt && block >= STREAM_MIN_BLOCK {
+    if !PACK && t.nt && block >= STREAM_MIN_BLOCK {
         for _ in 0..count {
             // SAFETY: `p` is the next block of the row, `q` the next `block` bytes of the buffer.
             unsafe { copy_streaming(p, q, block) };
@@ -71,16 +59,19 @@ unsafe fn row<S: Simd, const N: usize, const PACK: bool>(
         }
         return q;
     }
-    let stride = l.stride.unsigned_abs();
-    if (PREFETCH_MIN_STRIDE..PREFETCH_MAX_STRIDE).contains(&stride) {
-        // SAFETY: forwarded contract.
-        unsafe {
-            if block as u64 * 8 <= stride {
-                if count as i64 > PREFETCH_AHEAD_SPARSE {
-                    return prefetched_row::<N, PACK, true>(p, q, l.stride, block, count, PREFETCH_AHEAD_SPARSE);
-                }
-            } else if block < PREFETCH_MAX_BLOCK && count as i64 > PREFETCH_AHEAD {
-                return prefetched_row::<N, PACK, false>(p, q, l.stride, block, count, PREFETCH_AHEAD);
+    // SAFETY: (all calls) forwarded contract.
+    unsafe {
+        match t.prefetch.row::<PACK>(l.stride.unsigned_abs(), block, count) {
+            RowPrefetch::None => {}
+            RowPrefetch::Ends { hint, ahead } => {
+                return match hint {
+                    HINT_L1 => prefetched_row::<N, PACK, HINT_L1, false>(p, q, l.stride, block, count, ahead),
+                    HINT_L2 => prefetched_row::<N, PACK, HINT_L2, false>(p, q, l.stride, block, count, ahead),
+                    _ => prefetched_row::<N, PACK, HINT_WRITE, false>(p, q, l.stride, block, count, ahead),
+                };
+            }
+            RowPrefetch::LinesForWrite { ahead } => {
+                return prefetched_row::<N, PACK, HINT_WRITE, true>(p, q, l.stride, block, count, ahead);
             }
         }
     }
@@ -106,23 +97,23 @@ unsafe fn two<S: Simd, const N: usize, const PACK: bool>(
     b: Level,
     block: usize,
     buf: *mut u8,
-    nt: bool,
+    t: Tactics,
 ) -> *mut u8 {
     // SAFETY: the blocks of the two levels in stream order (caller's contract).
     unsafe {
         if transposable(a, b, block) {
-            return transpose::<N, PACK>(mem, off, a, b, block, buf, nt);
+            return transpose::<N, PACK>(mem, off, a, b, block, buf, t.nt);
         }
         let mut q = buf;
         for i in 0..a.count {
-            q = row::<S, N, PACK>(mem, off + i as i64 * a.stride, b, block, q, nt);
+            q = row::<S, N, PACK>(mem, off + i as i64 * a.stride, b, block, q, t);
         }
         q
     }
 }
 
 /// Runs nested levels from `mem + off`; returns the buffer end. Levels above the innermost two
-/// run as an odometer (no recursion, so the whole kernel inlines into its instantiation). `nt`:
+/// run as an odometer (no recursion, so the whole kernel inlines into its instantiation). `t.nt`:
 /// unpack with streaming stores where they apply ([`super::stores`]; the caller fences).
 ///
 /// # Safety
@@ -135,7 +126,7 @@ pub(super) unsafe fn strided<S: Simd, const N: usize, const PACK: bool>(
     levels: &[Level],
     block: usize,
     buf: *mut u8,
-    nt: bool,
+    t: Tactics,
 ) -> *mut u8 {
     // SAFETY: (all calls) the blocks visited are exactly the typemap's, in stream order, and
     // the buffer advances by `block` per block (caller's contract).
@@ -145,8 +136,8 @@ pub(super) unsafe fn strided<S: Simd, const N: usize, const PACK: bool>(
                 xfer::<N, PACK>(mem.wrapping_offset(off as isize), buf, block);
                 buf.wrapping_add(block)
             }
-            [l] => row::<S, N, PACK>(mem, off, *l, block, buf, nt),
-            [a, b] => two::<S, N, PACK>(mem, off, *a, *b, block, buf, nt),
+            [l] => row::<S, N, PACK>(mem, off, *l, block, buf, t),
+            [a, b] => two::<S, N, PACK>(mem, off, *a, *b, block, buf, t),
             _ => {
                 let (outer, inner) = levels.split_at(levels.len() - 2);
                 if outer.iter().any(|l| l.count == 0) {
@@ -156,7 +147,7 @@ pub(super) unsafe fn strided<S: Simd, const N: usize, const PACK: bool>(
                 let mut o = off;
                 let mut q = buf;
                 loop {
-                    q = two::<S, N, PACK>(mem, o, inner[0], inner[1], block, q, nt);
+                    q = two::<S, N, PACK>(mem, o, inner[0], inner[1], block, q, t);
                     // Next outer index, innermost outer level fastest.
                     let mut k = outer.len();
                     loop {
@@ -189,7 +180,7 @@ pub(super) unsafe fn table<S: Simd, const N: usize, const PACK: bool>(
     displs: &[i64],
     inner: &Strided,
     buf: *mut u8,
-    nt: bool,
+    t: Tactics,
 ) -> *mut u8 {
     let mut q = buf;
     let block = inner.block;
@@ -197,7 +188,7 @@ pub(super) unsafe fn table<S: Simd, const N: usize, const PACK: bool>(
     unsafe {
         if inner.levels().is_empty() {
             let p = mem.wrapping_offset((base + inner.off) as isize);
-            let streaming = !PACK && nt && block >= STREAM_MIN_BLOCK;
+            let streaming = !PACK && t.nt && block >= STREAM_MIN_BLOCK;
             for &d in displs {
                 if streaming {
                     copy_streaming(p.wrapping_offset(d as isize), q, block);
@@ -208,20 +199,21 @@ pub(super) unsafe fn table<S: Simd, const N: usize, const PACK: bool>(
             }
         } else {
             for &d in displs {
-                q = strided::<S, N, PACK>(mem, base + inner.off + d, inner.levels(), block, q, nt);
+                q = strided::<S, N, PACK>(mem, base + inner.off + d, inner.levels(), block, q, t);
             }
         }
     }
     q
 }
 
-/// The `count` blocks `stride` apart from `p`, prefetching the first and last byte of the block
-/// `ahead` blocks on (into L2 only when `L2`); returns the buffer end.
+/// The `count` blocks `stride` apart from `p`, prefetching the block `ahead` blocks on with
+/// hint `H` ([`super::prefetch`]): its first and last byte, or every line of it when `LINES`;
+/// returns the buffer end.
 ///
 /// # Safety
 /// As [`row`], from `p` and `q`.
 #[inline(always)]
-unsafe fn prefetched_row<const N: usize, const PACK: bool, const L2: bool>(
+unsafe fn prefetched_row<const N: usize, const PACK: bool, const H: u8, const LINES: bool>(
     mut p: *mut u8,
     mut q: *mut u8,
     stride: i64,
@@ -233,13 +225,16 @@ unsafe fn prefetched_row<const N: usize, const PACK: bool, const L2: bool>(
     let last = block as isize - 1;
     for _ in 0..count {
         let f = p.wrapping_offset(ahead);
-        if L2 {
-            prefetch_l2(f);
-            prefetch_l2(f.wrapping_offset(last));
+        if LINES {
+            let mut o = 0;
+            while o < last {
+                prefetch::<H>(f.wrapping_offset(o));
+                o += LINE as isize;
+            }
         } else {
-            prefetch(f);
-            prefetch(f.wrapping_offset(last));
+            prefetch::<H>(f);
         }
+        prefetch::<H>(f.wrapping_offset(last));
         // SAFETY: `p` is the next block of the row, `q` the next `block` bytes of the buffer.
         unsafe { xfer::<N, PACK>(p, q, block) };
         p = p.wrapping_offset(stride as isize);

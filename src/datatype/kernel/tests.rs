@@ -35,17 +35,17 @@ fn check(dl: &DataLoop, count: usize) -> Result<(), TestCaseError> {
     let mut a = vec![0xAAu8; len];
     // SAFETY: as above, for writing.
     unsafe { interp::unpack(dl, count, a.as_mut_ptr().add(origin), 0, total, &stream) };
-    for isa in Isa::available() {
+    for (isa, pf) in Isa::available().into_iter().flat_map(|i| Prefetch::available().into_iter().map(move |p| (i, p))) {
         let mut got = vec![0u8; total];
-        // SAFETY: as above; `isa` is one this CPU runs.
-        unsafe { k.run::<true>(isa, Stores::Cached, &n, src.as_ptr().add(origin).cast_mut(), count, got.as_mut_ptr()) };
-        prop_assert_eq!(&got, &want, "pack, kernel {:?}, {:?}", k, isa);
+        // SAFETY: as above; `isa` and `pf` are ones this CPU runs.
+        unsafe { k.run::<true>(isa, Stores::Cached, pf, &n, src.as_ptr().add(origin).cast_mut(), count, got.as_mut_ptr()) };
+        prop_assert_eq!(&got, &want, "pack, kernel {:?}, {:?}, {:?}", k, isa, pf);
         // Line-aligned, and 16 bytes past a line as malloc places large arrays.
         for (stores, skew) in Stores::ALL.into_iter().flat_map(|s| [(s, 0), (s, 16)]) {
             let (mut bb, at) = line_aligned(len, origin, 0xAA, skew);
             // SAFETY: as above, for writing, at `at` in the larger buffer.
-            unsafe { k.run::<false>(isa, stores, &n, bb.as_mut_ptr().add(at + origin), count, stream.as_ptr().cast_mut()) };
-            prop_assert_eq!(&bb[at..at + len], &a[..], "unpack, kernel {:?}, {:?}, {:?}, skew {}", k, isa, stores, skew);
+            unsafe { k.run::<false>(isa, stores, pf, &n, bb.as_mut_ptr().add(at + origin), count, stream.as_ptr().cast_mut()) };
+            prop_assert_eq!(&bb[at..at + len], &a[..], "unpack, kernel {:?}, {:?}, {:?}, {:?}, skew {}", k, isa, pf, stores, skew);
         }
     }
     Ok(())
@@ -85,7 +85,11 @@ fn check_kernel_ranges(k: &Kernel, n: &DataLoop, count: usize, cuts: &[usize]) -
     let mut unpacked = vec![0xAAu8; len];
     // SAFETY: as above, for writing.
     unsafe { interp::unpack(n, count, unpacked.as_mut_ptr().add(origin), 0, total, &stream) };
-    for (isa, stores) in Isa::available().into_iter().flat_map(|i| Stores::ALL.map(|s| (i, s))) {
+    // Each combination of level and stores runs one of the prefetch policies (in turn: all of
+    // them over the combinations); the whole-element checks run every combination.
+    let pfs = Prefetch::available();
+    for (c, (isa, stores)) in Isa::available().into_iter().flat_map(|i| Stores::ALL.map(|s| (i, s))).enumerate() {
+        let pf = pfs[c % pfs.len()];
         let mut got = vec![0u8; total];
         let (mut mem, m0) = line_aligned(len, origin, 0xAA, 0);
         for w in at.windows(2) {
@@ -93,12 +97,12 @@ fn check_kernel_ranges(k: &Kernel, n: &DataLoop, count: usize, cuts: &[usize]) -
             // SAFETY: as above (memory at `m0` in the larger buffer); `[a, b)` is inside the
             // stream and `got[a..]`/`stream[a..]` hold its bytes; `isa` is one this CPU runs.
             unsafe {
-                k.run_range::<true>(isa, stores, n, src.as_ptr().add(origin).cast_mut(), count, a, b, got.as_mut_ptr().add(a));
-                k.run_range::<false>(isa, stores, n, mem.as_mut_ptr().add(m0 + origin), count, a, b, stream.as_ptr().add(a).cast_mut());
+                k.run_range::<true>(isa, stores, pf, n, src.as_ptr().add(origin).cast_mut(), count, a, b, got.as_mut_ptr().add(a));
+                k.run_range::<false>(isa, stores, pf, n, mem.as_mut_ptr().add(m0 + origin), count, a, b, stream.as_ptr().add(a).cast_mut());
             }
         }
-        prop_assert_eq!(&got, &want, "pack ranges {:?}, kernel {:?}, {:?}", at, k, isa);
-        prop_assert_eq!(&mem[m0..m0 + len], &unpacked[..], "unpack ranges {:?}, kernel {:?}, {:?}, {:?}", at, k, isa, stores);
+        prop_assert_eq!(&got, &want, "pack ranges {:?}, kernel {:?}, {:?}, {:?}", at, k, isa, pf);
+        prop_assert_eq!(&mem[m0..m0 + len], &unpacked[..], "unpack ranges {:?}, kernel {:?}, {:?}, {:?}, {:?}", at, k, isa, pf, stores);
     }
     Ok(())
 }
@@ -357,12 +361,40 @@ fn alternate_8_stays_inside_the_typemap() {
         for isa in Isa::available() {
             let mut got = vec![0u8; 8 * n];
             // SAFETY: as above; `isa` runs on this CPU.
-            unsafe { k.run::<true>(isa, Stores::Cached, &nd, mem, 1, got.as_mut_ptr()) };
+            unsafe { k.run::<true>(isa, Stores::Cached, Prefetch::host(), &nd, mem, 1, got.as_mut_ptr()) };
             assert_eq!(got, want, "n {n}, {isa:?}");
         }
     }
     // SAFETY: the mapping made above, no longer used.
     assert_eq!(unsafe { libc::munmap(base.cast(), 2 * PAGE) }, 0);
+}
+
+/// Rows on every prefetch path of every policy ([`super::prefetch`]): sparse and dense rows
+/// of 128 B-4 KiB strides, small and large blocks, far rows that write more and less than
+/// 256 KiB, forward and backward, alone and as the inner row of a nest; checked under every
+/// policy by [`check`].
+#[test]
+fn prefetched_rows() {
+    for (count, stride, block) in [
+        (200usize, 512i64, 8usize),
+        (200, -512, 8),
+        (120, 320, 40),
+        (100, 128, 64),
+        (100, -160, 100),
+        (64, 1024, 512),
+        (600, 4100, 480),
+        (600, -4160, 480),
+        (40, 8192, 300),
+        (70, 131072, 4096),
+    ] {
+        let row = DataLoop::vector(count, 1, stride, b(block));
+        let Kernel::Strided(s) = kernel_of(&row) else { panic!("{stride}: not strided") };
+        assert_eq!((s.block, s.levels().len()), (block, 1), "{count} x {block} B, {stride} apart");
+        for n in [1, 2] {
+            check(&row, n).unwrap();
+        }
+        check(&DataLoop::vector(2, 1, count as i64 * stride.abs() + 64, row), 1).unwrap();
+    }
 }
 
 #[test]

@@ -1,0 +1,236 @@
+//! Software prefetching for strided rows, and the policy that decides it per CPU family.
+//!
+//! The hardware prefetchers follow a run of lines inside a page; rows of blocks a few hundred
+//! bytes to a few KiB apart cross a page every few blocks and leave gaps, so the kernels may ask
+//! for blocks ahead themselves. Whether that pays, for which direction and with which hint,
+//! was measured to differ between CPU families with the same loops (paired rounds of
+//! `sluice-ddt-bench`, this policy against the other and against each MPI's engine;
+//! docs/benchmarks.md, "Prefetch policies"):
+//!
+//! - AMD Zen 4: read prefetches in both directions pay (face-x 1.7 -> 2.8 GB/s with L2
+//!   prefetches 96 blocks ahead; dense rows of small blocks +10-30% with L1 prefetches 48
+//!   ahead); write-intent prefetches were no better. [`Prefetch::Read`].
+//! - Intel Sapphire Rapids: the same read prefetches cost packing 5-20% against the hardware
+//!   alone (face-x pack 0.80x MPICH's engine with them, 1.00x without) and the L2 one leaves
+//!   unpack 25% behind, while write-intent prefetches of the destination make unpack the
+//!   faster engine (face-x unpack 0.75x -> 1.33x MPICH, lu-5 0.96x -> 1.14x, vec-64 0.91x ->
+//!   1.07x). [`Prefetch::Write`].
+//!
+//! [`Prefetch::host`] picks Write on Intel CPUs that have `prefetchw` and Read elsewhere; the
+//! benchmark and the tests run every policy this CPU has ([`Prefetch::available`]).
+
+/// How strided rows prefetch, chosen once per type ([`Prefetch::host`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prefetch {
+    /// Read prefetches in both directions for strides of 128 B-4 KiB: dense rows of blocks
+    /// under 256 B ask L1 for the block 48 ahead, sparse rows (block at most 1/8 of the stride)
+    /// ask L2 for the block 96 ahead. Tuned on AMD Zen 4.
+    Read,
+    /// Packing leaves prefetching to the hardware; unpacking asks for the destination with
+    /// write intent (`prefetchw`, so the line arrives owned): the block 32 ahead for strides of
+    /// 128 B-4 KiB, and every line of the block 2 ahead for larger strides in rows that write
+    /// at least 256 KiB (smaller ones stay in L2 between calls: face-y, 128 KiB, lost 5% with
+    /// it). Tuned on Intel Sapphire Rapids.
+    Write,
+    /// No software prefetch (comparisons).
+    Off,
+}
+
+/// What one row prefetches: nothing, the first and last byte of the block `ahead` blocks on
+/// with `hint` (one of the `HINT_*` constants), or every line of that block with write intent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RowPrefetch {
+    None,
+    Ends { hint: u8, ahead: i64 },
+    LinesForWrite { ahead: i64 },
+}
+
+/// Read into L1.
+pub(super) const HINT_L1: u8 = 0;
+/// Read into L2 only.
+pub(super) const HINT_L2: u8 = 1;
+/// Write intent (`prefetchw`).
+pub(super) const HINT_WRITE: u8 = 2;
+
+/// Rows whose stride is in `[NEAR_MIN_STRIDE, FAR_MIN_STRIDE)` cross a page every few blocks.
+const NEAR_MIN_STRIDE: u64 = 128;
+/// From here on every block is on a page of its own.
+const FAR_MIN_STRIDE: u64 = 4096;
+/// Read: dense rows prefetch this many blocks ahead into L1.
+const READ_DENSE_AHEAD: i64 = 48;
+/// Read: dense rows prefetch only blocks shorter than this: the hardware's stream prefetcher
+/// follows a run of 4 lines or more by itself, and 48 such blocks ahead lie beyond L1 (vec-64,
+/// 512 B blocks 1 KiB apart, packed at 0.76-0.86x Open MPI's speed with the prefetch and
+/// 0.99-1.04x without on Zen 4).
+const READ_DENSE_MAX_BLOCK: usize = 256;
+/// Read: sparse rows (one line or so per stride, like the x-face of a grid) prefetch this many
+/// blocks ahead into L2 only: each block is a line miss, and L1 has too few miss buffers to
+/// keep enough of them in flight on Zen 4.
+const READ_SPARSE_AHEAD: i64 = 96;
+/// Write: blocks ahead for strides under 4 KiB (24-48 measured alike on face-x and lu-5; 16
+/// lost a fifth of face-x's gain).
+const WRITE_NEAR_AHEAD: i64 = 32;
+/// Write: blocks ahead for larger strides (wrf 0.34 -> 0.45 of memcpy and milc 0.74 -> 0.89 at
+/// 2-3; at 8 wrf lost the gain).
+const WRITE_FAR_AHEAD: i64 = 2;
+/// Write: far rows prefetch only when they write at least this much.
+const WRITE_FAR_MIN_ROW: usize = 256 << 10;
+/// Write: far rows prefetch only blocks smaller than a page (larger ones are runs of lines the
+/// hardware follows).
+const WRITE_FAR_MAX_BLOCK: usize = 4096;
+
+impl Prefetch {
+    /// The policy for this CPU: [`Prefetch::Write`] on Intel CPUs with `prefetchw`, else
+    /// [`Prefetch::Read`].
+    pub fn host() -> Prefetch {
+        static HOST: std::sync::OnceLock<Prefetch> = std::sync::OnceLock::new();
+        *HOST.get_or_init(|| if intel() && has_prefetchw() { Prefetch::Write } else { Prefetch::Read })
+    }
+
+    /// Every policy this CPU runs (Write needs `prefetchw`).
+    pub fn available() -> Vec<Prefetch> {
+        let mut v = vec![Prefetch::Read, Prefetch::Off];
+        if has_prefetchw() {
+            v.push(Prefetch::Write);
+        }
+        v
+    }
+
+    /// The policy named `s` (read, write, off), for command lines.
+    pub fn parse(s: &str) -> Option<Prefetch> {
+        match s {
+            "read" => Some(Prefetch::Read),
+            "write" => Some(Prefetch::Write),
+            "off" => Some(Prefetch::Off),
+            _ => None,
+        }
+    }
+
+    /// What a row of `count` blocks of `block` bytes, `stride` bytes apart, prefetches.
+    #[inline(always)]
+    pub(super) fn row<const PACK: bool>(self, stride: u64, block: usize, count: usize) -> RowPrefetch {
+        let near = (NEAR_MIN_STRIDE..FAR_MIN_STRIDE).contains(&stride);
+        let more = |ahead: i64| count as i64 > ahead;
+        match self {
+            Prefetch::Read if near => {
+                if block as u64 * 8 <= stride {
+                    if more(READ_SPARSE_AHEAD) {
+                        return RowPrefetch::Ends { hint: HINT_L2, ahead: READ_SPARSE_AHEAD };
+                    }
+                } else if block < READ_DENSE_MAX_BLOCK && more(READ_DENSE_AHEAD) {
+                    return RowPrefetch::Ends { hint: HINT_L1, ahead: READ_DENSE_AHEAD };
+                }
+                RowPrefetch::None
+            }
+            Prefetch::Write if !PACK => {
+                if near && more(WRITE_NEAR_AHEAD) {
+                    RowPrefetch::Ends { hint: HINT_WRITE, ahead: WRITE_NEAR_AHEAD }
+                } else if stride >= FAR_MIN_STRIDE
+                    && block < WRITE_FAR_MAX_BLOCK
+                    && count.saturating_mul(block) >= WRITE_FAR_MIN_ROW
+                    && more(WRITE_FAR_AHEAD)
+                {
+                    RowPrefetch::LinesForWrite { ahead: WRITE_FAR_AHEAD }
+                } else {
+                    RowPrefetch::None
+                }
+            }
+            _ => RowPrefetch::None,
+        }
+    }
+}
+
+/// Asks the cache for the line holding `p` as hint `H` says.
+#[inline(always)]
+pub(super) fn prefetch<const H: u8>(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults and has no architectural effect,
+    // whatever the address (SSE, which provides the read forms, is part of the x86_64
+    // baseline; `prefetchw` is only emitted under `Prefetch::Write`, which is only chosen, and
+    // only testable, where CPUID reports it).
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0, _MM_HINT_T2};
+        match H {
+            HINT_L1 => _mm_prefetch::<_MM_HINT_T0>(p.cast()),
+            HINT_L2 => _mm_prefetch::<_MM_HINT_T2>(p.cast()),
+            // Inline assembly because the intrinsic's write hint needs the unstable `prfchw`
+            // target feature (without it LLVM emits a read prefetch).
+            _ => std::arch::asm!("prefetchw [{p}]", p = in(reg) p, options(nostack, preserves_flags, readonly)),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// The CPU's vendor string is Intel's.
+fn intel() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: CPUID leaf 0 exists on every x86_64 CPU.
+        #[allow(unused_unsafe)]
+        let r = unsafe { std::arch::x86_64::__cpuid(0) };
+        // "GenuineIntel" in EBX, EDX, ECX.
+        r.ebx == 0x756e_6547 && r.edx == 0x4965_6e69 && r.ecx == 0x6c65_746e
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// CPUID reports `prefetchw` (leaf 0x8000_0001, ECX bit 8, "3DNowPrefetch"/PRFCHW).
+fn has_prefetchw() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: leaf 0x8000_0000 exists on every x86_64 CPU and tells the highest extended
+        // leaf; 0x8000_0001 is only read when it exists.
+        #[allow(unused_unsafe)]
+        unsafe {
+            let max = std::arch::x86_64::__cpuid(0x8000_0000).eax;
+            max >= 0x8000_0001 && std::arch::x86_64::__cpuid(0x8000_0001).ecx & (1 << 8) != 0
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_policy_matches_its_zen4_rules() {
+        let r = Prefetch::Read;
+        // Sparse (face-x: 8 B blocks 512 B apart) into L2, both directions.
+        assert_eq!(r.row::<true>(512, 8, 4096), RowPrefetch::Ends { hint: HINT_L2, ahead: 96 });
+        assert_eq!(r.row::<false>(512, 8, 4096), RowPrefetch::Ends { hint: HINT_L2, ahead: 96 });
+        // Dense small blocks into L1; dense large blocks and far strides not at all.
+        assert_eq!(r.row::<true>(128, 64, 4096), RowPrefetch::Ends { hint: HINT_L1, ahead: 48 });
+        assert_eq!(r.row::<true>(1024, 512, 4096), RowPrefetch::None);
+        assert_eq!(r.row::<false>(10240, 480, 4096), RowPrefetch::None);
+        // Too short a row to have a block that far ahead.
+        assert_eq!(r.row::<true>(512, 8, 96), RowPrefetch::None);
+    }
+
+    #[test]
+    fn write_policy_prefetches_only_unpack_destinations() {
+        let w = Prefetch::Write;
+        for (stride, block) in [(512, 8), (128, 64), (1024, 512), (10240, 480)] {
+            assert_eq!(w.row::<true>(stride, block, 1 << 16), RowPrefetch::None);
+        }
+        assert_eq!(w.row::<false>(512, 8, 4096), RowPrefetch::Ends { hint: HINT_WRITE, ahead: 32 });
+        assert_eq!(w.row::<false>(1024, 512, 4096), RowPrefetch::Ends { hint: HINT_WRITE, ahead: 32 });
+        // Far rows: every line, when the row is large enough and its blocks under a page.
+        assert_eq!(w.row::<false>(10240, 480, 1024), RowPrefetch::LinesForWrite { ahead: 2 });
+        assert_eq!(w.row::<false>(131072, 512, 256), RowPrefetch::None);
+        assert_eq!(w.row::<false>(1 << 20, 8192, 1024), RowPrefetch::None);
+        assert_eq!(Prefetch::Off.row::<false>(512, 8, 4096), RowPrefetch::None);
+    }
+
+    #[test]
+    fn host_policy_is_available() {
+        assert!(Prefetch::available().contains(&Prefetch::host()));
+        for p in ["read", "write", "off"] {
+            assert!(Prefetch::parse(p).is_some());
+        }
+        assert_eq!(Prefetch::parse("fast"), None);
+    }
+}
