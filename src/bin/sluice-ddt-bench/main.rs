@@ -14,10 +14,11 @@
 //!
 //! Usage: sluice-ddt-bench [--csv FILE] [--case-ms MS] [--max-ms MS] [--tol FRACTION]
 //!                         [--warm-us US] [--sample-us US] [--cases a,b,...] [--portable] [--aa]
-//!                         [--prefetch read|write|off]
+//!                         [--prefetch read|write|off] [--stores cached|streaming]
 //! (`--portable`: run sluice's kernels at the baseline instruction-set level instead of the
 //! best one this CPU has, to compare the two. `--prefetch`: run them with that prefetch policy
-//! instead of this CPU's (`Prefetch::host`). `--aa`: the "sluice" operations call the MPI's
+//! instead of this CPU's (`Prefetch::host`). `--stores`: unpack with those stores whatever the
+//! size, instead of choosing by size (`Stores::for_unpack`). `--aa`: the "sluice" operations call the MPI's
 //! engine as well, which shows how far two identical engines measure apart.)
 //!
 //! The regime is a warm one, the same for every engine: before each sample an operation runs
@@ -36,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use sluice::datatype::compiled::CompiledType;
 use sluice::datatype::decode::decode;
-use sluice::datatype::kernel::{Isa, Prefetch};
+use sluice::datatype::kernel::{Isa, Prefetch, Stores};
 use sluice::ffi::consts as k;
 use sluice::ffi::mpi::{self, MPI_Aint, MPI_Datatype};
 use sluice::ffi::FLAVOR;
@@ -331,7 +332,7 @@ struct Budget {
 
 /// `aa`: the "sluice" operations call the MPI's engine too (an A/A run: what the method
 /// measures between two identical engines).
-fn run_case(name: &str, budget: &Budget, portable: bool, prefetch: Prefetch, aa: bool) -> Row {
+fn run_case(name: &str, budget: &Budget, portable: bool, prefetch: Prefetch, stores: Option<Stores>, aa: bool) -> Row {
     let (t, count) = build(name);
     let dl = match decode(t) {
         Ok(dl) => dl,
@@ -341,6 +342,9 @@ fn run_case(name: &str, budget: &Budget, portable: bool, prefetch: Prefetch, aa:
         }
     };
     let mut ct = CompiledType::new(&dl).with_prefetch(prefetch);
+    if let Some(s) = stores {
+        ct = ct.with_stores(s);
+    }
     if portable {
         ct = ct.with_isa(Isa::Portable);
     }
@@ -496,6 +500,7 @@ fn main() -> ExitCode {
     let mut cases: Vec<String> = CASES.iter().map(|s| s.to_string()).collect();
     let mut portable = false;
     let mut prefetch = Prefetch::host();
+    let mut stores = None;
     let mut aa = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -517,10 +522,18 @@ fn main() -> ExitCode {
                 }
             },
             "--aa" => aa = true,
+            "--stores" => match val().as_str() {
+                "cached" => stores = Some(Stores::Cached),
+                "streaming" => stores = Some(Stores::Streaming),
+                _ => {
+                    eprintln!("sluice-ddt-bench: --stores: cached or streaming");
+                    return ExitCode::from(2);
+                }
+            },
             "-h" | "--help" => {
                 println!(
                     "Usage: sluice-ddt-bench [--csv FILE] [--case-ms MS] [--max-ms MS] [--tol FRACTION] \
-                     [--warm-us US] [--sample-us US] [--cases a,b,...] [--portable] [--aa] [--prefetch read|write|off]"
+                     [--warm-us US] [--sample-us US] [--cases a,b,...] [--portable] [--aa] [--prefetch read|write|off] [--stores cached|streaming]"
                 );
                 return ExitCode::SUCCESS;
             }
@@ -551,7 +564,7 @@ fn main() -> ExitCode {
     };
     let mut rows = vec![];
     for c in &cases {
-        let mut row = run_case(c, &budget, portable, prefetch, aa);
+        let mut row = run_case(c, &budget, portable, prefetch, stores, aa);
         // A case whose intervals against the MPI are still wider than the tolerance at the end
         // of its budget ran through a disturbed stretch (another program's burst on the shared
         // cores): it is measured once more, and the second measurement is kept whatever it
@@ -563,7 +576,7 @@ fn main() -> ExitCode {
                 budget.max.as_millis(),
                 budget.tol * 100.0
             );
-            row = run_case(c, &budget, portable, prefetch, aa);
+            row = run_case(c, &budget, portable, prefetch, stores, aa);
         }
         let g = |d: &str, e: &str| row.results.iter().find(|r| r.engine == e && r.dir == d).unwrap();
         let f = |m: &Measured| format!("{:.2} ({:.2})", m.median_gbs, m.best_gbs);

@@ -38,6 +38,7 @@
 //! the interpreter, whole and in ranges).
 
 mod copy;
+mod cpu;
 mod exec;
 mod isa;
 mod prefetch;

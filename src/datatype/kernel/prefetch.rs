@@ -19,6 +19,8 @@
 //! [`Prefetch::host`] picks Write on Intel CPUs that have `prefetchw` and Read elsewhere; the
 //! benchmark and the tests run every policy this CPU has ([`Prefetch::available`]).
 
+use super::cpu::{has_prefetchw, intel};
+
 /// How strided rows prefetch, chosen once per type ([`Prefetch::host`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Prefetch {
@@ -160,36 +162,6 @@ pub(super) fn prefetch<const H: u8>(p: *const u8) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
-}
-
-/// The CPU's vendor string is Intel's.
-fn intel() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: CPUID leaf 0 exists on every x86_64 CPU.
-        #[allow(unused_unsafe)]
-        let r = unsafe { std::arch::x86_64::__cpuid(0) };
-        // "GenuineIntel" in EBX, EDX, ECX.
-        r.ebx == 0x756e_6547 && r.edx == 0x4965_6e69 && r.ecx == 0x6c65_746e
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
-}
-
-/// CPUID reports `prefetchw` (leaf 0x8000_0001, ECX bit 8, "3DNowPrefetch"/PRFCHW).
-fn has_prefetchw() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: leaf 0x8000_0000 exists on every x86_64 CPU and tells the highest extended
-        // leaf; 0x8000_0001 is only read when it exists.
-        #[allow(unused_unsafe)]
-        unsafe {
-            let max = std::arch::x86_64::__cpuid(0x8000_0000).eax;
-            max >= 0x8000_0001 && std::arch::x86_64::__cpuid(0x8000_0001).ecx & (1 << 8) != 0
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
 }
 
 #[cfg(test)]
