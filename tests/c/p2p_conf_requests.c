@@ -8,7 +8,8 @@
  * MPI_Cancel of a receive that never matches and of one that already completed; persistent
  * requests (Send_init / Recv_init / Ssend_init / Bsend_init / Rsend_init with derived types,
  * Start / Startall over several iterations with changing data, MPI_Wait on an inactive request,
- * MPI_Request_free); MPI_Sendrecv and MPI_Sendrecv_replace with derived types. Every byte checked.
+ * MPI_Request_free); the completion calls on a NULL request array (an error reported, nothing
+ * else changed); MPI_Sendrecv and MPI_Sendrecv_replace with derived types. Every byte checked.
  * Runs on MPI_COMM_WORLD, a duplicate and a split (renumbered) communicator, any ranks >= 2. */
 #define SLUICE_P2P_CONF
 #include <time.h>
@@ -328,6 +329,59 @@ static void cancel(conf_comm *c) {
     MPI_OK(MPI_Barrier(c->comm));
 }
 
+/* The completion calls with count 1 and a NULL request array (erroneous) while a large receive
+ * is pending (1 MiB: under the pipelined protocol a tracked receive, so the calls take sluice's
+ * full path, not the fast one). Each reports an error; its class is recorded (MPICH 4.0 says
+ * MPI_ERR_ARG, Open MPI 4.1 MPI_ERR_REQUEST). Both raise it on MPI_COMM_WORLD (measured);
+ * MPI-4 allows MPI_COMM_SELF for errors without a communicator, so both return here. Nothing
+ * else may change: the pending receive is then cancelled, and the next case (persistent)
+ * receives its own messages.
+ * The receive's tag is one no case sends. With the tag of the next case's messages (6400, from
+ * the same neighbour on the same communicator) the receive may legally match the neighbour's
+ * first persistent message when the neighbour gets there first (nothing orders its send after
+ * this rank's cancel): the cancel then fails and every persistent receive gets the next
+ * iteration's data, with the bare MPI too (one progress call before MPI_Cancel suffices). */
+static void null_array(conf_comm *c) {
+    const char *names[6] = {"waitall", "testall", "waitany", "testany", "waitsome", "testsome"};
+    int tag = 6390, n = 1 << 17;
+    conf_set_ctx("%s: completion calls on a NULL request array", c->label);
+    MPI_Errhandler self_eh;
+    MPI_OK(MPI_Comm_get_errhandler(MPI_COMM_SELF, &self_eh));
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    conf_buf r = conf_alloc(MPI_DOUBLE, n, 18);
+    MPI_Request rq;
+    MPI_OK(MPI_Irecv(r.p, n, MPI_DOUBLE, c->left, tag, c->comm, &rq));
+    for (int k = 0; k < 6; k++) {
+        int idx = -7, flag = -7, outcount = -7, indices[1] = {-7}, rc = MPI_SUCCESS, cls = -1;
+        MPI_Status st[1];
+        switch (k) {
+        case 0: rc = MPI_Waitall(1, NULL, st); break;
+        case 1: rc = MPI_Testall(1, NULL, &flag, st); break;
+        case 2: rc = MPI_Waitany(1, NULL, &idx, st); break;
+        case 3: rc = MPI_Testany(1, NULL, &idx, &flag, st); break;
+        case 4: rc = MPI_Waitsome(1, NULL, &outcount, indices, st); break;
+        case 5: rc = MPI_Testsome(1, NULL, &outcount, indices, st); break;
+        }
+        CHECK(rc != MPI_SUCCESS, "MPI_%s with a NULL array returned MPI_SUCCESS", names[k]);
+        MPI_Error_class(rc, &cls);
+        char key[64];
+        snprintf(key, sizeof key, "null_array.%s", names[k]);
+        conf_behavior(key, "class=%d", cls);
+    }
+    MPI_Status st;
+    int cancelled = -1;
+    MPI_OK(MPI_Cancel(&rq));
+    MPI_OK(MPI_Wait(&rq, &st));
+    CHECK(rq == MPI_REQUEST_NULL, "cancelled request not freed");
+    MPI_OK(MPI_Test_cancelled(&st, &cancelled));
+    CHECK(cancelled, "MPI_Test_cancelled %d", cancelled);
+    CHECK_UNTOUCHED(&r);
+    conf_free(&r);
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, self_eh));
+    MPI_OK(MPI_Errhandler_free(&self_eh));
+    MPI_OK(MPI_Barrier(c->comm));
+}
+
 /* Persistent requests with derived types, several iterations with changing data. */
 static void persistent(conf_comm *c) {
     enum { NP = 3, ITERS = 5 };
@@ -483,6 +537,7 @@ int main(int argc, char **argv) {
         }
         request_free(c);
         cancel(c);
+        if (c->full) null_array(c);
         persistent(c);
         sendrecv(c);
     }

@@ -111,6 +111,14 @@ fn no_array(reqs: *mut Req, n: c_int) -> bool {
 
 /// Slice view of the application's request array.
 ///
+/// The `*_mpi` calls below take this slice once and hand the MPI `rs.as_mut_ptr()` (the same
+/// address as `reqs` when the array is not empty), then read the handles the MPI wrote back
+/// through the same slice. Passing the original `reqs` to the MPI while the slice is alive
+/// would write behind the back of a unique borrow that is used again afterwards (undefined
+/// behaviour under Rust's aliasing rules even where today's compiler does not exploit it).
+/// An empty or missing array is forwarded with the application's own pointer before any
+/// pointer is derived from the slice (its pointer would be dangling, not the application's).
+///
 /// # Safety
 /// `reqs` points to `n` requests (or `n == 0`).
 unsafe fn requests<'a>(reqs: *mut Req, n: c_int) -> &'a mut [Req] {
@@ -196,8 +204,9 @@ pub(crate) unsafe fn waitall_mpi(count: c_int, reqs: *mut Req, statuses: *mut St
     }
     let before = rs.to_vec();
     let mut sts = Statuses::new(statuses, rs.len());
-    // SAFETY: forwarded with a real status array of `count` entries.
-    let rc = unsafe { next::MPI_Waitall(count, reqs, sts.ptr()) };
+    // SAFETY: forwarded with a real status array of `count` entries; the MPI writes the handles
+    // through `rs` (see [`requests`]).
+    let rc = unsafe { next::MPI_Waitall(count, rs.as_mut_ptr(), sts.ptr()) };
     let pending = |i: usize, sts: &mut Statuses| {
         // SAFETY: entry `i` of the filled status array.
         rc == errclass::ERR_IN_STATUS && unsafe { (*sts.at(i)).MPI_ERROR } == errclass::ERR_PENDING
@@ -206,10 +215,8 @@ pub(crate) unsafe fn waitall_mpi(count: c_int, reqs: *mut Req, statuses: *mut St
     // SAFETY: entry `i` of the filled status array.
     let codes: Vec<c_int> = (0..rs.len()).map(|i| unsafe { entry_code(rc, sts.at(i)) }).collect();
     let base = sts.ptr();
-    // SAFETY: the application's array of `count` requests, as written by the MPI.
-    let now = unsafe { requests(reqs, count) };
-    // SAFETY: `i < count`.
-    taken.settle(&before, now, |i| done[i], |i| unsafe { base.add(i) }, |i| codes[i]);
+    // SAFETY: `i < count`; `rs` holds the handles as the MPI wrote them.
+    taken.settle(&before, rs, |i| done[i], |i| unsafe { base.add(i) }, |i| codes[i]);
     rc
 }
 
@@ -228,21 +235,21 @@ pub(crate) unsafe fn testall_mpi(count: c_int, reqs: *mut Req, flag: *mut c_int,
     }
     let before = rs.to_vec();
     let mut sts = Statuses::new(statuses, rs.len());
-    // SAFETY: forwarded with a real status array.
-    let rc = unsafe { next::MPI_Testall(count, reqs, flag, sts.ptr()) };
+    // SAFETY: forwarded with a real status array; the MPI writes the handles through `rs`.
+    let rc = unsafe { next::MPI_Testall(count, rs.as_mut_ptr(), flag, sts.ptr()) };
     // SAFETY: the MPI wrote the flag.
     let all = !flag.is_null() && unsafe { *flag } != 0;
     let base = sts.ptr();
     // SAFETY: entries below `count`.
     let codes: Vec<c_int> = (0..rs.len()).map(|i| unsafe { entry_code(rc, base.add(i)) }).collect();
-    // SAFETY: the application's array of `count` requests, as written by the MPI.
-    let now = unsafe { requests(reqs, count) };
-    // SAFETY: entries below `count`.
-    taken.settle(&before, now, |_| all, |i| unsafe { base.add(i) }, |i| codes[i]);
+    // SAFETY: entries below `count`; `rs` holds the handles as the MPI wrote them.
+    taken.settle(&before, rs, |_| all, |i| unsafe { base.add(i) }, |i| codes[i]);
     rc
 }
 
-/// `MPI_Waitany` / `MPI_Testany` share this: one index completes (or none).
+/// `MPI_Waitany` / `MPI_Testany` share this: one index completes (or none). `call(array,
+/// status)` makes the MPI call on `array` (a pointer derived from the request slice, see
+/// [`requests`]); `forward()` makes it unchanged.
 ///
 /// # Safety
 /// As `MPI_Waitany` / `MPI_Testany`.
@@ -251,7 +258,7 @@ unsafe fn any_of(
     reqs: *mut Req,
     index: *mut c_int,
     status: *mut Status,
-    call: impl FnOnce(*mut Status) -> c_int,
+    call: impl FnOnce(*mut Req, *mut Status) -> c_int,
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
     ops::progress_detached(false);
@@ -264,12 +271,10 @@ unsafe fn any_of(
     let before = rs.to_vec();
     let mut local = blank_status();
     let stp = status_or(status, &mut local);
-    let rc = call(stp);
+    let rc = call(rs.as_mut_ptr(), stp);
     // SAFETY: the MPI wrote the index (the application's pointer).
     let idx = if index.is_null() { crate::ffi::UNDEFINED } else { unsafe { *index } };
-    // SAFETY: the application's array of `count` requests, as written by the MPI.
-    let now = unsafe { requests(reqs, count) };
-    taken.settle(&before, now, |i| idx >= 0 && i == idx as usize, |_| stp, |_| rc);
+    taken.settle(&before, rs, |i| idx >= 0 && i == idx as usize, |_| stp, |_| rc);
     rc
 }
 
@@ -280,7 +285,7 @@ unsafe fn any_of(
 pub(crate) unsafe fn waitany_mpi(count: c_int, reqs: *mut Req, index: *mut c_int, status: *mut Status) -> c_int {
     // SAFETY: forwarded contract.
     unsafe {
-        any_of(count, reqs, index, status, |s| next::MPI_Waitany(count, reqs, index, s), || next::MPI_Waitany(count, reqs, index, status))
+        any_of(count, reqs, index, status, |r, s| next::MPI_Waitany(count, r, index, s), || next::MPI_Waitany(count, reqs, index, status))
     }
 }
 
@@ -296,13 +301,14 @@ pub(crate) unsafe fn testany_mpi(count: c_int, reqs: *mut Req, index: *mut c_int
             reqs,
             index,
             status,
-            |s| next::MPI_Testany(count, reqs, index, flag, s),
+            |r, s| next::MPI_Testany(count, r, index, flag, s),
             || next::MPI_Testany(count, reqs, index, flag, status),
         )
     }
 }
 
-/// `MPI_Waitsome` / `MPI_Testsome`: `outcount` indices complete.
+/// `MPI_Waitsome` / `MPI_Testsome`: `outcount` indices complete. `call(array, statuses)` and
+/// `forward()` as for [`any_of`].
 ///
 /// # Safety
 /// As `MPI_Waitsome` / `MPI_Testsome`.
@@ -312,7 +318,7 @@ unsafe fn some_of(
     outcount: *mut c_int,
     indices: *mut c_int,
     statuses: *mut Status,
-    call: impl FnOnce(*mut Status) -> c_int,
+    call: impl FnOnce(*mut Req, *mut Status) -> c_int,
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
     ops::progress_detached(false);
@@ -324,7 +330,7 @@ unsafe fn some_of(
     }
     let before = rs.to_vec();
     let mut sts = Statuses::new(statuses, rs.len());
-    let rc = call(sts.ptr());
+    let rc = call(rs.as_mut_ptr(), sts.ptr());
     // SAFETY: the MPI wrote outcount and the first `outcount` indices.
     let out = if outcount.is_null() { 0 } else { unsafe { *outcount } };
     let done_idx: Vec<usize> = if out > 0 && !indices.is_null() {
@@ -336,11 +342,9 @@ unsafe fn some_of(
     let base = sts.ptr();
     // Status `k` belongs to request `indices[k]`.
     let slot = |i: usize| done_idx.iter().position(|&j| j == i);
-    // SAFETY: the application's array of `incount` requests, as written by the MPI.
-    let now = unsafe { requests(reqs, incount) };
     taken.settle(
         &before,
-        now,
+        rs,
         |i| slot(i).is_some(),
         // SAFETY: `k < outcount <= incount`.
         |i| unsafe { base.add(slot(i).unwrap_or(0)) },
@@ -369,7 +373,7 @@ pub(crate) unsafe fn waitsome_mpi(
             outcount,
             indices,
             statuses,
-            |s| next::MPI_Waitsome(incount, reqs, outcount, indices, s),
+            |r, s| next::MPI_Waitsome(incount, r, outcount, indices, s),
             || next::MPI_Waitsome(incount, reqs, outcount, indices, statuses),
         )
     }
@@ -394,7 +398,7 @@ pub(crate) unsafe fn testsome_mpi(
             outcount,
             indices,
             statuses,
-            |s| next::MPI_Testsome(incount, reqs, outcount, indices, s),
+            |r, s| next::MPI_Testsome(incount, r, outcount, indices, s),
             || next::MPI_Testsome(incount, reqs, outcount, indices, statuses),
         )
     }
@@ -502,8 +506,8 @@ pub unsafe fn startall(count: c_int, reqs: *mut Req) -> c_int {
     }
     taken.0.iter_mut().for_each(|(_, op)| activate(op));
     let before = rs.to_vec();
-    // SAFETY: forwarded unchanged.
-    let rc = unsafe { next::MPI_Startall(count, reqs) };
+    // SAFETY: forwarded unchanged (the array through `rs`, see [`requests`]).
+    let rc = unsafe { next::MPI_Startall(count, rs.as_mut_ptr()) };
     for (i, mut op) in taken.0 {
         set_active(&mut op, rc == errclass::SUCCESS);
         ops::restore(before[i], op);
