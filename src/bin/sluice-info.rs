@@ -126,6 +126,15 @@ fn print_config() -> bool {
 fn print_hardware() {
     println!("Hardware");
     print!("{}", sluice::hw::detect());
+    // What the datatype kernels chose for this CPU (docs/architecture.md, "Prefetch policies"
+    // and "Streaming stores").
+    use sluice::datatype::kernel::{streaming_min, Isa, Prefetch};
+    println!(
+        "  datatype kernels: {:?} level, prefetch policy {:?}, unpacks of {} KiB or more stream",
+        Isa::host(),
+        Prefetch::host(),
+        streaming_min() >> 10
+    );
 }
 
 fn main() -> ExitCode {

@@ -127,7 +127,9 @@ impl CompiledType {
         // SAFETY: forwarded contract; `input` holds the `n` stream bytes (checked above); `isa` is
         // this CPU's (detected in `new`). The kernel only reads through the buffer pointer
         // when unpacking.
-        unsafe { self.kernel.run::<false>(self.isa, self.unpack_stores(count), self.prefetch, &self.dl, dst, count, input.as_ptr().cast_mut()) }
+        unsafe {
+            self.kernel.run::<false>(self.isa, self.unpack_stores(count), self.prefetch, &self.dl, dst, count, input.as_ptr().cast_mut())
+        }
     }
 
     /// Packs stream bytes `[first, last)` of `count` elements at `src` into `out[..last - first]`
@@ -140,7 +142,19 @@ impl CompiledType {
         assert!(out.len() >= last - first, "output too short");
         // SAFETY: forwarded contract; `out` holds the range (checked above); `isa` is this
         // CPU's. The kernel only reads through `src` when packing.
-        unsafe { self.kernel.run_range::<true>(self.isa, Stores::Cached, self.prefetch, &self.dl, src.cast_mut(), count, first, last, out.as_mut_ptr()) }
+        unsafe {
+            self.kernel.run_range::<true>(
+                self.isa,
+                Stores::Cached,
+                self.prefetch,
+                &self.dl,
+                src.cast_mut(),
+                count,
+                first,
+                last,
+                out.as_mut_ptr(),
+            )
+        }
     }
 
     /// Unpacks `input[..last - first]`, stream bytes `[first, last)` of `count` elements, into

@@ -54,7 +54,7 @@ mod transpose;
 pub use isa::Isa;
 pub use prefetch::Prefetch;
 pub use small_runs::MOVE_WIDTHS;
-pub use stores::Stores;
+pub use stores::{streaming_min, Stores};
 
 use super::interp;
 use super::ir::{DataLoop, Kind};

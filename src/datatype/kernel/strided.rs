@@ -3,8 +3,8 @@
 //! compiled into each instruction-set instantiation of [`super::exec`].
 
 use super::copy::xfer;
-use super::prefetch::{prefetch, RowPrefetch, HINT_L1, HINT_L2, HINT_WRITE};
 use super::isa::Simd;
+use super::prefetch::{prefetch, RowPrefetch, HINT_L1, HINT_L2, HINT_WRITE};
 use super::stores::{copy_streaming, LINE};
 use super::transpose::{transposable, transpose};
 use super::{Level, Strided, Tactics, MAX_LEVELS};
