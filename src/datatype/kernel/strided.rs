@@ -189,6 +189,11 @@ pub(super) unsafe fn table<S: Simd, const N: usize, const PACK: bool>(
         if inner.levels().is_empty() {
             let p = mem.wrapping_offset((base + inner.off) as isize);
             let streaming = !PACK && t.nt && block >= STREAM_MIN_BLOCK;
+            if !streaming {
+                if let RowPrefetch::Ends { ahead, .. } = t.prefetch.table::<PACK>(block, displs.len()) {
+                    return prefetched_table::<N, PACK, HINT_WRITE>(p, q, displs, block, ahead as usize);
+                }
+            }
             for &d in displs {
                 if streaming {
                     copy_streaming(p.wrapping_offset(d as isize), q, block);
@@ -202,6 +207,37 @@ pub(super) unsafe fn table<S: Simd, const N: usize, const PACK: bool>(
                 q = strided::<S, N, PACK>(mem, base + inner.off + d, inner.levels(), block, q, t);
             }
         }
+    }
+    q
+}
+
+/// The blocks at `p + d` for each table entry `d`, prefetching the first and last byte of the
+/// block `ahead` entries on with hint `H` ([`super::prefetch`]); returns the buffer end.
+///
+/// # Safety
+/// As [`table`] for a table without inner levels, from `p` and `q`.
+#[inline(always)]
+unsafe fn prefetched_table<const N: usize, const PACK: bool, const H: u8>(
+    p: *mut u8,
+    mut q: *mut u8,
+    displs: &[i64],
+    block: usize,
+    ahead: usize,
+) -> *mut u8 {
+    let last = block as isize - 1;
+    let (head, tail) = displs.split_at(displs.len().saturating_sub(ahead));
+    for (&d, &f) in head.iter().zip(&displs[ahead.min(displs.len())..]) {
+        let f = p.wrapping_offset(f as isize);
+        prefetch::<H>(f);
+        prefetch::<H>(f.wrapping_offset(last));
+        // SAFETY: `p + d` is the entry's block, `q` the next `block` bytes of the buffer.
+        unsafe { xfer::<N, PACK>(p.wrapping_offset(d as isize), q, block) };
+        q = q.wrapping_add(block);
+    }
+    for &d in tail {
+        // SAFETY: as above.
+        unsafe { xfer::<N, PACK>(p.wrapping_offset(d as isize), q, block) };
+        q = q.wrapping_add(block);
     }
     q
 }

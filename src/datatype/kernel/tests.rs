@@ -395,6 +395,17 @@ fn prefetched_rows() {
         }
         check(&DataLoop::vector(2, 1, count as i64 * stride.abs() + 64, row), 1).unwrap();
     }
+    // Offset tables (lammps, specfem): irregular, increasing and not, some overlapping (unpack:
+    // last wins), longer and shorter than the prefetch distance.
+    for (n, block) in [(100usize, 24usize), (100, 12), (40, 100), (33, 8), (20, 24)] {
+        let displs: Vec<i64> = (0..n as i64).map(|i| (i * 37 * 11) % 2000 - 300 + (i % 3) * 5).collect();
+        let table = DataLoop::block_indexed(1, displs, b(block));
+        let Kernel::BlockIndexed { inner, .. } = kernel_of(&table) else { panic!("{n} x {block} B: not block-indexed") };
+        assert!(inner.levels().is_empty(), "{n} x {block} B");
+        for count in [1, 2] {
+            check(&table, count).unwrap();
+        }
+    }
 }
 
 #[test]
