@@ -1,7 +1,6 @@
-//! What the kernels' tactics depend on besides the instruction set: the CPU's vendor, whether
-//! it has `prefetchw`, and its cache sizes. Each is a fact the prefetch policy
-//! ([`super::prefetch`]) or the streaming-store threshold ([`super::stores`]) was measured to
-//! depend on.
+//! What the kernels' tactics depend on besides the instruction set: the CPU's vendor and
+//! whether it has `prefetchw` (the prefetch policy, [`super::prefetch`]), and the last-level
+//! cache's size (the streaming-store threshold, [`super::stores`]).
 
 /// The CPU's vendor string is Intel's.
 pub(super) fn intel() -> bool {
@@ -38,11 +37,6 @@ pub(super) fn has_prefetchw() -> bool {
 /// whose L3 is 32 MiB).
 pub(super) fn last_level_cache() -> Option<usize> {
     caches().into_iter().max_by_key(|c| c.0).map(|c| c.1)
-}
-
-/// Size of CPU 0's unified or data cache of `level` from sysfs.
-pub(super) fn cache_size(level: u32) -> Option<usize> {
-    caches().into_iter().find(|c| c.0 == level).map(|c| c.1)
 }
 
 /// `(level, size)` of CPU 0's data and unified caches, as sysfs lists them.

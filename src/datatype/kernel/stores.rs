@@ -4,10 +4,9 @@
 //! so unpacking into a destination that is not in the cache moves every written line twice.
 //! A non-temporal store writes whole lines straight to memory without reading them, but the
 //! lines leave the cache. That pays when the destination would not stay cached anyway: an
-//! operation writing at least [`streaming_min`] bytes (half the cache that would keep it: the
-//! last-level cache on AMD, L2 on Intel, see [`streaming_min_for`]; the copy of a contiguous
-//! type stays one `memcpy`, which decides for itself). Measured (standalone loops, 2 shared
-//! Zen 4 cores): a 4 MiB unpack of 512 B blocks into an uncached
+//! operation writing at least [`streaming_min`] bytes (half the last-level cache; the copy of a
+//! contiguous type stays one `memcpy`, which decides for itself). Measured (standalone loops,
+//! 2 shared Zen 4 cores): a 4 MiB unpack of 512 B blocks into an uncached
 //! destination 9 -> 24 GB/s, the 16 MiB fft-t transpose 7 -> 16 GB/s; into a destination that
 //! stays in L3, 512 B blocks lose 12% (32 -> 28 GB/s), hence the size threshold.
 //!
@@ -16,7 +15,7 @@
 //! weakly ordered: every kernel run that used them ends with [`fence`].
 
 use super::copy::xfer;
-use super::cpu::{cache_size, intel, last_level_cache};
+use super::cpu::last_level_cache;
 
 /// How unpack writes the user's memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,27 +40,17 @@ impl Stores {
     }
 }
 
-/// Bytes an unpack must write to stream, read once ([`streaming_min_for`] this CPU).
+/// Bytes an unpack must write to stream: half the last-level cache, read once (16 MiB when the
+/// system does not tell).
+///
+/// Not lower on Intel's mesh L3, where streaming is faster for the unpack alone: on a
+/// Sapphire-Rapids-class VM (2 MiB L2, L3 at 15 GB/s per core up to 32 MiB) streaming unpacks
+/// that write 1.5-4 MiB made them 8-20% faster and the application's read of the received data
+/// right after 3x slower (from memory instead of L3), unpack and read together 1.8-2.2x slower
+/// (`bench/strided_copy.c`: `rows 1024 512 8192 0 unpack [nt] read`; docs/benchmarks.md).
 pub fn streaming_min() -> usize {
     static MIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *MIN.get_or_init(|| streaming_min_for(intel(), cache_size(2), last_level_cache()))
-}
-
-/// Bytes an unpack must write to stream on a CPU with these caches: the destination must not
-/// fit in half the cache that would keep it (the packed source shares it), which is the
-/// last-level cache on AMD (16 MiB when the system does not tell) and L2 on Intel (1 MiB when
-/// it does not tell). Intel's server L3 is a mesh whose bandwidth per core is little above
-/// memory's: on a Sapphire-Rapids-class VM (2 MiB L2, 480 MiB L3 reported) `memcpy` runs at
-/// 56 GB/s up to 512 KiB and at 15 GB/s from 2 MiB to 32 MiB, and streaming an unpack that
-/// writes 1.5-16 MiB was 7-80% faster (milc 0.92 -> 1.07-1.12 of memcpy, vec-64 0.80 -> 0.94,
-/// fft-t 0.54 -> 0.93) while one writing 128-480 KiB, which L2 keeps, lost 10-35% (face-y,
-/// wrf). On Zen 4 a 4 MiB destination that stays in the 32 MiB L3 lost 12% streamed.
-fn streaming_min_for(intel: bool, l2: Option<usize>, llc: Option<usize>) -> usize {
-    if intel {
-        l2.map_or(1 << 20, |b| b / 2)
-    } else {
-        llc.map_or(16 << 20, |b| b / 2)
-    }
+    *MIN.get_or_init(|| last_level_cache().map_or(16 << 20, |b| b / 2))
 }
 
 /// Line size streamed at once.
@@ -123,14 +112,8 @@ pub(super) fn fence() {
 
 #[cfg(test)]
 mod tests {
-    use super::streaming_min_for;
-
     #[test]
-    fn streaming_threshold_follows_the_cache_that_keeps_the_destination() {
-        assert_eq!(streaming_min_for(true, Some(2 << 20), Some(480 << 20)), 1 << 20);
-        assert_eq!(streaming_min_for(false, Some(1 << 20), Some(32 << 20)), 16 << 20);
-        assert_eq!(streaming_min_for(true, None, None), 1 << 20);
-        assert_eq!(streaming_min_for(false, None, None), 16 << 20);
+    fn streaming_threshold_is_known() {
         assert!(super::streaming_min() > 0);
     }
 }
