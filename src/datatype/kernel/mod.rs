@@ -25,7 +25,8 @@
 //! the transpose and small-runs kernels, which are only chosen when no two blocks they reorder
 //! overlap. Blocks of 1, 2, 4, 8, 12, 16, 24, 32, 40, 48 and 64 bytes get their own
 //! monomorphized loop that copies a `[u8; N]` with unaligned loads and stores (plain moves, no
-//! `memcpy` call); other blocks up to 64 bytes use two overlapping moves, larger ones `memcpy`.
+//! `memcpy` call; 24 bytes as three 8-byte moves); other blocks up to 64 bytes use two
+//! overlapping moves, larger ones `memcpy`.
 //!
 //! The loops are compiled once per instruction-set level ([`Isa`]: the build's baseline, and
 //! AVX2 on x86_64, chosen at run time per type) and direction. Every kernel also runs any byte
