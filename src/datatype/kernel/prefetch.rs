@@ -1,20 +1,21 @@
-//! Software prefetching for strided rows, and the policy that decides it per CPU family.
+//! Software prefetching for strided rows and offset tables, and the policy that decides it per
+//! CPU family.
 //!
 //! The hardware prefetchers follow a run of lines inside a page; rows of blocks a few hundred
 //! bytes to a few KiB apart cross a page every few blocks and leave gaps, so the kernels may ask
 //! for blocks ahead themselves. Whether that pays, for which direction and with which hint,
 //! was measured to differ between CPU families with the same loops (paired rounds of
 //! `sluice-ddt-bench`, this policy against the other and against each MPI's engine;
-//! docs/benchmarks.md, "Prefetch policies"):
+//! docs/benchmarks.md, "An Intel Sapphire-Rapids-class VM"):
 //!
 //! - AMD Zen 4: read prefetches in both directions pay (face-x 1.7 -> 2.8 GB/s with L2
 //!   prefetches 96 blocks ahead; dense rows of small blocks +10-30% with L1 prefetches 48
 //!   ahead); write-intent prefetches were no better. [`Prefetch::Read`].
-//! - Intel Sapphire Rapids: the same read prefetches cost packing 5-20% against the hardware
-//!   alone (face-x pack 0.80x MPICH's engine with them, 1.00x without) and the L2 one leaves
-//!   unpack 25% behind, while write-intent prefetches of the destination make unpack the
-//!   faster engine (face-x unpack 0.75x -> 1.33x MPICH, lu-5 0.96x -> 1.14x, vec-64 0.91x ->
-//!   1.07x). [`Prefetch::Write`].
+//! - Intel (Sapphire-Rapids-class VM): the same read prefetches cost packing up to 17% against
+//!   the hardware alone (face-x pack 0.83x MPICH's engine with them, 1.02x without) and the L2
+//!   one leaves unpack behind, while write-intent prefetches of the destination make unpack the
+//!   faster engine (face-x unpack 0.93x -> 1.31x MPICH, vec-64 0.93x -> 1.01x, milc 1.64x ->
+//!   2.86x, lammps and specfem 0.98x -> 1.02-1.05x). [`Prefetch::Write`].
 //!
 //! [`Prefetch::host`] picks Write on Intel CPUs that have `prefetchw` and Read elsewhere; the
 //! benchmark and the tests run every policy this CPU has ([`Prefetch::available`]).
@@ -35,7 +36,7 @@ pub enum Prefetch {
     /// 128 KiB, lost 5% with it). Unpacking an offset table of blocks under 256 B (whose next
     /// address no hardware prefetcher can know) asks for the block 32 entries on with write
     /// intent (lammps 0.98-1.01 -> 1.02-1.05 of MPICH's engine, specfem 0.98 -> 1.01-1.03;
-    /// packing them with read prefetches gained nothing). Tuned on Intel Sapphire Rapids.
+    /// packing them with read prefetches gained nothing). Tuned on a Sapphire-Rapids-class VM.
     Write,
     /// No software prefetch (comparisons).
     Off,
