@@ -128,11 +128,13 @@ fn print_hardware() {
     print!("{}", sluice::hw::detect());
     // What the datatype kernels chose for this CPU (docs/architecture.md, "Prefetch policies"
     // and "Streaming stores").
-    use sluice::datatype::kernel::{streaming_min, Isa, Prefetch};
+    use sluice::datatype::kernel::{streaming_min, Isa, Tuning};
+    let t = Tuning::host();
     println!(
-        "  datatype kernels: {:?} level, prefetch policy {:?}, unpacks of {} KiB or more stream",
+        "  datatype kernels: {:?} level, prefetch policy {:?}, block copy {:?}, unpacks of {} KiB or more stream",
         Isa::host(),
-        Prefetch::host(),
+        t.prefetch,
+        t.block_copy,
         streaming_min() >> 10
     );
 }

@@ -6,7 +6,7 @@
 
 use super::interp;
 use super::ir::DataLoop;
-use super::kernel::{self, Isa, Kernel, Prefetch, Stores};
+use super::kernel::{self, BlockCopy, Isa, Kernel, Prefetch, Stores, Tuning};
 use super::normalize::normalize;
 
 /// Source of [`CompiledType::id`].
@@ -21,8 +21,8 @@ pub struct CompiledType {
     isa: Isa,
     /// Unpack stores when set (benchmarks); else chosen per operation by its size.
     stores: Option<Stores>,
-    /// How strided rows prefetch: this CPU family's policy, detected once per process.
-    prefetch: Prefetch,
+    /// The CPU family's tactics (prefetch policy, block copy), detected once per process.
+    tuning: Tuning,
     id: u64,
 }
 
@@ -32,7 +32,7 @@ impl CompiledType {
         let dl = normalize(dl);
         let kernel = kernel::compile(&dl);
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        CompiledType { dl, kernel, isa: Isa::host(), stores: None, prefetch: Prefetch::host(), id }
+        CompiledType { dl, kernel, isa: Isa::host(), stores: None, tuning: Tuning::host(), id }
     }
 
     /// A process-unique id, never reused: the key of this type's checkpoint tables
@@ -53,13 +53,20 @@ impl CompiledType {
     /// compare policies with it). Panics when this CPU does not run `prefetch`.
     pub fn with_prefetch(mut self, prefetch: Prefetch) -> Self {
         assert!(Prefetch::available().contains(&prefetch), "this CPU does not run {prefetch:?}");
-        self.prefetch = prefetch;
+        self.tuning.prefetch = prefetch;
         self
     }
 
-    /// The prefetch policy the kernel runs with.
-    pub fn prefetch(&self) -> Prefetch {
-        self.prefetch
+    /// The same type copying large blocks as `block_copy` says instead of this CPU's choice
+    /// (benchmarks compare them with it).
+    pub fn with_block_copy(mut self, block_copy: BlockCopy) -> Self {
+        self.tuning.block_copy = block_copy;
+        self
+    }
+
+    /// The CPU-family tactics the kernel runs with.
+    pub fn tuning(&self) -> Tuning {
+        self.tuning
     }
 
     /// The same type unpacking with `stores` whatever the size (benchmarks compare them).
@@ -109,7 +116,7 @@ impl CompiledType {
         }
         // SAFETY: forwarded contract; `out` holds the `n` stream bytes (checked above); `isa` is
         // this CPU's (detected in `new`). The kernel only reads through `src` when packing.
-        unsafe { self.kernel.run::<true>(self.isa, Stores::Cached, self.prefetch, &self.dl, src.cast_mut(), count, out.as_mut_ptr()) }
+        unsafe { self.kernel.run::<true>(self.isa, Stores::Cached, self.tuning, &self.dl, src.cast_mut(), count, out.as_mut_ptr()) }
     }
 
     /// Unpacks `input[..count * size]` into `count` elements at `dst`.
@@ -128,7 +135,7 @@ impl CompiledType {
         // this CPU's (detected in `new`). The kernel only reads through the buffer pointer
         // when unpacking.
         unsafe {
-            self.kernel.run::<false>(self.isa, self.unpack_stores(count), self.prefetch, &self.dl, dst, count, input.as_ptr().cast_mut())
+            self.kernel.run::<false>(self.isa, self.unpack_stores(count), self.tuning, &self.dl, dst, count, input.as_ptr().cast_mut())
         }
     }
 
@@ -146,7 +153,7 @@ impl CompiledType {
             self.kernel.run_range::<true>(
                 self.isa,
                 Stores::Cached,
-                self.prefetch,
+                self.tuning,
                 &self.dl,
                 src.cast_mut(),
                 count,
@@ -171,7 +178,7 @@ impl CompiledType {
             self.kernel.run_range::<false>(
                 self.isa,
                 self.unpack_stores(count),
-                self.prefetch,
+                self.tuning,
                 &self.dl,
                 dst,
                 count,

@@ -15,10 +15,12 @@
 //! Usage: sluice-ddt-bench [--csv FILE] [--case-ms MS] [--max-ms MS] [--tol FRACTION]
 //!                         [--warm-us US] [--sample-us US] [--cases a,b,...] [--portable] [--aa]
 //!                         [--prefetch read|write|off] [--stores cached|streaming]
+//!                         [--block-copy memcpy|lines]
 //! (`--portable`: run sluice's kernels at the baseline instruction-set level instead of the
 //! best one this CPU has, to compare the two. `--prefetch`: run them with that prefetch policy
 //! instead of this CPU's (`Prefetch::host`). `--stores`: unpack with those stores whatever the
-//! size, instead of choosing by size (`Stores::for_unpack`). `--aa`: the "sluice" operations call the MPI's
+//! size, instead of choosing by size (`Stores::for_unpack`). `--block-copy`: copy large blocks
+//! that way instead of this CPU's (`BlockCopy::host`). `--aa`: the "sluice" operations call the MPI's
 //! engine as well, which shows how far two identical engines measure apart.)
 //!
 //! The regime is a warm one, the same for every engine: before each sample an operation runs
@@ -37,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use sluice::datatype::compiled::CompiledType;
 use sluice::datatype::decode::decode;
-use sluice::datatype::kernel::{Isa, Prefetch, Stores};
+use sluice::datatype::kernel::{BlockCopy, Isa, Prefetch, Stores, Tuning};
 use sluice::ffi::consts as k;
 use sluice::ffi::mpi::{self, MPI_Aint, MPI_Datatype};
 use sluice::ffi::FLAVOR;
@@ -332,7 +334,7 @@ struct Budget {
 
 /// `aa`: the "sluice" operations call the MPI's engine too (an A/A run: what the method
 /// measures between two identical engines).
-fn run_case(name: &str, budget: &Budget, portable: bool, prefetch: Prefetch, stores: Option<Stores>, aa: bool) -> Row {
+fn run_case(name: &str, budget: &Budget, portable: bool, tuning: Tuning, stores: Option<Stores>, aa: bool) -> Row {
     let (t, count) = build(name);
     let dl = match decode(t) {
         Ok(dl) => dl,
@@ -341,7 +343,7 @@ fn run_case(name: &str, budget: &Budget, portable: bool, prefetch: Prefetch, sto
             std::process::exit(1);
         }
     };
-    let mut ct = CompiledType::new(&dl).with_prefetch(prefetch);
+    let mut ct = CompiledType::new(&dl).with_prefetch(tuning.prefetch).with_block_copy(tuning.block_copy);
     if let Some(s) = stores {
         ct = ct.with_stores(s);
     }
@@ -500,6 +502,7 @@ fn main() -> ExitCode {
     let mut cases: Vec<String> = CASES.iter().map(|s| s.to_string()).collect();
     let mut portable = false;
     let mut prefetch = Prefetch::host();
+    let mut block_copy = BlockCopy::host();
     let mut stores = None;
     let mut aa = false;
     let mut args = std::env::args().skip(1);
@@ -522,6 +525,13 @@ fn main() -> ExitCode {
                 }
             },
             "--aa" => aa = true,
+            "--block-copy" => match BlockCopy::parse(&val()) {
+                Some(c) => block_copy = c,
+                None => {
+                    eprintln!("sluice-ddt-bench: --block-copy: memcpy or lines");
+                    return ExitCode::from(2);
+                }
+            },
             "--stores" => match val().as_str() {
                 "cached" => stores = Some(Stores::Cached),
                 "streaming" => stores = Some(Stores::Streaming),
@@ -533,7 +543,7 @@ fn main() -> ExitCode {
             "-h" | "--help" => {
                 println!(
                     "Usage: sluice-ddt-bench [--csv FILE] [--case-ms MS] [--max-ms MS] [--tol FRACTION] \
-                     [--warm-us US] [--sample-us US] [--cases a,b,...] [--portable] [--aa] [--prefetch read|write|off] [--stores cached|streaming]"
+                     [--warm-us US] [--sample-us US] [--cases a,b,...] [--portable] [--aa] [--prefetch read|write|off] [--stores cached|streaming] [--block-copy memcpy|lines]"
                 );
                 return ExitCode::SUCCESS;
             }
@@ -547,7 +557,7 @@ fn main() -> ExitCode {
     ok(unsafe { mpi::PMPI_Init(null_mut(), null_mut()) }, "MPI_Init");
     let isa = if portable { Isa::Portable } else { Isa::host() };
     println!(
-        "# sluice-ddt-bench, MPI flavor {FLAVOR}, sluice kernels at {isa:?}, prefetch {prefetch:?}{}; GB/s of packed bytes, median (best); \
+        "# sluice-ddt-bench, MPI flavor {FLAVOR}, sluice kernels at {isa:?}, prefetch {prefetch:?}, block copy {block_copy:?}{}; GB/s of packed bytes, median (best); \
          s/mpi, s/mcp: sluice's speed over the MPI's and memcpy's, median of the paired rounds [95% interval]",
         if aa { " (A/A run: the sluice columns are the MPI's engine too)" } else { "" }
     );
@@ -555,6 +565,7 @@ fn main() -> ExitCode {
         "{:<11} {:<13} {:>9} | {:>6} {:>13} {:>13} {:>13} {:>20} {:>6} | {:>6} {:>13} {:>13} {:>20} {:>6}",
         "case", "kernel", "bytes", "", "sluice", "mpi", "memcpy", "s/mpi", "s/mcp", "", "sluice", "mpi", "s/mpi", "s/mcp"
     );
+    let tuning = Tuning { prefetch, block_copy };
     let budget = Budget {
         min: Duration::from_millis(case_ms),
         max: Duration::from_millis(max_ms.unwrap_or(4 * case_ms).max(case_ms)),
@@ -564,7 +575,7 @@ fn main() -> ExitCode {
     };
     let mut rows = vec![];
     for c in &cases {
-        let mut row = run_case(c, &budget, portable, prefetch, stores, aa);
+        let mut row = run_case(c, &budget, portable, tuning, stores, aa);
         // A case whose intervals against the MPI are still wider than the tolerance at the end
         // of its budget ran through a disturbed stretch (another program's burst on the shared
         // cores): it is measured once more, and the second measurement is kept whatever it
@@ -576,7 +587,7 @@ fn main() -> ExitCode {
                 budget.max.as_millis(),
                 budget.tol * 100.0
             );
-            row = run_case(c, &budget, portable, prefetch, stores, aa);
+            row = run_case(c, &budget, portable, tuning, stores, aa);
         }
         let g = |d: &str, e: &str| row.results.iter().find(|r| r.engine == e && r.dir == d).unwrap();
         let f = |m: &Measured| format!("{:.2} ({:.2})", m.median_gbs, m.best_gbs);

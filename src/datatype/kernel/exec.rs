@@ -8,7 +8,7 @@ use super::copy::xfer;
 use super::isa::{Isa, Portable};
 use super::small_runs::SMALL_RUNS_TILE;
 use super::stores::{fence, Stores};
-use super::{Kernel, Level, Prefetch, Strided, Tactics};
+use super::{BlockCopy, Kernel, Level, Strided, Tactics, Tuning};
 use crate::datatype::interp;
 use crate::datatype::ir::DataLoop;
 
@@ -124,25 +124,26 @@ entries!(avx2, crate::datatype::kernel::isa::Avx2, "avx2");
 impl Kernel {
     /// Moves the `count * dl.size` stream bytes of `count` elements between `mem` and `buf`
     /// (`PACK`: memory to buffer) with the loops compiled for `isa`, unpacking with `stores`
-    /// (ignored when packing), prefetching as `prefetch` says. `dl` is the type this kernel was
+    /// (ignored when packing), with the CPU-family tactics `tuning`. `dl` is the type this kernel was
     /// compiled from.
     ///
     /// # Safety
     /// Every byte the typemap of the `count` elements addresses relative to `mem` valid for the
     /// access; `buf` valid for `count * dl.size` bytes; the two do not overlap; the CPU runs
-    /// `isa` (one of [`Isa::available`]) and `prefetch` (one of [`Prefetch::available`]).
+    /// `isa` (one of [`Isa::available`]) and `tuning.prefetch` (one of [`super::Prefetch::available`]).
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn run<const PACK: bool>(
         &self,
         isa: Isa,
         stores: Stores,
-        prefetch: Prefetch,
+        tuning: Tuning,
         dl: &DataLoop,
         mem: *mut u8,
         count: usize,
         buf: *mut u8,
     ) {
-        let t = Tactics { nt: !PACK && stores == Stores::Streaming, prefetch };
+        let t =
+            Tactics { nt: !PACK && stores == Stores::Streaming, prefetch: tuning.prefetch, lines: tuning.block_copy == BlockCopy::Lines };
         // SAFETY: caller's contract, including that the CPU has the level's features.
         unsafe {
             match isa {

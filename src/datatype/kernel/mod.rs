@@ -52,6 +52,7 @@ mod strided;
 mod tests;
 mod transpose;
 
+pub use copy::{BlockCopy, LINES_MAX, LINES_MIN};
 pub use isa::Isa;
 pub use prefetch::Prefetch;
 pub use small_runs::MOVE_WIDTHS;
@@ -61,12 +62,34 @@ use super::interp;
 use super::ir::{DataLoop, Kind};
 use small_runs::small_runs;
 
+/// The tactics measured to differ between CPU families, chosen once per process
+/// ([`Tuning::host`]) and held per type by `CompiledType`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tuning {
+    pub prefetch: Prefetch,
+    pub block_copy: BlockCopy,
+}
+
+impl Tuning {
+    /// This CPU's tactics.
+    pub fn host() -> Tuning {
+        Tuning { prefetch: Prefetch::host(), block_copy: BlockCopy::host() }
+    }
+
+    /// Every combination this CPU runs, for tests.
+    pub fn all() -> Vec<Tuning> {
+        Prefetch::available().into_iter().flat_map(|prefetch| BlockCopy::ALL.map(|block_copy| Tuning { prefetch, block_copy })).collect()
+    }
+}
+
 /// How one kernel call runs beyond its loops: whether unpack streams whole lines past the cache
-/// ([`Stores`]) and how strided rows prefetch ([`Prefetch`]).
+/// ([`Stores`]), how strided rows prefetch ([`Prefetch`]) and whether large blocks move inline
+/// ([`BlockCopy`]).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Tactics {
     pub nt: bool,
     pub prefetch: Prefetch,
+    pub lines: bool,
 }
 
 /// Most `(offset, len)` runs per element the [`Kernel::Indexed`] table holds (16 B each).

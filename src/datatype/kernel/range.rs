@@ -17,7 +17,7 @@ use super::copy::xfer;
 use super::exec::{body, by_block, Entries};
 use super::isa::Portable;
 use super::stores::{fence, Stores};
-use super::{Kernel, Level, Strided, Tactics, MAX_LEVELS};
+use super::{BlockCopy, Kernel, Level, Strided, Tactics, MAX_LEVELS};
 use crate::datatype::interp;
 use crate::datatype::ir::DataLoop;
 
@@ -29,7 +29,7 @@ impl Kernel {
 
     /// Moves stream bytes `[first, last)` of `count` elements between `mem` and `buf` (`buf`
     /// holds the `last - first` bytes; `PACK`: memory to buffer) with the loops compiled for
-    /// `isa`, unpacking with `stores`, prefetching as `prefetch` says. `dl` is the type this
+    /// `isa`, unpacking with `stores`, with the CPU-family tactics `tuning`. `dl` is the type this
     /// kernel was compiled from. The bytes
     /// moved and their order are those of [`Kernel::run`] restricted to the range.
     ///
@@ -37,13 +37,13 @@ impl Kernel {
     /// `first <= last <= count * dl.size`; every byte the typemap of the `count` elements
     /// addresses relative to `mem` valid for the access; `buf` valid for `last - first` bytes;
     /// the two do not overlap; the CPU runs `isa` (one of [`super::Isa::available`]) and
-    /// `prefetch` (one of [`super::Prefetch::available`]).
+    /// `tuning.prefetch` (one of [`super::Prefetch::available`]).
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn run_range<const PACK: bool>(
         &self,
         isa: super::Isa,
         stores: Stores,
-        prefetch: super::Prefetch,
+        tuning: super::Tuning,
         dl: &DataLoop,
         mem: *mut u8,
         count: usize,
@@ -55,7 +55,8 @@ impl Kernel {
         if first == last {
             return;
         }
-        let t = Tactics { nt: !PACK && stores == Stores::Streaming, prefetch };
+        let t =
+            Tactics { nt: !PACK && stores == Stores::Streaming, prefetch: tuning.prefetch, lines: tuning.block_copy == BlockCopy::Lines };
         // SAFETY: caller's contract, including that the CPU has the level's features.
         unsafe {
             match isa {

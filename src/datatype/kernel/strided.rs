@@ -2,7 +2,7 @@
 //! offset table whose entries each run a strided kernel). All `#[inline(always)]`: they are
 //! compiled into each instruction-set instantiation of [`super::exec`].
 
-use super::copy::xfer;
+use super::copy::xfer_block;
 use super::isa::Simd;
 use super::prefetch::{prefetch, RowPrefetch, HINT_L1, HINT_L2, HINT_WRITE};
 use super::stores::{copy_streaming, LINE};
@@ -65,19 +65,19 @@ unsafe fn row<S: Simd, const N: usize, const PACK: bool>(
             RowPrefetch::None => {}
             RowPrefetch::Ends { hint, ahead } => {
                 return match hint {
-                    HINT_L1 => prefetched_row::<N, PACK, HINT_L1, false>(p, q, l.stride, block, count, ahead),
-                    HINT_L2 => prefetched_row::<N, PACK, HINT_L2, false>(p, q, l.stride, block, count, ahead),
-                    _ => prefetched_row::<N, PACK, HINT_WRITE, false>(p, q, l.stride, block, count, ahead),
+                    HINT_L1 => prefetched_row::<N, PACK, HINT_L1, false>(p, q, l.stride, block, count, ahead, t.lines),
+                    HINT_L2 => prefetched_row::<N, PACK, HINT_L2, false>(p, q, l.stride, block, count, ahead, t.lines),
+                    _ => prefetched_row::<N, PACK, HINT_WRITE, false>(p, q, l.stride, block, count, ahead, t.lines),
                 };
             }
             RowPrefetch::LinesForWrite { ahead } => {
-                return prefetched_row::<N, PACK, HINT_WRITE, true>(p, q, l.stride, block, count, ahead);
+                return prefetched_row::<N, PACK, HINT_WRITE, true>(p, q, l.stride, block, count, ahead, t.lines);
             }
         }
     }
     for _ in 0..count {
         // SAFETY: `p` is the next block of the row, `q` the next `block` bytes of the buffer.
-        unsafe { xfer::<N, PACK>(p, q, block) };
+        unsafe { xfer_block::<N, PACK>(p, q, block, t.lines) };
         p = p.wrapping_offset(l.stride as isize);
         q = q.wrapping_add(block);
     }
@@ -133,7 +133,7 @@ pub(super) unsafe fn strided<S: Simd, const N: usize, const PACK: bool>(
     unsafe {
         match levels {
             [] => {
-                xfer::<N, PACK>(mem.wrapping_offset(off as isize), buf, block);
+                xfer_block::<N, PACK>(mem.wrapping_offset(off as isize), buf, block, t.lines);
                 buf.wrapping_add(block)
             }
             [l] => row::<S, N, PACK>(mem, off, *l, block, buf, t),
@@ -191,14 +191,14 @@ pub(super) unsafe fn table<S: Simd, const N: usize, const PACK: bool>(
             let streaming = !PACK && t.nt && block >= STREAM_MIN_BLOCK;
             if !streaming {
                 if let RowPrefetch::Ends { ahead, .. } = t.prefetch.table::<PACK>(block, displs.len()) {
-                    return prefetched_table::<N, PACK, HINT_WRITE>(p, q, displs, block, ahead as usize);
+                    return prefetched_table::<N, PACK, HINT_WRITE>(p, q, displs, block, ahead as usize, t.lines);
                 }
             }
             for &d in displs {
                 if streaming {
                     copy_streaming(p.wrapping_offset(d as isize), q, block);
                 } else {
-                    xfer::<N, PACK>(p.wrapping_offset(d as isize), q, block);
+                    xfer_block::<N, PACK>(p.wrapping_offset(d as isize), q, block, t.lines);
                 }
                 q = q.wrapping_add(block);
             }
@@ -223,6 +223,7 @@ unsafe fn prefetched_table<const N: usize, const PACK: bool, const H: u8>(
     displs: &[i64],
     block: usize,
     ahead: usize,
+    lines: bool,
 ) -> *mut u8 {
     let last = block as isize - 1;
     let (head, tail) = displs.split_at(displs.len().saturating_sub(ahead));
@@ -231,12 +232,12 @@ unsafe fn prefetched_table<const N: usize, const PACK: bool, const H: u8>(
         prefetch::<H>(f);
         prefetch::<H>(f.wrapping_offset(last));
         // SAFETY: `p + d` is the entry's block, `q` the next `block` bytes of the buffer.
-        unsafe { xfer::<N, PACK>(p.wrapping_offset(d as isize), q, block) };
+        unsafe { xfer_block::<N, PACK>(p.wrapping_offset(d as isize), q, block, lines) };
         q = q.wrapping_add(block);
     }
     for &d in tail {
         // SAFETY: as above.
-        unsafe { xfer::<N, PACK>(p.wrapping_offset(d as isize), q, block) };
+        unsafe { xfer_block::<N, PACK>(p.wrapping_offset(d as isize), q, block, lines) };
         q = q.wrapping_add(block);
     }
     q
@@ -256,6 +257,7 @@ unsafe fn prefetched_row<const N: usize, const PACK: bool, const H: u8, const LI
     block: usize,
     count: usize,
     ahead: i64,
+    lines: bool,
 ) -> *mut u8 {
     let ahead = (stride * ahead) as isize;
     let last = block as isize - 1;
@@ -272,7 +274,7 @@ unsafe fn prefetched_row<const N: usize, const PACK: bool, const H: u8, const LI
         }
         prefetch::<H>(f.wrapping_offset(last));
         // SAFETY: `p` is the next block of the row, `q` the next `block` bytes of the buffer.
-        unsafe { xfer::<N, PACK>(p, q, block) };
+        unsafe { xfer_block::<N, PACK>(p, q, block, lines) };
         p = p.wrapping_offset(stride as isize);
         q = q.wrapping_add(block);
     }

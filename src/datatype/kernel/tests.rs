@@ -35,7 +35,7 @@ fn check(dl: &DataLoop, count: usize) -> Result<(), TestCaseError> {
     let mut a = vec![0xAAu8; len];
     // SAFETY: as above, for writing.
     unsafe { interp::unpack(dl, count, a.as_mut_ptr().add(origin), 0, total, &stream) };
-    for (isa, pf) in Isa::available().into_iter().flat_map(|i| Prefetch::available().into_iter().map(move |p| (i, p))) {
+    for (isa, pf) in Isa::available().into_iter().flat_map(|i| Tuning::all().into_iter().map(move |p| (i, p))) {
         let mut got = vec![0u8; total];
         // SAFETY: as above; `isa` and `pf` are ones this CPU runs.
         unsafe { k.run::<true>(isa, Stores::Cached, pf, &n, src.as_ptr().add(origin).cast_mut(), count, got.as_mut_ptr()) };
@@ -85,9 +85,9 @@ fn check_kernel_ranges(k: &Kernel, n: &DataLoop, count: usize, cuts: &[usize]) -
     let mut unpacked = vec![0xAAu8; len];
     // SAFETY: as above, for writing.
     unsafe { interp::unpack(n, count, unpacked.as_mut_ptr().add(origin), 0, total, &stream) };
-    // Each combination of level and stores runs one of the prefetch policies (in turn: all of
-    // them over the combinations); the whole-element checks run every combination.
-    let pfs = Prefetch::available();
+    // Each combination of level and stores runs one of the tunings (prefetch policy and block
+    // copy, in turn over the combinations); the whole-element checks run every combination.
+    let pfs = Tuning::all();
     for (c, (isa, stores)) in Isa::available().into_iter().flat_map(|i| Stores::ALL.map(|s| (i, s))).enumerate() {
         let pf = pfs[c % pfs.len()];
         let mut got = vec![0u8; total];
@@ -361,7 +361,7 @@ fn alternate_8_stays_inside_the_typemap() {
         for isa in Isa::available() {
             let mut got = vec![0u8; 8 * n];
             // SAFETY: as above; `isa` runs on this CPU.
-            unsafe { k.run::<true>(isa, Stores::Cached, Prefetch::host(), &nd, mem, 1, got.as_mut_ptr()) };
+            unsafe { k.run::<true>(isa, Stores::Cached, Tuning::host(), &nd, mem, 1, got.as_mut_ptr()) };
             assert_eq!(got, want, "n {n}, {isa:?}");
         }
     }
@@ -370,9 +370,9 @@ fn alternate_8_stays_inside_the_typemap() {
 }
 
 /// Rows on every prefetch path of every policy ([`super::prefetch`]): sparse and dense rows
-/// of 128 B-4 KiB strides, small and large blocks, far rows that write more and less than
-/// 256 KiB, forward and backward, alone and as the inner row of a nest; checked under every
-/// policy by [`check`].
+/// of 128 B-4 KiB strides, small and large blocks (inside and outside the inline block copy's
+/// sizes), far rows that write more and less than 256 KiB, forward and backward, alone and as
+/// the inner row of a nest, and offset tables; checked under every tuning by [`check`].
 #[test]
 fn prefetched_rows() {
     for (count, stride, block) in [
@@ -386,6 +386,11 @@ fn prefetched_rows() {
         (600, -4160, 480),
         (40, 8192, 300),
         (70, 131072, 4096),
+        (40, 1024, 512),
+        (40, -6144, 384),
+        (20, 4096, 2048),
+        (20, 2200, 2112),
+        (30, 200, 128),
     ] {
         let row = DataLoop::vector(count, 1, stride, b(block));
         let Kernel::Strided(s) = kernel_of(&row) else { panic!("{stride}: not strided") };
@@ -397,7 +402,7 @@ fn prefetched_rows() {
     }
     // Offset tables (lammps, specfem): irregular, increasing and not, some overlapping (unpack:
     // last wins), longer and shorter than the prefetch distance.
-    for (n, block) in [(100usize, 24usize), (100, 12), (40, 100), (33, 8), (20, 24)] {
+    for (n, block) in [(100usize, 24usize), (100, 12), (40, 100), (33, 8), (20, 24), (40, 192), (40, 256)] {
         let displs: Vec<i64> = (0..n as i64).map(|i| (i * 37 * 11) % 2000 - 300 + (i % 3) * 5).collect();
         let table = DataLoop::block_indexed(1, displs, b(block));
         let Kernel::BlockIndexed { inner, .. } = kernel_of(&table) else { panic!("{n} x {block} B: not block-indexed") };
