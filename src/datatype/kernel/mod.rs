@@ -26,7 +26,8 @@
 //! overlap. Blocks of 1, 2, 4, 8, 12, 16, 24, 32, 40, 48 and 64 bytes get their own
 //! monomorphized loop that copies a `[u8; N]` with unaligned loads and stores (plain moves, no
 //! `memcpy` call; 24 bytes as three 8-byte moves); other blocks up to 64 bytes use two
-//! overlapping moves, larger ones `memcpy`.
+//! overlapping moves, larger ones `memcpy` or, on Intel, a loop of 64-byte moves
+//! ([`BlockCopy`]).
 //!
 //! The loops are compiled once per instruction-set level ([`Isa`]: the build's baseline, and
 //! AVX2 on x86_64, chosen at run time per type) and direction. Every kernel also runs any byte
