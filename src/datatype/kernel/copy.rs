@@ -127,9 +127,9 @@ pub(super) unsafe fn xfer<const N: usize, const PACK: bool>(mem: *mut u8, buf: *
             copy_var(dst, src, len)
         } else if N == 24 {
             // Three 8-byte moves, not the 16 + 8 of `[u8; 24]`: 24-byte blocks are strided or
-            // irregular (lammps: 3 doubles per particle), and on the strided side the 16-byte
-            // access crosses lines more often (lammps pack on an Intel VM 0.95 -> 1.01 of
-            // MPICH's engine, which moves doubles; the rule of `split.rs` for 16-byte rows).
+            // irregular (lammps: 3 doubles per particle), and narrow accesses on the strided
+            // side measured faster, as for the 16-byte rows of `split.rs` (lammps pack on an
+            // Intel VM 0.95 -> 1.01 of MPICH's engine, which moves doubles; why is not known).
             mv::<8>(dst, src);
             mv::<8>(dst.add(8), src.add(8));
             mv::<8>(dst.add(16), src.add(16));

@@ -9,8 +9,8 @@
 //!   Two levels where each element is a column (outer level steps through adjacent blocks,
 //!   inner stride >= 1 KiB, like an FFT transpose) run in tiles that read a line at a time.
 //!   Rows prefetch ahead as the CPU family's [`Prefetch`] policy says (`prefetch.rs`: read
-//!   prefetches on AMD, write-intent ones for unpack only on Intel). Rows of 16-byte blocks under 128 B
-//!   apart, and 8-byte blocks 16 bytes apart when packed, move with 8-byte accesses on the
+//!   prefetches on AMD, write-intent ones for unpack only on Intel). Rows of 16-byte blocks
+//!   under 128 B apart, and 8-byte blocks 16 bytes apart when packed, move with 8-byte accesses on the
 //!   strided side (`split.rs`).
 //! - [`Kernel::BlockIndexed`]: an offset table, each entry the origin of a strided kernel.
 //! - [`Kernel::SmallRuns`]: up to 16 disjoint runs of at most 64 bytes per element, elements
