@@ -38,6 +38,7 @@ pub fn class_name(class: c_int) -> &'static str {
         ERR_ARG => "MPI_ERR_ARG",
         ERR_INTERN => "MPI_ERR_INTERN",
         ERR_OTHER => "MPI_ERR_OTHER",
+        ERR_TRUNCATE => "MPI_ERR_TRUNCATE",
         _ => "MPI error",
     }
 }

@@ -5,8 +5,10 @@
 //!
 //! Exactness first: a call takes sluice's path only when every argument is valid and the type
 //! is compiled; anything else (negative counts, short buffers, uncommitted or undecodable
-//! types, MPI_BOTTOM buffers, MPI_COMM_NULL) is forwarded unchanged, so the MPI itself reports
-//! the error with its own class through the application's error handler. Packed bytes are the
+//! types, MPI_BOTTOM buffers, MPI_COMM_NULL, on MPICH an invalid communicator) is left to the
+//! MPI, so it reports the error with its own class through the application's error handler.
+//! The one exception is a position outside the buffer, which both MPIs accept and write out of
+//! bounds for: sluice raises the error itself (`plan`). Packed bytes are the
 //! MPI's own packed stream (homogeneous machine), so data packed by sluice and by the bare MPI
 //! interoperate.
 
@@ -311,9 +313,39 @@ struct PackPlan {
     bytes: usize,
 }
 
-/// Decides whether sluice serves a pack/unpack of `count` elements of `datatype`, with the
-/// packed side `[*position, *position + bytes)` inside a buffer of `capacity` bytes.
+/// Who serves a pack or unpack call.
+enum Route {
+    /// sluice's engine.
+    Engine(PackPlan),
+    /// The MPI, unchanged: it reports its own errors.
+    Forward,
+    /// Nobody: the call fails with this error class, already raised through the error handler.
+    Fail(c_int),
+}
+
+/// Whether `comm` is a predefined communicator (valid from `MPI_Init` to `MPI_Finalize`).
+#[cfg(sluice_mpi = "mpich")]
+fn builtin_comm(comm: mpi::MPI_Comm) -> bool {
+    // Bits 31-30 of an MPICH handle are its kind; 1 is HANDLE_KIND_BUILTIN.
+    (comm as u32) >> 30 == 1
+}
+
+/// Decides who serves a pack/unpack (`op`) of `count` elements of `datatype`, with the packed
+/// side `[*position, *position + bytes)` inside a buffer of `capacity` bytes.
+///
+/// `probe` makes the same MPI call with count 0: on MPICH, whose MPI_Pack/MPI_Unpack reject a
+/// freed or invalid communicator (`MPI_ERR_COMM` on MPI_COMM_WORLD, measured), it lets the MPI
+/// validate a non-predefined communicator with its own class, handler and message (10 ns on
+/// MPICH 4.0). Open MPI 4.1 does not validate it (a freed communicator packs), so the probe is
+/// not made there.
+///
+/// A position outside the buffer fails here, whatever the MPI: both MPIs write before the
+/// buffer for a negative position and return success, and MPICH writes past its end for a
+/// position beyond `capacity` (measured, MPICH 4.0.2 and Open MPI 4.1.4). The classes are
+/// `MPI_ERR_ARG` (negative) and `MPI_ERR_TRUNCATE` (past the end, Open MPI's own class there).
+#[allow(clippy::too_many_arguments)]
 fn plan(
+    op: &str,
     user_buf: *const c_void,
     packed_buf: *const c_void,
     count: i64,
@@ -321,20 +353,38 @@ fn plan(
     capacity: i64,
     position: Option<i64>,
     comm: mpi::MPI_Comm,
-) -> Option<PackPlan> {
-    let position = position?;
-    if count < 0 || capacity < 0 || position < 0 || comm == consts::comm_null() {
-        return None;
+    probe: impl FnOnce() -> c_int,
+) -> Route {
+    let Some(position) = position else { return Route::Forward };
+    if count < 0 || capacity < 0 || comm == consts::comm_null() {
+        return Route::Forward;
     }
-    let compiled = lookup(datatype)?;
-    let bytes = (compiled.size() as i64).checked_mul(count)?;
-    if position.checked_add(bytes)? > capacity {
-        return None; // the MPI reports its own truncation error
+    #[cfg(sluice_mpi = "mpich")]
+    if !builtin_comm(comm) {
+        let rc = probe();
+        if rc != errclass::SUCCESS {
+            return Route::Fail(rc);
+        }
+    }
+    #[cfg(sluice_mpi = "openmpi")]
+    let _ = probe;
+    if position < 0 {
+        let msg = format!("{op}: position {position} is negative");
+        return Route::Fail(crate::errors::raise(comm, errclass::ERR_ARG, &msg));
+    }
+    if position > capacity {
+        let msg = format!("{op}: position {position} is past the end of the {capacity}-byte buffer");
+        return Route::Fail(crate::errors::raise(comm, errclass::ERR_TRUNCATE, &msg));
+    }
+    let Some(compiled) = lookup(datatype) else { return Route::Forward };
+    let Some(bytes) = (compiled.size() as i64).checked_mul(count) else { return Route::Forward };
+    if position.checked_add(bytes).is_none_or(|end| end > capacity) {
+        return Route::Forward; // the MPI reports its own truncation (MPICH packs what fits)
     }
     if bytes > 0 && (user_buf.is_null() || packed_buf.is_null()) {
-        return None; // MPI_BOTTOM with absolute addresses: left to the MPI
+        return Route::Forward; // MPI_BOTTOM with absolute addresses: left to the MPI
     }
-    Some(PackPlan { datatype, compiled, count: count as usize, start: position as usize, bytes: bytes as usize })
+    Route::Engine(PackPlan { datatype, compiled, count: count as usize, start: position as usize, bytes: bytes as usize })
 }
 
 /// Packs through sluice's engine if `plan` allows; returns the new position.
@@ -391,15 +441,18 @@ pub unsafe fn pack(
     position: *mut c_int,
     comm: mpi::MPI_Comm,
 ) -> c_int {
-    match plan(inbuf, outbuf, incount.into(), datatype, outsize.into(), read_pos(position), comm) {
+    // SAFETY: (probe) MPI_Pack of nothing, with the application's arguments.
+    let probe = || unsafe { next::MPI_Pack(inbuf, 0, datatype, outbuf, outsize, &mut 0, comm) };
+    match plan("MPI_Pack", inbuf, outbuf, incount.into(), datatype, outsize.into(), read_pos(position), comm, probe) {
         // SAFETY: plan validated the arguments; position is non-null; the end fits in c_int
         // because it is at most `outsize`.
-        Some(p) => unsafe {
+        Route::Engine(p) => unsafe {
             *position = engine_pack(&p, inbuf, outbuf) as c_int;
             errclass::SUCCESS
         },
+        Route::Fail(class) => class,
         // SAFETY: forwarded unchanged.
-        None => unsafe { next::MPI_Pack(inbuf, incount, datatype, outbuf, outsize, position, comm) },
+        Route::Forward => unsafe { next::MPI_Pack(inbuf, incount, datatype, outbuf, outsize, position, comm) },
     }
 }
 
@@ -416,15 +469,28 @@ pub unsafe fn unpack(
     datatype: mpi::MPI_Datatype,
     comm: mpi::MPI_Comm,
 ) -> c_int {
-    match plan(outbuf, inbuf, outcount.into(), datatype, insize.into(), read_pos(position), comm) {
+    // SAFETY: (probe) MPI_Unpack of nothing, with the application's arguments.
+    let probe = || unsafe { next::MPI_Unpack(inbuf, insize, &mut 0, outbuf, 0, datatype, comm) };
+    match plan("MPI_Unpack", outbuf, inbuf, outcount.into(), datatype, insize.into(), read_pos(position), comm, probe) {
         // SAFETY: as in `pack`.
-        Some(p) => unsafe {
+        Route::Engine(p) => unsafe {
             *position = engine_unpack(&p, inbuf, outbuf) as c_int;
             errclass::SUCCESS
         },
+        Route::Fail(class) => class,
         // SAFETY: forwarded unchanged.
-        None => unsafe { next::MPI_Unpack(inbuf, insize, position, outbuf, outcount, datatype, comm) },
+        Route::Forward => unsafe { next::MPI_Unpack(inbuf, insize, position, outbuf, outcount, datatype, comm) },
     }
+}
+
+/// Whether `MPI_Pack_size` may answer for `comm` without asking the MPI: not MPI_COMM_NULL, and
+/// on MPICH, which validates the communicator (a freed one raises `MPI_ERR_COMM`), predefined.
+fn size_comm_ok(comm: mpi::MPI_Comm) -> bool {
+    #[cfg(sluice_mpi = "mpich")]
+    if !builtin_comm(comm) {
+        return false;
+    }
+    comm != consts::comm_null()
 }
 
 /// `MPI_Pack_size`: exactly `incount * size` (both MPIs return the same for homogeneous
@@ -433,7 +499,7 @@ pub unsafe fn unpack(
 /// # Safety
 /// As `MPI_Pack_size`.
 pub unsafe fn pack_size(incount: c_int, datatype: mpi::MPI_Datatype, comm: mpi::MPI_Comm, size: *mut c_int) -> c_int {
-    let fast = (incount >= 0 && !size.is_null() && comm != consts::comm_null())
+    let fast = (incount >= 0 && !size.is_null() && size_comm_ok(comm))
         .then(|| lookup(datatype))
         .flatten()
         .and_then(|c| c_int::try_from(c.size() as i64 * incount as i64).ok());
@@ -466,14 +532,17 @@ pub mod large_count {
         position: *mut mpi::MPI_Count,
         comm: mpi::MPI_Comm,
     ) -> c_int {
-        match plan(inbuf, outbuf, incount, datatype, outsize, read_pos(position), comm) {
+        // SAFETY: (probe) MPI_Pack_c of nothing, with the application's arguments.
+        let probe = || unsafe { next::MPI_Pack_c(inbuf, 0, datatype, outbuf, outsize, &mut 0, comm) };
+        match plan("MPI_Pack_c", inbuf, outbuf, incount, datatype, outsize, read_pos(position), comm, probe) {
             // SAFETY: as in `pack`.
-            Some(p) => unsafe {
+            Route::Engine(p) => unsafe {
                 *position = engine_pack(&p, inbuf, outbuf);
                 errclass::SUCCESS
             },
+            Route::Fail(class) => class,
             // SAFETY: forwarded unchanged.
-            None => unsafe { next::MPI_Pack_c(inbuf, incount, datatype, outbuf, outsize, position, comm) },
+            Route::Forward => unsafe { next::MPI_Pack_c(inbuf, incount, datatype, outbuf, outsize, position, comm) },
         }
     }
 
@@ -490,14 +559,17 @@ pub mod large_count {
         datatype: mpi::MPI_Datatype,
         comm: mpi::MPI_Comm,
     ) -> c_int {
-        match plan(outbuf, inbuf, outcount, datatype, insize, read_pos(position), comm) {
+        // SAFETY: (probe) MPI_Unpack_c of nothing, with the application's arguments.
+        let probe = || unsafe { next::MPI_Unpack_c(inbuf, insize, &mut 0, outbuf, 0, datatype, comm) };
+        match plan("MPI_Unpack_c", outbuf, inbuf, outcount, datatype, insize, read_pos(position), comm, probe) {
             // SAFETY: as in `pack`.
-            Some(p) => unsafe {
+            Route::Engine(p) => unsafe {
                 *position = engine_unpack(&p, inbuf, outbuf);
                 errclass::SUCCESS
             },
+            Route::Fail(class) => class,
             // SAFETY: forwarded unchanged.
-            None => unsafe { next::MPI_Unpack_c(inbuf, insize, position, outbuf, outcount, datatype, comm) },
+            Route::Forward => unsafe { next::MPI_Unpack_c(inbuf, insize, position, outbuf, outcount, datatype, comm) },
         }
     }
 
@@ -511,7 +583,7 @@ pub mod large_count {
         comm: mpi::MPI_Comm,
         size: *mut mpi::MPI_Count,
     ) -> c_int {
-        let fast = (incount >= 0 && !size.is_null() && comm != consts::comm_null())
+        let fast = (incount >= 0 && !size.is_null() && size_comm_ok(comm))
             .then(|| lookup(datatype))
             .flatten()
             .and_then(|c| (c.size() as i64).checked_mul(incount));

@@ -1,6 +1,7 @@
 /* MPI_Pack / MPI_Unpack / MPI_Pack_size through sluice's datatype engine, checked byte for byte
  * against the MPI's own engine (PMPI_Pack / PMPI_Unpack / PMPI_Pack_size, which bypass sluice),
- * for many derived types; error classes for bad arguments must equal the MPI's own; handles
+ * for many derived types; error classes for bad arguments must equal the MPI's own and reach the
+ * communicator's error handler, with no byte written outside the caller's buffers; handles
  * reused after MPI_Type_free must use the new type's layout; data packed on one side by sluice
  * and unpacked by the bare MPI on the other (and the reverse) must agree. */
 #include <string.h>
@@ -55,6 +56,158 @@ static void errors_match_the_mpi(MPI_Datatype t) {
     MPI_Type_free(&uncommitted);
 }
 
+/* Bad arguments on a communicator with the application's own error handler: the handler runs
+ * exactly once per failing call with the class the call returns, the class is the MPI's own
+ * (where the bare MPI can be called with the same arguments without writing out of bounds), and
+ * no byte outside the caller's buffers changes. */
+static int handler_calls, handler_class;
+static void count_errors(MPI_Comm *c, int *code, ...) {
+    (void)c;
+    handler_calls++;
+    MPI_Error_class(*code, &handler_class);
+}
+
+/* Runs `call` (an expression assigning rc) and checks the handler saw exactly what it returned. */
+#define VIA_HANDLER(what, call)                                                                   \
+    do {                                                                                          \
+        handler_calls = 0; handler_class = -1;                                                    \
+        int rc = (call);                                                                          \
+        int cls = err_class(rc);                                                                  \
+        EXPECT(rc != MPI_SUCCESS && handler_calls == 1 && handler_class == cls,                   \
+               "%s: rc class %d, handler called %d times with class %d", what, rc ? cls : 0,      \
+               handler_calls, handler_class);                                                     \
+        last_class = cls;                                                                          \
+    } while (0)
+
+static int untouched(const unsigned char *p, int from, int to, unsigned char v) {
+    for (int i = from; i < to; i++) if (p[i] != v) return 0;
+    return 1;
+}
+
+static void errors_reach_the_handler(MPI_Datatype t, const char *name) {
+    MPI_Comm ec;
+    MPI_Errhandler eh;
+    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &ec));
+    MPI_CHECK(MPI_Comm_create_errhandler(count_errors, &eh));
+    MPI_CHECK(MPI_Comm_set_errhandler(ec, eh));
+    int last_class = -1, psize = 0, pos, pm, cm;
+    MPI_CHECK(PMPI_Pack_size(1, t, ec, &psize));
+    /* Buffers live inside pk_a / dst_a at offset 4096, with 0xAA / 0x55 guards on both sides. */
+    unsigned char *out = pk_a + 4096;
+    memset(pk_a, 0xAA, BUF);
+    /* A negative position: both MPIs write before the buffer and return success (measured), so
+     * only sluice is called; it raises MPI_ERR_ARG and writes nothing. */
+    pos = -4;
+    VIA_HANDLER("negative position (pack)", MPI_Pack(src + 4096, 1, t, out, psize + 64, &pos, ec));
+    EXPECT(last_class == MPI_ERR_ARG && pos == -4, "%s: negative position: class %d, position %d", name, last_class, pos);
+    EXPECT(untouched(pk_a, 0, BUF, 0xAA), "%s: negative position: bytes written", name);
+    pos = -1;
+    memset(dst_a, 0x55, BUF);
+    VIA_HANDLER("negative position (unpack)", MPI_Unpack(out, psize + 64, &pos, dst_a + 4096, 1, t, ec));
+    EXPECT(last_class == MPI_ERR_ARG && untouched(dst_a, 0, BUF, 0x55), "%s: unpack at a negative position", name);
+    /* A position past the end: MPICH writes past the buffer (measured), Open MPI raises
+     * MPI_ERR_TRUNCATE; sluice raises MPI_ERR_TRUNCATE on both and writes nothing. */
+    if (psize > 0) {
+        pos = 64 + 1;
+        VIA_HANDLER("position past the end (pack)", MPI_Pack(src + 4096, 1, t, out, 64, &pos, ec));
+        EXPECT(last_class == MPI_ERR_TRUNCATE && pos == 65 && untouched(pk_a, 0, BUF, 0xAA), "%s: position past the end: class %d", name, last_class);
+        pos = 64 + 1;
+        VIA_HANDLER("position past the end (unpack)", MPI_Unpack(out, 64, &pos, dst_a + 4096, 1, t, ec));
+        EXPECT(last_class == MPI_ERR_TRUNCATE && untouched(dst_a, 0, BUF, 0x55), "%s: unpack past the end: class %d", name, last_class);
+    }
+    /* A buffer one byte short: the MPI's own class (Open MPI: MPI_ERR_TRUNCATE; MPICH packs what
+     * fits and returns success), and nothing at or past the buffer's end changes. */
+    if (psize > 0) {
+        int short_size = psize - 1;
+        handler_calls = 0;
+        pos = 0;
+        int cs = err_class(MPI_Pack(src + 4096, 1, t, out, short_size, &pos, ec));
+        int calls = handler_calls;
+        EXPECT(untouched(pk_a, 4096 + short_size, BUF, 0xAA) && untouched(pk_a, 0, 4096, 0xAA), "%s: short buffer: bytes written outside it", name);
+        memset(pk_b, 0xAA, BUF);
+        handler_calls = 0;
+        pm = 0;
+        cm = err_class(PMPI_Pack(src + 4096, 1, t, pk_b + 4096, short_size, &pm, ec));
+        EXPECT(cs == cm && calls == handler_calls && pos == pm, "%s: short buffer: class %d (handler %d, position %d) vs MPI %d (handler %d, position %d)",
+               name, cs, calls, pos, cm, handler_calls, pm);
+    }
+    /* Type errors through the handler, against the MPI's class. */
+    MPI_Datatype unc;
+    MPI_CHECK(MPI_Type_vector(3, 1, 2, MPI_INT, &unc));
+    pos = 0;
+    VIA_HANDLER("uncommitted type", MPI_Pack(src, 1, unc, out, BUF / 2, &pos, ec));
+    handler_calls = 0;
+    pm = 0;
+    cm = err_class(PMPI_Pack(src, 1, unc, pk_b, BUF / 2, &pm, ec));
+    EXPECT(last_class == cm && handler_calls == 1, "%s: uncommitted type: class %d vs MPI %d", name, last_class, cm);
+    pos = 0;
+    VIA_HANDLER("MPI_DATATYPE_NULL", MPI_Pack(src, 1, MPI_DATATYPE_NULL, out, BUF / 2, &pos, ec));
+    handler_calls = 0;
+    pm = 0;
+    cm = err_class(PMPI_Pack(src, 1, MPI_DATATYPE_NULL, pk_b, BUF / 2, &pm, ec));
+    EXPECT(last_class == cm && handler_calls == 1, "%s: MPI_DATATYPE_NULL: class %d vs MPI %d", name, last_class, cm);
+    MPI_CHECK(MPI_Type_free(&unc));
+    MPI_CHECK(MPI_Comm_free(&ec));
+    MPI_CHECK(MPI_Errhandler_free(&eh));
+}
+
+
+/* MPICH only, once: MPI_Pack_size's own checks (Open MPI 4.1 accepts a negative count and
+ * crashes on an uncommitted type, with or without sluice), and a freed communicator. MPICH's
+ * handles are table indices and it rejects a freed communicator with MPI_ERR_COMM; Open MPI's
+ * are pointers, and passing a freed one makes the bare MPI read freed memory. A freed datatype
+ * is not tested on either: Open MPI reads freed memory and MPICH aborts in Yaksa (for a type it
+ * has packed before), with or without sluice; sluice drops its compiled form at MPI_Type_free,
+ * so it forwards such a call (`handle_reuse` checks that no stale form is used). */
+static void mpich_handle_checks(void) {
+#ifdef MPICH_VERSION
+    MPI_Comm ec;
+    MPI_Errhandler eh;
+    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &ec));
+    MPI_CHECK(MPI_Comm_create_errhandler(count_errors, &eh));
+    MPI_CHECK(MPI_Comm_set_errhandler(ec, eh));
+    int last_class = -1, pos, pm, cm;
+    unsigned char *out = pk_a + 4096;
+    MPI_Datatype t, unc;
+    MPI_CHECK(MPI_Type_vector(8, 1, 2, MPI_INT, &t));
+    MPI_CHECK(MPI_Type_commit(&t));
+    MPI_CHECK(MPI_Type_vector(3, 1, 2, MPI_INT, &unc));
+    const char *name = "vector";
+    VIA_HANDLER("uncommitted type (Pack_size)", MPI_Pack_size(1, unc, ec, &pos));
+    handler_calls = 0;
+    cm = err_class(PMPI_Pack_size(1, unc, ec, &pm));
+    EXPECT(last_class == cm && handler_calls == 1, "%s: uncommitted type in Pack_size: class %d vs MPI %d", name, last_class, cm);
+    VIA_HANDLER("negative count (Pack_size)", MPI_Pack_size(-1, t, ec, &pos));
+    handler_calls = 0;
+    cm = err_class(PMPI_Pack_size(-1, t, ec, &pm));
+    EXPECT(last_class == cm && handler_calls == 1, "%s: negative count in Pack_size: class %d vs MPI %d", name, last_class, cm);
+    /* A freed communicator: MPICH raises MPI_ERR_COMM on MPI_COMM_WORLD (whose handler here is
+     * MPI_ERRORS_RETURN), so the class is compared with the bare MPI's, and nothing is written. */
+    MPI_Comm fc, freed_comm;
+    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &fc));
+    freed_comm = fc;
+    MPI_CHECK(MPI_Comm_free(&fc));
+    memset(pk_a, 0xAA, BUF);
+    pos = 0;
+    int cs = err_class(MPI_Pack(src + 4096, 1, t, out, BUF / 2, &pos, freed_comm));
+    pm = 0;
+    cm = err_class(PMPI_Pack(src + 4096, 1, t, pk_b, BUF / 2, &pm, freed_comm));
+    EXPECT(cs == cm && cs == MPI_ERR_COMM && untouched(pk_a, 0, BUF, 0xAA), "%s: freed communicator (pack): class %d vs MPI %d", name, cs, cm);
+    pos = 0;
+    cs = err_class(MPI_Unpack(pk_b, BUF / 2, &pos, dst_a + 4096, 1, t, freed_comm));
+    pm = 0;
+    cm = err_class(PMPI_Unpack(pk_b, BUF / 2, &pm, dst_b + 4096, 1, t, freed_comm));
+    EXPECT(cs == cm && cs == MPI_ERR_COMM, "%s: freed communicator (unpack): class %d vs MPI %d", name, cs, cm);
+    cs = err_class(MPI_Pack_size(1, t, freed_comm, &pos));
+    cm = err_class(PMPI_Pack_size(1, t, freed_comm, &pm));
+    EXPECT(cs == cm && cs == MPI_ERR_COMM, "%s: freed communicator (Pack_size): class %d vs MPI %d", name, cs, cm);
+    MPI_CHECK(MPI_Type_free(&t));
+    MPI_CHECK(MPI_Type_free(&unc));
+    MPI_CHECK(MPI_Comm_free(&ec));
+    MPI_CHECK(MPI_Errhandler_free(&eh));
+#endif
+}
+
 static void handle_reuse(void) {
     for (int i = 0; i < 20; i++) {
         MPI_Datatype a, b;
@@ -106,9 +259,11 @@ int main(int argc, char **argv) {
     for (int i = 0; i < NTYPES; i++) {
         for (int count = 0; count <= 3; count++) compare(t[i], name[i], count, 4096);
         errors_match_the_mpi(t[i]);
+        errors_reach_the_handler(t[i], name[i]);
         interop(t[i], name[i]);
     }
     handle_reuse();
+    mpich_handle_checks();
     for (int i = 0; i < NTYPES; i++) MPI_CHECK(MPI_Type_free(&t[i]));
     int rc = report_verdict("pack");
     MPI_CHECK(MPI_Finalize());
