@@ -181,7 +181,7 @@ fn thread_multiple_calls_are_all_intercepted() {
 fn pack_and_unpack_run_on_sluices_engine_and_match_the_mpi() {
     let exe = compile_c("pack");
     for np in [2u32, 4] {
-        let job = launch_shim(np, &exe, &[("SLUICE_STATS", "1")]);
+        let job = launch_shim(np, &exe, &[("SLUICE_STATS", "1"), ("PACK_EXPECT_ENGINE", "1")]);
         job.assert_pass("pack");
         assert!(job.stat_calls("ddt-engine").unwrap_or(0) > 0, "engine not used:\n{}", job.all());
     }
@@ -222,7 +222,7 @@ fn parallel_pack_and_unpack_match_the_mpi() {
     // workers (the small appends stay serial: waking the pool costs more than epsilon allows).
     let exe = compile_c("pack_parallel");
     launch(2, &exe, &[], None).assert_pass("pack_parallel");
-    const LARGE_OPS: u64 = 2 * 12; // per rank: one pack, one unpack per type
+    const LARGE_OPS: u64 = 2 * 15; // per rank: one pack, one unpack per type (pack_types.h)
     for (np, threads) in [(2u32, "2"), (4, "2"), (2, "4")] {
         let env = [("SLUICE_STATS", "1"), ("SLUICE_PARALLEL_MIN", "0"), ("SLUICE_THREADS", threads), ("SLUICE_CKPT_EPSILON", "10")];
         let job = launch_shim(np, &exe, &env);

@@ -114,3 +114,23 @@ pub extern "C" fn sluice_p2p_outstanding(requests: *mut std::ffi::c_long, stagin
         0
     })
 }
+
+/// `sluice_type_kernel`: 1 if sluice's engine serves `datatype` (committed and compiled while
+/// the engine is on), with the kernel's name in `*kernel` (when non-null; a static string), or
+/// 0 if the MPI's own engine does (predefined, uncommitted or undecodable types, engine off).
+///
+/// # Safety
+/// A non-null `kernel` must be valid for writing one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn sluice_type_kernel(datatype: crate::ffi::mpi::MPI_Datatype, kernel: *mut *const c_char) -> c_int {
+    guarded(|| match crate::protocol::datatype::lookup(datatype) {
+        Some(c) => {
+            if !kernel.is_null() {
+                // SAFETY: the caller's out-parameter; the name is a static C string.
+                unsafe { *kernel = c.kernel().c_name().as_ptr() };
+            }
+            1
+        }
+        None => 0,
+    })
+}

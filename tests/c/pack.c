@@ -4,6 +4,8 @@
  * communicator's error handler, with no byte written outside the caller's buffers; handles
  * reused after MPI_Type_free must use the new type's layout; data packed on one side by sluice
  * and unpacked by the bare MPI on the other (and the reverse) must agree. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <string.h>
 #include "check.h"
 #include "pack_types.h"
@@ -246,6 +248,20 @@ static void interop(MPI_Datatype t, const char *name) {
     EXPECT(any, "%s: nothing unpacked", name);
 }
 
+/* With PACK_EXPECT_ENGINE=1 (set by tests/mpi_c.rs when the engine is on), every type must be
+ * served by sluice's engine, not quietly left to the MPI: sluice_type_kernel, found with dlsym so
+ * the program also runs without the shim. */
+static void served_by_the_engine(MPI_Datatype t, const char *name) {
+    const char *want = getenv("PACK_EXPECT_ENGINE");
+    if (!want || strcmp(want, "1") != 0) return;
+    int (*kernel_of)(MPI_Datatype, const char **) = (int (*)(MPI_Datatype, const char **))dlsym(RTLD_DEFAULT, "sluice_type_kernel");
+    EXPECT(kernel_of != NULL, "sluice_type_kernel not found");
+    if (!kernel_of) return;
+    const char *k = NULL;
+    EXPECT(kernel_of(t, &k) == 1 && k && *k, "%s: not compiled by sluice's engine", name);
+    if (rank == 0 && k) printf("%s: kernel %s\n", name, k);
+}
+
 int main(int argc, char **argv) {
     MPI_CHECK(MPI_Init(&argc, &argv));
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -257,6 +273,7 @@ int main(int argc, char **argv) {
     const char *name[NTYPES];
     build(t, name);
     for (int i = 0; i < NTYPES; i++) {
+        served_by_the_engine(t[i], name[i]);
         for (int count = 0; count <= 3; count++) compare(t[i], name[i], count, 4096);
         errors_match_the_mpi(t[i]);
         errors_reach_the_handler(t[i], name[i]);

@@ -1,11 +1,12 @@
 /* The derived datatypes the pack tests run over (tests/c/pack.c, tests/c/pack_parallel.c):
- * vectors with positive and negative strides, indexed and struct families, subarrays in both
- * orders, an FFT column (interleaved elements), pair types, nesting and a plain contiguous run. */
+ * vectors with positive and negative strides, indexed and struct families (hindexed_block too),
+ * subarrays in both orders, a darray, an FFT column (interleaved elements), pair types, an F90
+ * parameterized real, nesting and a plain contiguous run. */
 #ifndef SLUICE_TEST_PACK_TYPES_H
 #define SLUICE_TEST_PACK_TYPES_H
 #include "check.h"
 
-#define NTYPES 12
+#define NTYPES 15
 
 /* Builds and commits the NTYPES types into t, with their names. */
 static void build(MPI_Datatype *t, const char **name) {
@@ -29,6 +30,11 @@ static void build(MPI_Datatype *t, const char **name) {
     MPI_Type_vector(4, 2, 3, MPI_LONG, &tmp); MPI_Type_create_hvector(3, 2, 512, tmp, &tmp2);
     name[n] = "nested"; MPI_Type_contiguous(2, tmp2, &t[n++]); MPI_Type_free(&tmp); MPI_Type_free(&tmp2);
     name[n] = "contig"; MPI_Type_contiguous(77, MPI_CHAR, &t[n++]);
+    { MPI_Aint d[4] = {0, 40, 96, 200}; name[n] = "hindexed_block"; MPI_Type_create_hindexed_block(4, 3, d, MPI_INT, &t[n++]); }
+    { int gs[2] = {16, 12}, di[2] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC}, da[2] = {MPI_DISTRIBUTE_DFLT_DARG, 2}, ps[2] = {2, 2};
+      name[n] = "darray"; MPI_Type_create_darray(4, 1, 2, gs, di, da, ps, MPI_ORDER_C, MPI_DOUBLE, &t[n++]); }
+    MPI_Type_create_f90_real(15, MPI_UNDEFINED, &tmp); /* a predefined handle: not freed */
+    name[n] = "f90-real-vector"; MPI_Type_vector(10, 2, 3, tmp, &t[n++]);
     for (int i = 0; i < n; i++) MPI_CHECK(MPI_Type_commit(&t[i]));
 }
 

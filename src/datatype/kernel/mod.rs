@@ -206,18 +206,23 @@ pub enum Kernel {
 impl Kernel {
     /// A short name for reports: contig, strided-1..3, strided-n, block-indexed, indexed, interp.
     pub fn name(&self) -> &'static str {
+        self.c_name().to_str().unwrap_or("?")
+    }
+
+    /// [`Kernel::name`] as a C string (`sluice_type_kernel`).
+    pub fn c_name(&self) -> &'static std::ffi::CStr {
         match self {
             Kernel::Strided(s) => match s.depth {
-                0 => "contig",
-                1 => "strided-1",
-                2 => "strided-2",
-                3 => "strided-3",
-                _ => "strided-n",
+                0 => c"contig",
+                1 => c"strided-1",
+                2 => c"strided-2",
+                3 => c"strided-3",
+                _ => c"strided-n",
             },
-            Kernel::BlockIndexed { .. } => "block-indexed",
-            Kernel::Indexed { .. } => "indexed",
-            Kernel::SmallRuns { .. } => "small-runs",
-            Kernel::Interp => "interp",
+            Kernel::BlockIndexed { .. } => c"block-indexed",
+            Kernel::Indexed { .. } => c"indexed",
+            Kernel::SmallRuns { .. } => c"small-runs",
+            Kernel::Interp => c"interp",
         }
     }
 }
