@@ -81,6 +81,12 @@ pub fn request_key(r: mpi::MPI_Request) -> usize {
     }
 }
 
+#[cfg(sluice_mpi = "openmpi")]
+extern "C" {
+    /// Open MPI's exported empty request (libmpi), the object behind its shared handle.
+    static ompi_request_empty: u8;
+}
+
 /// Whether `r` is a handle the MPI gives to many requests at once: both MPIs return one shared,
 /// already complete request for operations that finished inside the call (MPICH's builtin
 /// requests, e.g. 0x6c000001 for every eager send that completed at once, 0x6c000002 for
@@ -91,10 +97,6 @@ pub fn request_key(r: mpi::MPI_Request) -> usize {
 pub fn is_shared_request(r: mpi::MPI_Request) -> bool {
     #[cfg(sluice_mpi = "openmpi")]
     {
-        extern "C" {
-            // Open MPI's exported empty request (libmpi), the object behind the shared handle.
-            static ompi_request_empty: u8;
-        }
         // Only the address of the static is taken (no read: safe).
         std::ptr::eq(r.cast_const().cast::<u8>(), std::ptr::addr_of!(ompi_request_empty))
     }
@@ -140,9 +142,6 @@ mod tests {
     #[cfg(sluice_mpi = "openmpi")]
     #[test]
     fn openmpi_empty_request_is_shared() {
-        extern "C" {
-            static ompi_request_empty: u8;
-        }
         assert!(is_shared_request(std::ptr::addr_of!(ompi_request_empty) as mpi::MPI_Request));
         assert!(!is_shared_request(consts::request_null()));
     }

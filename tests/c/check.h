@@ -27,7 +27,7 @@ static int check_failures = 0;
     } while (0)
 
 /* Collective verdict: rank 0 prints PASS when no rank saw a failure. */
-static int report_verdict(const char *name) {
+__attribute__((unused)) static int report_verdict(const char *name) {
     int total = 0, rank;
     MPI_Allreduce(&check_failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
