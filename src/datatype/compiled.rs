@@ -102,6 +102,17 @@ impl CompiledType {
         self.dl.size
     }
 
+    /// Where `count` elements lie as one contiguous run of `count * size` bytes, as an offset
+    /// from the buffer address: a contiguous kernel whose elements follow each other (extent
+    /// equal to size, or one element).
+    #[inline]
+    pub fn contiguous_at(&self, count: usize) -> Option<i64> {
+        match &self.kernel {
+            Kernel::Strided(s) if s.levels().is_empty() && (count <= 1 || self.dl.extent == self.dl.size as i64) => Some(s.off),
+            _ => None,
+        }
+    }
+
     /// Packs `count` whole elements at `src` into `out[..count * size]`.
     ///
     /// # Safety

@@ -68,8 +68,11 @@ impl Plan {
 fn plan(t: mpi::MPI_Datatype, c: &CompiledType, count: usize) -> Option<Plan> {
     let cfg = crate::runtime::config()?;
     let total = c.size().checked_mul(count)?;
+    if total == 0 || total < cfg.parallel_min {
+        return None; // most calls: decided before anything else is looked at
+    }
     let workers = workers();
-    if workers <= 1 || total == 0 || total < cfg.parallel_min {
+    if workers <= 1 {
         return None;
     }
     let h = hints::read(t, cfg.ckpt_epsilon);

@@ -6,6 +6,7 @@
  * and unpacked by the bare MPI on the other (and the reverse) must agree. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <string.h>
 #include "check.h"
 #include "pack_types.h"
@@ -210,6 +211,73 @@ static void mpich_handle_checks(void) {
 #endif
 }
 
+
+/* A handle reused across threads: a helper thread packs type `a` (sluice keeps the type each
+ * thread used last), the main thread frees `a` and commits `b`, which the MPI often gives the
+ * same handle, and the helper thread packs again under that handle: it must get `b`'s layout.
+ * The calls are serialized (MPI_THREAD_SERIALIZED), each thread's in turn. */
+static pthread_mutex_t turn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t turn_cond = PTHREAD_COND_INITIALIZER;
+static int turn; /* 0: main's turn, 1: the helper packs `shared_type`, 2: the helper exits */
+static MPI_Datatype shared_type;
+static int helper_pos, helper_rc;
+
+static void *pack_helper(void *arg) {
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&turn_lock);
+        while (turn == 0) pthread_cond_wait(&turn_cond, &turn_lock);
+        int what = turn;
+        pthread_mutex_unlock(&turn_lock);
+        if (what == 2) return NULL;
+        helper_pos = 0;
+        helper_rc = MPI_Pack(src + 4096, 2, shared_type, pk_a, BUF, &helper_pos, MPI_COMM_WORLD);
+        pthread_mutex_lock(&turn_lock);
+        turn = 0;
+        pthread_cond_broadcast(&turn_cond);
+        pthread_mutex_unlock(&turn_lock);
+    }
+}
+
+static void helper_turn(int what) {
+    pthread_mutex_lock(&turn_lock);
+    turn = what;
+    pthread_cond_broadcast(&turn_cond);
+    while (what != 2 && turn != 0) pthread_cond_wait(&turn_cond, &turn_lock);
+    pthread_mutex_unlock(&turn_lock);
+}
+
+static void handle_reuse_across_threads(void) {
+    pthread_t th;
+    pthread_create(&th, NULL, pack_helper, NULL);
+    int reused = 0;
+    for (int i = 0; i < 20; i++) {
+        MPI_Datatype a, b;
+        MPI_CHECK(MPI_Type_vector(10 + i, 1, 3 + i % 4, MPI_INT, &a));
+        MPI_CHECK(MPI_Type_commit(&a));
+        shared_type = a;
+        helper_turn(1);
+        MPI_Datatype old = a;
+        MPI_CHECK(MPI_Type_free(&a));
+        int bl[2] = {2 + i, 1}, d[2] = {5, 40 + i};
+        MPI_CHECK(MPI_Type_indexed(2, bl, d, MPI_DOUBLE, &b));
+        MPI_CHECK(MPI_Type_commit(&b));
+        reused += b == old;
+        shared_type = b;
+        memset(pk_a, 0xAA, BUF);
+        helper_turn(1);
+        int pm = 0;
+        memset(pk_b, 0xAA, BUF);
+        MPI_CHECK(PMPI_Pack(src + 4096, 2, b, pk_b, BUF, &pm, MPI_COMM_WORLD));
+        EXPECT(helper_rc == MPI_SUCCESS && helper_pos == pm && memcmp(pk_a, pk_b, pm + 16) == 0,
+               "handle reused across threads (round %d): rc %d, position %d vs MPI %d", i, helper_rc, helper_pos, pm);
+        MPI_CHECK(MPI_Type_free(&b));
+    }
+    helper_turn(2);
+    pthread_join(th, NULL);
+    if (rank == 0) printf("handle reuse across threads: %d of 20 rounds reused the handle\n", reused);
+}
+
 static void handle_reuse(void) {
     for (int i = 0; i < 20; i++) {
         MPI_Datatype a, b;
@@ -263,7 +331,9 @@ static void served_by_the_engine(MPI_Datatype t, const char *name) {
 }
 
 int main(int argc, char **argv) {
-    MPI_CHECK(MPI_Init(&argc, &argv));
+    int provided;
+    MPI_CHECK(MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided));
+    EXPECT(provided >= MPI_THREAD_SERIALIZED, "MPI_THREAD_SERIALIZED not provided (%d)", provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -280,6 +350,7 @@ int main(int argc, char **argv) {
         interop(t[i], name[i]);
     }
     handle_reuse();
+    handle_reuse_across_threads();
     mpich_handle_checks();
     for (int i = 0; i < NTYPES; i++) MPI_CHECK(MPI_Type_free(&t[i]));
     int rc = report_verdict("pack");
