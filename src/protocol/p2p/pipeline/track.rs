@@ -216,6 +216,12 @@ pub enum Gate {
 }
 
 /// Advances the tracked receive `req` as far as it goes without blocking.
+///
+/// A receive the application freed (`MPI_Request_free`) is released here once it is no longer
+/// hidden, by the thread that holds its entry: the decision must be made on the entry this call
+/// took, not on a `freed` flag read before (two threads' progress would both release it, the
+/// second freeing the handle again, or a new request that the MPI gave the value to meanwhile).
+/// It is then reported as hidden: no application call can name a freed request.
 fn gate(req: Req) -> Gate {
     let mut e = match take(req) {
         Taken::No => return Gate::Plain,
@@ -224,6 +230,11 @@ fn gate(req: Req) -> Gate {
     };
     // SAFETY: a tracked receive is live; its buffers are valid until it completes.
     let g = unsafe { advance(req, &mut e) };
+    if e.freed && !matches!(g, Gate::Hidden) {
+        forget(req); // the slot this thread holds: nobody else can have taken it
+        release_freed(req, g);
+        return Gate::Hidden;
+    }
     if matches!(g, Gate::Plain) && !e.persistent {
         forget(req); // an ordinary message: the MPI finishes it
     } else {
@@ -324,21 +335,14 @@ pub fn progress_all() {
         g.as_ref().map_or_else(Vec::new, |m| m.iter().filter(|(_, v)| v.is_some()).map(|(k, _)| *k).collect())
     };
     for k in keys {
-        let req = request_from_key(k);
-        let freed = {
-            let g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-            matches!(g.as_ref().and_then(|m| m.get(&k)), Some(Some(e)) if e.freed)
-        };
-        let g = gate(req);
-        if freed && !matches!(g, Gate::Hidden) {
-            release_freed(req, g);
-        }
+        // Releases the receives the application freed, once they are done (see `gate`).
+        gate(request_from_key(k));
     }
 }
 
-/// The application freed `req` earlier; now the MPI may free it.
+/// The application freed `req` earlier and its entry is out of the table (`gate`); now the MPI
+/// may free it.
 fn release_freed(req: Req, g: Gate) {
-    forget(req);
     let mut r = req;
     if let Gate::Plain = g {
         // An ordinary message: the point-to-point layer finishes it (unpack, staging).
@@ -679,18 +683,31 @@ pub unsafe fn request_free(request: *mut Req, inner: impl FnOnce(*mut Req) -> c_
     // SAFETY: the application's handle.
     let r = unsafe { *request };
     match gate(r) {
-        Gate::Hidden | Gate::Finished(_) => {
+        Gate::Hidden | Gate::Finished(_) => loop {
             let mut g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(Some(e)) = g.as_mut().and_then(|m| m.get_mut(&request_key(r))) {
-                e.freed = true;
-                drop(g);
-                // SAFETY: as above.
-                unsafe { *request = consts::request_null() };
-                return errclass::SUCCESS;
+            match g.as_mut().and_then(|m| m.get_mut(&request_key(r))) {
+                Some(Some(e)) => {
+                    e.freed = true;
+                    drop(g);
+                    // SAFETY: as above.
+                    unsafe { *request = consts::request_null() };
+                    return errclass::SUCCESS;
+                }
+                // Another thread's progress holds the entry for a moment: wait until it puts it
+                // back. Letting the MPI free the request now would leave that thread to put the
+                // entry back under a handle the MPI may give to another request.
+                Some(None) => {
+                    drop(g);
+                    std::thread::yield_now();
+                }
+                // That progress found an ordinary message and forgot the entry: the MPI (and
+                // the point-to-point layer) finish it.
+                None => {
+                    drop(g);
+                    return inner(request);
+                }
             }
-            drop(g);
-            inner(request)
-        }
+        },
         Gate::Plain => {
             forget(r); // a persistent receive's entry goes with it
             inner(request)
