@@ -9,6 +9,8 @@
 //! call the Fortran PMPI symbol (`pmpi_test_`) instead: for those sluice also exports the
 //! `mpi_f08` procedure itself (`mpi_test_f08_`).
 //!
+//! The data-movement collectives (`coll`) are exported the same way on Open MPI only.
+//!
 //! **MPICH** (`sluice_mpi = "mpich"`): `mpif.h` and `use mpi` call the C `MPI_*` symbols, which
 //! are intercepted already. `mpi_f08` (MPICH 4.0) calls the C `MPI_*` for the calls with a
 //! buffer argument, but `PMPI_*` for init/finalize, completion, probes, `MPI_Start*`, datatype
@@ -42,5 +44,8 @@ fn run(ierr: *mut Fint, body: impl FnOnce() -> c_int) {
     }
 }
 
+#[macro_use]
 mod bindings;
+#[cfg(sluice_mpi = "openmpi")]
+mod coll;
 mod convert;

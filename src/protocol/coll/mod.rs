@@ -25,6 +25,9 @@ mod pending;
 pub mod rooted;
 mod side;
 
+#[cfg_attr(not(sluice_mpi = "openmpi"), allow(unused_imports))] // used by the Open MPI Fortran bindings
+pub use pending::retain_types;
+
 use std::ffi::c_int;
 
 use crate::ffi::{consts, errclass, mpi};
@@ -66,6 +69,28 @@ fn intracomm(comm: mpi::MPI_Comm) -> Option<(usize, usize)> {
             && mpi::PMPI_Comm_rank(comm, &mut rank) == errclass::SUCCESS
     };
     (ok && size > 0 && rank >= 0).then_some((size as usize, rank as usize))
+}
+
+/// Entries of `MPI_Alltoallw`'s per-peer arrays in `comm`: its size, or for an
+/// intercommunicator the remote group's size. `None` for `MPI_COMM_NULL` and failed queries.
+/// Used by the Fortran bindings of `MPI_(I)alltoallw` to convert their datatype arrays.
+#[cfg_attr(not(sluice_mpi = "openmpi"), allow(dead_code))] // used by the Open MPI Fortran bindings
+pub fn peers(comm: mpi::MPI_Comm) -> Option<usize> {
+    if comm == consts::comm_null() {
+        return None;
+    }
+    let (mut inter, mut size) = (0, 0);
+    // SAFETY: a non-null communicator handle of the application; each call writes one int. An
+    // invalid handle is erroneous with the bare MPI too.
+    let ok = unsafe {
+        mpi::PMPI_Comm_test_inter(comm, &mut inter) == errclass::SUCCESS
+            && if inter != 0 {
+                mpi::PMPI_Comm_remote_size(comm, &mut size) == errclass::SUCCESS
+            } else {
+                mpi::PMPI_Comm_size(comm, &mut size) == errclass::SUCCESS
+            }
+    };
+    (ok && size >= 0).then_some(size as usize)
 }
 
 /// A converted collective: its send and receive sides (`None`: the argument is passed as the

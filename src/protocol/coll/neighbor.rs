@@ -30,6 +30,34 @@ struct Neighbors {
 
 /// `None`: no topology (the MPI reports the error), an intercommunicator, or a failed query.
 fn neighbors(comm: Comm) -> Option<Neighbors> {
+    let (indegree, outdegree, cart) = topology(comm)?;
+    let mut null_slots = Vec::new();
+    if cart {
+        for d in 0..(indegree / 2) as c_int {
+            let (mut src, mut dst) = (0, 0);
+            // SAFETY: a Cartesian communicator of `indegree / 2` dimensions; writes two ints.
+            if unsafe { mpi::PMPI_Cart_shift(comm, d, 1, &mut src, &mut dst) } != errclass::SUCCESS {
+                return None;
+            }
+            // MPI-3.1 sec. 7.6: per dimension, the neighbor in the negative direction, then the
+            // positive one.
+            null_slots.extend([(src, 2 * d), (dst, 2 * d + 1)].iter().filter(|(r, _)| *r == PROC_NULL).map(|(_, s)| *s as usize));
+        }
+    }
+    Some(Neighbors { indegree, outdegree, null_slots })
+}
+
+/// This rank's in- and out-degree in `comm`'s topology (the lengths of a neighborhood
+/// collective's per-neighbor arrays; Cartesian: two per dimension, `MPI_PROC_NULL` borders
+/// included). `None` as for [`neighbors`]. Used by the Fortran bindings of
+/// `MPI_(I)neighbor_alltoallw` to convert their datatype arrays.
+#[cfg_attr(not(sluice_mpi = "openmpi"), allow(dead_code))] // used by the Open MPI Fortran bindings
+pub fn degrees(comm: Comm) -> Option<(usize, usize)> {
+    topology(comm).map(|(indegree, outdegree, _)| (indegree, outdegree))
+}
+
+/// In-degree, out-degree and whether the topology is Cartesian.
+fn topology(comm: Comm) -> Option<(usize, usize, bool)> {
     let (_, rank) = super::intracomm(comm)?;
     let mut kind = 0;
     // SAFETY: a valid intracommunicator; writes one int.
@@ -41,29 +69,20 @@ fn neighbors(comm: Comm) -> Option<Neighbors> {
         let mut ndims = 0;
         // SAFETY: a Cartesian communicator; writes one int.
         ok(unsafe { mpi::PMPI_Cartdim_get(comm, &mut ndims) })?;
-        let mut null_slots = Vec::new();
-        for d in 0..ndims {
-            let (mut src, mut dst) = (0, 0);
-            // SAFETY: as above; writes two ints.
-            ok(unsafe { mpi::PMPI_Cart_shift(comm, d, 1, &mut src, &mut dst) })?;
-            // MPI-3.1 sec. 7.6: per dimension, the neighbor in the negative direction, then the
-            // positive one.
-            null_slots.extend([(src, 2 * d), (dst, 2 * d + 1)].iter().filter(|(r, _)| *r == PROC_NULL).map(|(_, s)| *s as usize));
-        }
         let n = 2 * ndims.max(0) as usize;
-        return Some(Neighbors { indegree: n, outdegree: n, null_slots });
+        return Some((n, n, true));
     }
     if kind == mpi::SLUICE_TOPO_GRAPH as c_int {
         let mut n = 0;
         // SAFETY: a graph communicator; writes one int.
         ok(unsafe { mpi::PMPI_Graph_neighbors_count(comm, rank as c_int, &mut n) })?;
-        return Some(Neighbors { indegree: n.max(0) as usize, outdegree: n.max(0) as usize, null_slots: Vec::new() });
+        return Some((n.max(0) as usize, n.max(0) as usize, false));
     }
     if kind == mpi::SLUICE_TOPO_DIST_GRAPH as c_int {
         let (mut i, mut o, mut weighted) = (0, 0, 0);
         // SAFETY: a distributed-graph communicator; writes three ints.
         ok(unsafe { mpi::PMPI_Dist_graph_neighbors_count(comm, &mut i, &mut o, &mut weighted) })?;
-        return Some(Neighbors { indegree: i.max(0) as usize, outdegree: o.max(0) as usize, null_slots: Vec::new() });
+        return Some((i.max(0) as usize, o.max(0) as usize, false));
     }
     None
 }
