@@ -512,6 +512,10 @@ fn small_contiguous(p: &PackPlan<'_>) -> Option<i64> {
 unsafe fn engine_pack(p: &PackPlan<'_>, inbuf: *const c_void, outbuf: *mut c_void) -> i64 {
     // SAFETY: `plan` checked that `[start, start + bytes)` lies inside the caller's `outsize`
     // bytes at `outbuf`; MPI_Pack's contract makes the typemap readable at `inbuf`.
+    if p.bytes == 0 {
+        stats::engine_bytes(0);
+        return p.start as i64; // the buffers may be NULL: no slice or copy over them
+    }
     unsafe {
         if let Some(at) = small_contiguous(p) {
             std::ptr::copy_nonoverlapping((inbuf as *const u8).wrapping_offset(at as isize), (outbuf as *mut u8).add(p.start), p.bytes);
@@ -535,6 +539,10 @@ unsafe fn engine_unpack(p: &PackPlan<'_>, inbuf: *const c_void, outbuf: *mut c_v
     // SAFETY: `plan` checked the packed range lies inside `insize` bytes at `inbuf`; MPI_Unpack's
     // contract makes the typemap writable at `outbuf`, and its typemap has no overlapping entries
     // (MPI_Unpack's output buffer is a receive buffer: overlapping entries are erroneous).
+    if p.bytes == 0 {
+        stats::engine_bytes(0);
+        return p.start as i64; // as in `engine_pack`
+    }
     unsafe {
         if let Some(at) = small_contiguous(p) {
             std::ptr::copy_nonoverlapping((inbuf as *const u8).add(p.start), (outbuf as *mut u8).wrapping_offset(at as isize), p.bytes);
