@@ -4,9 +4,10 @@
 //! by sluice; `CompiledType::pack`/`unpack` and the interpreter's byte ranges must give exactly
 //! the bytes of `PMPI_Pack`/`PMPI_Unpack`. A failure prints the shrunk spec and the PMPI calls
 //! that built it. `SLUICE_DDT_CASES` and `SLUICE_DDT_SEED` override the case count and seed;
-//! `SLUICE_DDT_TRACE` prints every case before it runs.
+//! `SLUICE_DDT_TRACE` prints every case before it runs. Decoding must also free every child
+//! handle it gets from MPI.
 
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
@@ -896,11 +897,81 @@ fn large_count_types_stay_with_the_mpi() {
     }
 }
 
+/// Types destroyed that carried [`decode_frees_every_child`]'s attribute.
+static DESTROYED: AtomicUsize = AtomicUsize::new(0);
+
+/// The attribute's delete callback: MPI runs it when it destroys the type, after its last
+/// reference (the user's handle, a parent's, one get_contents returned) is gone.
+unsafe extern "C" fn destroyed(_: MPI_Datatype, _: c_int, _: *mut c_void, _: *mut c_void) -> c_int {
+    DESTROYED.fetch_add(1, Relaxed);
+    mpi::MPI_SUCCESS as c_int
+}
+
+/// The attribute's copy callback (Open MPI refuses a null one): `MPI_Type_dup` does not copy it.
+unsafe extern "C" fn not_copied(_: MPI_Datatype, _: c_int, _: *mut c_void, _: *mut c_void, _: *mut c_void, flag: *mut c_int) -> c_int {
+    // SAFETY: MPI passes a valid flag.
+    unsafe { *flag = 0 };
+    mpi::MPI_SUCCESS as c_int
+}
+
+/// A type built by a large-count constructor, where the MPI has them.
+fn large_count_type() -> Option<MPI_Datatype> {
+    // SAFETY: a fresh output handle.
+    #[cfg(sluice_large_count)]
+    return Some(make(|o| unsafe { mpi::PMPI_Type_contiguous_c(5, k::int(), o) }));
+    #[cfg(not(sluice_large_count))]
+    None
+}
+
+/// `decode` frees every derived child handle get_contents gave it, when it decodes the type
+/// and when a child fails (with large counts, MPICH: a child declined by the envelope, before
+/// the children after it): each type built here carries an attribute whose delete callback
+/// counts it, and once this test's own handles are freed every one must have been destroyed.
+fn decode_frees_every_child() {
+    let mut key: c_int = 0;
+    // SAFETY: valid callbacks, a local output.
+    assert_eq!(unsafe { mpi::PMPI_Type_create_keyval(Some(not_copied), Some(destroyed), &mut key, null_mut()) }, 0);
+    // The children are built over a derived type: Open MPI's get_contents returns a fresh
+    // duplicate of a derived child (without the attribute), which shares the child's contents,
+    // so a duplicate left unfreed keeps `base` alive.
+    // SAFETY (constructors): fresh output handles.
+    let base = make(|o| unsafe { mpi::PMPI_Type_contiguous(2, k::int(), o) });
+    let contig = make(|o| unsafe { mpi::PMPI_Type_contiguous(3, base, o) });
+    let vector = make(|o| unsafe { mpi::PMPI_Type_vector(2, 1, 3, base, o) });
+    // With large counts, a second struct of the large-count child first, two after it.
+    let large = large_count_type();
+    let dup = large.map(|_| make(|o| unsafe { mpi::PMPI_Type_dup(contig, o) }));
+    let children: Vec<MPI_Datatype> = [base, contig, vector].into_iter().chain(large).chain(dup).collect();
+    let structs = [Some((vec![contig, vector], true)), large.zip(dup).map(|(l, d)| (vec![l, d, vector], false))];
+    for &c in &children {
+        // SAFETY: a derived type this test built; the key is valid.
+        assert_eq!(unsafe { mpi::PMPI_Type_set_attr(c, key, null_mut()) }, 0);
+    }
+    let mut parents = vec![];
+    for (kids, decodes) in structs.into_iter().flatten() {
+        let n = kids.len();
+        let ds: Vec<MPI_Aint> = (0..n as MPI_Aint).map(|i| i * 64).collect();
+        // SAFETY: the arrays have `n` entries.
+        let t = commit(make(|o| unsafe { mpi::PMPI_Type_create_struct(n as c_int, [1; 3].as_ptr(), ds.as_ptr(), kids.as_ptr(), o) }));
+        let got = decode(t);
+        assert_eq!(got.is_ok(), decodes, "{got:?}");
+        parents.push(t);
+    }
+    for mut t in children.iter().copied().chain(parents) {
+        // SAFETY: derived types this test built.
+        assert_eq!(unsafe { mpi::PMPI_Type_free(&mut t) }, 0);
+    }
+    assert_eq!(DESTROYED.load(Relaxed), children.len(), "types destroyed: decode leaked a reference to the others");
+    // SAFETY: the key created above.
+    assert_eq!(unsafe { mpi::PMPI_Type_free_keyval(&mut key) }, 0);
+}
+
 #[test]
 fn datatype_engine_matches_mpi() {
     // SAFETY: singleton init, once per process (this is the only test in the binary).
     assert_eq!(unsafe { mpi::PMPI_Init(null_mut(), null_mut()) }, 0, "MPI_Init failed");
     large_count_types_stay_with_the_mpi();
+    decode_frees_every_child();
     // Constructor errors (raised on these communicators) come back as codes, not aborts.
     for comm in [k::comm_world(), k::comm_self()] {
         // SAFETY: predefined communicator and error handler.
