@@ -19,6 +19,9 @@ MPI_Datatype sluice_c_c_double_complex(void) { return MPI_C_DOUBLE_COMPLEX; }
 MPI_Datatype sluice_c_double_int(void) { return MPI_DOUBLE_INT; }
 MPI_Datatype sluice_c_short_int(void) { return MPI_SHORT_INT; }
 MPI_Datatype sluice_c_long_double_int(void) { return MPI_LONG_DOUBLE_INT; }
+MPI_Datatype sluice_c_float_int(void) { return MPI_FLOAT_INT; }
+MPI_Datatype sluice_c_long_int(void) { return MPI_LONG_INT; }
+MPI_Datatype sluice_c_2int(void) { return MPI_2INT; }
 MPI_Request sluice_c_request_null(void) { return MPI_REQUEST_NULL; }
 MPI_Message sluice_c_message_null(void) { return MPI_MESSAGE_NULL; }
 MPI_Message sluice_c_message_no_proc(void) { return MPI_MESSAGE_NO_PROC; }

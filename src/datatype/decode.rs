@@ -108,7 +108,7 @@ fn contents(t: MPI_Datatype, ni: c_int, na: c_int, nd: c_int) -> Result<Contents
     // SAFETY: the arrays have exactly the lengths the envelope reported.
     check(unsafe { mpi::PMPI_Type_get_contents(t, ni, na, nd, ints.as_mut_ptr(), addrs.as_mut_ptr(), handles.as_mut_ptr()) })?;
     // Decode every child, then free the derived ones (get_contents returned new references);
-    // free them all even when one fails to decode.
+    // free them all whatever fails on the way (the first error is returned).
     let mut types = Vec::with_capacity(handles.len());
     let mut err = None;
     for h in &mut handles {
@@ -116,10 +116,8 @@ fn contents(t: MPI_Datatype, ni: c_int, na: c_int, nd: c_int) -> Result<Contents
             Ok(d) => types.push(d),
             Err(e) => err = err.or(Some(e)),
         }
-        // Predefined types (named, and the F90 parameterized ones) must not be freed.
-        if !matches!(envelope(*h)?.3, comb::NAMED | comb::F90_REAL | comb::F90_COMPLEX | comb::F90_INTEGER) {
-            // SAFETY: `h` is a derived datatype returned by get_contents, ours to free.
-            check(unsafe { mpi::PMPI_Type_free(h) })?;
+        if let Err(e) = free_child(h) {
+            err = err.or(Some(e));
         }
     }
     // MPI_Aint is isize in Open MPI and i64 in MPICH: the cast is needed for one of them.
@@ -129,6 +127,23 @@ fn contents(t: MPI_Datatype, ni: c_int, na: c_int, nd: c_int) -> Result<Contents
         Some(e) => Err(e),
         None => Ok(Contents { ints, addrs, types }),
     }
+}
+
+/// Frees `h`, a child handle from get_contents, unless it is predefined (named, or an F90
+/// parameterized type: never freed). A handle whose combiner MPI does not report is left alone
+/// (freeing a predefined type is an error) and the error returned.
+fn free_child(h: &mut MPI_Datatype) -> Result<()> {
+    let combiner = match envelope(*h) {
+        Ok((.., c)) => c,
+        // Declined for its large counts: derived, and the combiner is known.
+        Err(DecodeError::Unsupported(c)) => c,
+        Err(e) => return Err(e),
+    };
+    if matches!(combiner, comb::NAMED | comb::F90_REAL | comb::F90_COMPLEX | comb::F90_INTEGER) {
+        return Ok(());
+    }
+    // SAFETY: `h` is a derived datatype returned by get_contents, ours to free.
+    check(unsafe { mpi::PMPI_Type_free(h) })
 }
 
 /// A predefined type from its size and true extent. Pair types with padding (MPI_DOUBLE_INT,

@@ -257,6 +257,36 @@ mod tests {
         assert_eq!((n.lb, n.extent), (s.lb, s.extent));
     }
 
+    /// The runs `(memory offset, length)` of two elements of `dl`, in stream order.
+    fn runs(dl: &DataLoop) -> Vec<(i64, usize)> {
+        let mut v = vec![];
+        interp::for_each_run(dl, 2, 0, 2 * dl.size, |o, l| v.push((o, l)));
+        v
+    }
+
+    #[test]
+    fn struct_of_one_repeated_type_becomes_indexed() {
+        // Members of one type with more runs than FLAT_RUNS, so only this rule (not flattening)
+        // removes the struct level: unequal blocks become indexed, in the struct's order.
+        let v = DataLoop::vector(20, 1, 16, b(4));
+        let s = DataLoop::structure(vec![1, 2, 0, 1], vec![0, 1000, 77, -4000], vec![v.clone(); 4]);
+        let n = normalize(&s);
+        assert_eq!(n.kind, Kind::Indexed { blocklens: vec![1, 2, 1], displs_bytes: vec![0, 1000, -4000], child: Box::new(v.clone()) });
+        assert_eq!((n.lb, n.extent, n.size, runs(&n)), (s.lb, s.extent, s.size, runs(&s)));
+        // Equal blocks: block-indexed; equal and equally spaced: a vector.
+        let s = DataLoop::structure(vec![2, 2, 2], vec![0, 1000, 3000], vec![v.clone(); 3]);
+        let n = normalize(&s);
+        assert_eq!(n.kind, Kind::BlockIndexed { blocklen: 2, displs_bytes: vec![0, 1000, 3000], child: Box::new(v.clone()) });
+        assert_eq!((n.lb, n.extent, n.size, runs(&n)), (s.lb, s.extent, s.size, runs(&s)));
+        let s = DataLoop::structure(vec![2, 2, 2], vec![0, 1000, 2000], vec![v.clone(); 3]).resized(-8, 5000);
+        let n = normalize(&s);
+        assert_eq!(n.kind, Kind::Vector { count: 3, blocklen: 2, stride_bytes: 1000, child: Box::new(v.clone()) });
+        assert_eq!((n.lb, n.extent, n.size, runs(&n)), (s.lb, s.extent, s.size, runs(&s)));
+        // Members equal only after normalization count as one type.
+        let s = DataLoop::structure(vec![1, 1], vec![0, 2000], vec![DataLoop::contig(1, v.clone()), v.clone()]);
+        assert_eq!(normalize(&s).kind, Kind::Vector { count: 2, blocklen: 1, stride_bytes: 2000, child: Box::new(v) });
+    }
+
     #[test]
     fn small_struct_flattens_into_runs() {
         // Touching members merge, unequal runs become indexed bytes.

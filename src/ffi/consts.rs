@@ -52,6 +52,12 @@ accessor! {
     short_int -> mpi::MPI_Datatype = sluice_c_short_int;
     /// `MPI_LONG_DOUBLE_INT`.
     long_double_int -> mpi::MPI_Datatype = sluice_c_long_double_int;
+    /// `MPI_FLOAT_INT`.
+    float_int -> mpi::MPI_Datatype = sluice_c_float_int;
+    /// `MPI_LONG_INT`.
+    long_int -> mpi::MPI_Datatype = sluice_c_long_int;
+    /// `MPI_2INT`.
+    two_int -> mpi::MPI_Datatype = sluice_c_2int;
     /// `MPI_REQUEST_NULL`.
     request_null -> mpi::MPI_Request = sluice_c_request_null;
     /// `MPI_MESSAGE_NULL`.
