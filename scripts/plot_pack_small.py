@@ -29,8 +29,8 @@ def main():
         for r in rows:
             c.write(",".join(str(x) for x in r) + "\n")
     meta = read_meta(out)
-    md = [f"Measured {meta.get('date', '?')}, commit {meta.get('commit', '?')}, load {meta.get('load0', '?')} -> "
-          f"{meta.get('load1', '?')}; {meta.get('rounds', '')}.",
+    md = [f"Measured {meta.get('date', '?')}, commit {meta.get('commit', '?')}, load {meta.get('loadavg_start', '?')} -> "
+          f"{meta.get('loadavg_end', '?')}; {meta.get('rounds', '')}; {meta.get('cpu', '')}.",
           "",
           "ns per call (best / median of the rounds); speedup = MPI's time / sluice's time, median of the "
           "paired rounds [95% interval] (> 1: sluice faster).",
