@@ -30,7 +30,7 @@ def main():
             c.write(",".join(str(x) for x in r) + "\n")
     meta = read_meta(out)
     md = [f"Measured {meta.get('date', '?')}, commit {meta.get('commit', '?')}, load {meta.get('loadavg_start', '?')} -> "
-          f"{meta.get('loadavg_end', '?')}; {meta.get('rounds', '')}; {meta.get('cpu', '')}.",
+          f"{meta.get('loadavg_end', '?')}; rounds={meta.get('rounds', '')}; {meta.get('cpu', '')}.",
           "",
           "ns per call (best / median of the rounds); speedup = MPI's time / sluice's time, median of the "
           "paired rounds [95% interval] (> 1: sluice faster).",
