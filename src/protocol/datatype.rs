@@ -113,6 +113,21 @@ fn slot(key: usize) -> &'static AtomicU32 {
 /// hash and a reference count per call showed as +25 ns on small messages of derived types.
 static SIZE_KEY: [AtomicUsize; FILTER_SLOTS] = [const { AtomicUsize::new(0) }; FILTER_SLOTS];
 static SIZE_VAL: [AtomicUsize; FILTER_SLOTS] = [const { AtomicUsize::new(0) }; FILTER_SLOTS];
+/// Per slot, a sequence number (a seqlock): odd while a writer, holding [`TYPES`]' write lock,
+/// changes the slot's key and value. A reader that sees the same even number before and after
+/// its reads has a consistent pair. Checking only the key twice let a slot rewritten with another
+/// type's size and then back to this key between the two checks (another type compiled into the
+/// slot and freed, then this type's size noted again) pass with the other type's size.
+static SIZE_SEQ: [AtomicU32; FILTER_SLOTS] = [const { AtomicU32::new(0) }; FILTER_SLOTS];
+
+/// Changes slot `i`'s key and value with `write`, under [`SIZE_SEQ`] (caller holds [`TYPES`]'
+/// write lock: one writer at a time).
+fn size_write(i: usize, write: impl FnOnce()) {
+    SIZE_SEQ[i].fetch_add(1, Ordering::Relaxed);
+    std::sync::atomic::fence(Ordering::Release);
+    write();
+    SIZE_SEQ[i].fetch_add(1, Ordering::Release);
+}
 
 /// Flag kept with the size in [`SIZE_VAL`] (its low bit): [`TypeHint::left_to_mpi`].
 const LEFT_TO_MPI: usize = 1;
@@ -136,14 +151,24 @@ pub(crate) struct TypeHint {
 /// another type (use [`lookup`]).
 #[inline]
 pub(crate) fn hint(t: mpi::MPI_Datatype) -> Option<TypeHint> {
-    let key = datatype_key(t);
+    read_hint(datatype_key(t), || {}, || {})
+}
+
+/// [`hint`] of `key`, with `after_key` run between the key's and the value's reads and
+/// `after_value` between the value's read and the sequence check (tests use them to change the
+/// slot at the worst moments).
+#[inline(always)]
+fn read_hint(key: usize, after_key: impl FnOnce(), after_value: impl FnOnce()) -> Option<TypeHint> {
     let i = slot_index(key);
-    if SIZE_KEY[i].load(Ordering::Acquire) != key {
+    let seq = SIZE_SEQ[i].load(Ordering::Acquire);
+    if seq & 1 != 0 || SIZE_KEY[i].load(Ordering::Relaxed) != key {
         return None;
     }
-    let v = SIZE_VAL[i].load(Ordering::Acquire);
-    // Written value-then-key, so a key seen on both sides of the value read vouches for it.
-    (SIZE_KEY[i].load(Ordering::Acquire) == key).then_some(TypeHint { size: v >> FLAG_BITS, left_to_mpi: v & LEFT_TO_MPI != 0 })
+    after_key();
+    let v = SIZE_VAL[i].load(Ordering::Relaxed);
+    after_value();
+    std::sync::atomic::fence(Ordering::Acquire);
+    (SIZE_SEQ[i].load(Ordering::Relaxed) == seq).then_some(TypeHint { size: v >> FLAG_BITS, left_to_mpi: v & LEFT_TO_MPI != 0 })
 }
 
 /// The packed size of one element of compiled type `t`, without a lock.
@@ -278,9 +303,10 @@ fn insert(t: mpi::MPI_Datatype, c: Arc<CompiledType>) {
     } else {
         slot(key).fetch_add(1, Ordering::Relaxed);
     }
-    SIZE_KEY[i].store(0, Ordering::Release);
-    SIZE_VAL[i].store(size, Ordering::Release);
-    SIZE_KEY[i].store(key, Ordering::Release);
+    size_write(i, || {
+        SIZE_KEY[i].store(key, Ordering::Relaxed);
+        SIZE_VAL[i].store(size, Ordering::Relaxed);
+    });
 }
 
 /// Notes the size of one element of `t`, a type that is not compiled (predefined, or left to
@@ -298,16 +324,19 @@ pub(crate) fn remember_size(t: mpi::MPI_Datatype, size: usize) {
     if !not_compiled(t) {
         return;
     }
-    SIZE_KEY[i].store(0, Ordering::Release);
-    SIZE_VAL[i].store(size << FLAG_BITS, Ordering::Release);
-    SIZE_KEY[i].store(key, Ordering::Release);
+    size_write(i, || {
+        SIZE_KEY[i].store(key, Ordering::Relaxed);
+        SIZE_VAL[i].store(size << FLAG_BITS, Ordering::Relaxed);
+    });
 }
 
 fn remove(t: mpi::MPI_Datatype) {
     let key = datatype_key(t);
     let mut g = TYPES.write().unwrap_or_else(|e| e.into_inner());
     // A remembered size of a type that is not compiled goes too: the MPI may reuse the handle.
-    let _ = SIZE_KEY[slot_index(key)].compare_exchange(key, 0, Ordering::AcqRel, Ordering::Relaxed);
+    if SIZE_KEY[slot_index(key)].load(Ordering::Relaxed) == key {
+        size_write(slot_index(key), || SIZE_KEY[slot_index(key)].store(0, Ordering::Relaxed));
+    }
     if let Some(c) = g.as_mut().and_then(|m| m.remove(&key)) {
         GENERATION.fetch_add(1, Ordering::Release);
         slot(key).fetch_sub(1, Ordering::Relaxed);
@@ -345,7 +374,7 @@ pub fn forget_all() {
     MAYBE.iter().for_each(|s| s.store(0, Ordering::Relaxed));
     let small = crate::protocol::p2p::pipeline::small_count();
     QUICK_LIMIT.iter().for_each(|s| s.store(small, Ordering::Relaxed));
-    SIZE_KEY.iter().for_each(|s| s.store(0, Ordering::Release));
+    (0..FILTER_SLOTS).for_each(|i| size_write(i, || SIZE_KEY[i].store(0, Ordering::Relaxed)));
 }
 
 /// Decodes and compiles a committed type; an undecodable type stays with the MPI's engine.
@@ -510,12 +539,13 @@ fn small_contiguous(p: &PackPlan<'_>) -> Option<i64> {
 /// # Safety
 /// As `MPI_Pack` (the application's buffers are valid for the typemap and the packed range).
 unsafe fn engine_pack(p: &PackPlan<'_>, inbuf: *const c_void, outbuf: *mut c_void) -> i64 {
-    // SAFETY: `plan` checked that `[start, start + bytes)` lies inside the caller's `outsize`
-    // bytes at `outbuf`; MPI_Pack's contract makes the typemap readable at `inbuf`.
     if p.bytes == 0 {
         stats::engine_bytes(0);
         return p.start as i64; // the buffers may be NULL: no slice or copy over them
     }
+    // SAFETY: `plan` checked that `[start, start + bytes)` lies inside the caller's `outsize`
+    // bytes at `outbuf`; MPI_Pack's contract makes the typemap readable at `inbuf` (for a
+    // contiguous type: the `bytes` bytes at `at`).
     unsafe {
         if let Some(at) = small_contiguous(p) {
             std::ptr::copy_nonoverlapping((inbuf as *const u8).wrapping_offset(at as isize), (outbuf as *mut u8).add(p.start), p.bytes);
@@ -536,13 +566,13 @@ unsafe fn engine_pack(p: &PackPlan<'_>, inbuf: *const c_void, outbuf: *mut c_voi
 /// # Safety
 /// As `MPI_Unpack`.
 unsafe fn engine_unpack(p: &PackPlan<'_>, inbuf: *const c_void, outbuf: *mut c_void) -> i64 {
-    // SAFETY: `plan` checked the packed range lies inside `insize` bytes at `inbuf`; MPI_Unpack's
-    // contract makes the typemap writable at `outbuf`, and its typemap has no overlapping entries
-    // (MPI_Unpack's output buffer is a receive buffer: overlapping entries are erroneous).
     if p.bytes == 0 {
         stats::engine_bytes(0);
         return p.start as i64; // as in `engine_pack`
     }
+    // SAFETY: `plan` checked the packed range lies inside `insize` bytes at `inbuf`; MPI_Unpack's
+    // contract makes the typemap writable at `outbuf`, and its typemap has no overlapping entries
+    // (MPI_Unpack's output buffer is a receive buffer: overlapping entries are erroneous).
     unsafe {
         if let Some(at) = small_contiguous(p) {
             std::ptr::copy_nonoverlapping((inbuf as *const u8).add(p.start), (outbuf as *mut u8).wrapping_offset(at as isize), p.bytes);
@@ -772,6 +802,32 @@ mod tests {
 
     /// A slot's quick bound follows the types in it: a contiguous type keeps it open, a
     /// non-contiguous one closes it, and freeing that one opens it again.
+    #[test]
+    fn size_hint_never_pairs_a_key_with_another_type_s_size() {
+        // Two keys of one slot, far from any real handle (and from the other tests' keys).
+        let base = 0x7a11_0000usize;
+        let i = slot_index(base);
+        let other = (base + 1..).find(|&k| slot_index(k) == i).unwrap();
+        let (p, c) = (handle(base), handle(other));
+        remember_size(p, 4);
+        assert_eq!(hint(p).map(|h| h.size), Some(4));
+        // After the reader checked the key, another type is compiled into the slot (the reader
+        // then loads its size), freed, and p's size is noted again: the key reads as p's on both
+        // sides of the value. The reader must notice and give up.
+        let got = read_hint(
+            base,
+            || insert(c, Arc::new(CompiledType::new(&DataLoop::vector(4, 1, 16, DataLoop::bytes(8))))),
+            || {
+                remove(c);
+                remember_size(p, 4);
+            },
+        );
+        assert_eq!(got.map(|h| h.size), None, "a read across writers must not be trusted");
+        assert_eq!(hint(p).map(|h| h.size), Some(4), "a quiet read finds the size again");
+        remove(p);
+        assert!(hint(p).is_none());
+    }
+
     #[test]
     fn quick_limit_follows_the_slot_s_types() {
         // Three keys of one slot and one of another, far from any real handle.
