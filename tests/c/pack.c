@@ -82,6 +82,17 @@ static void count_errors(MPI_Comm *c, int *code, ...) {
         last_class = cls;                                                                          \
     } while (0)
 
+/* VIA_HANDLER for sluice's `call`, then the bare MPI's `mpi_call`: the same class, and the
+ * handler called once for it too. */
+#define SAME_AS_MPI(what, call, mpi_call)                                                         \
+    do {                                                                                          \
+        VIA_HANDLER(what, call);                                                                  \
+        handler_calls = 0;                                                                        \
+        int cm_ = err_class(mpi_call);                                                            \
+        EXPECT(last_class == cm_ && handler_calls == 1, "%s: %s: class %d vs MPI %d", name, what, \
+               last_class, cm_);                                                                  \
+    } while (0)
+
 static int untouched(const unsigned char *p, int from, int to, unsigned char v) {
     for (int i = from; i < to; i++) if (p[i] != v) return 0;
     return 1;
@@ -137,18 +148,11 @@ static void errors_reach_the_handler(MPI_Datatype t, const char *name) {
     /* Type errors through the handler, against the MPI's class. */
     MPI_Datatype unc;
     MPI_CHECK(MPI_Type_vector(3, 1, 2, MPI_INT, &unc));
-    pos = 0;
-    VIA_HANDLER("uncommitted type", MPI_Pack(src, 1, unc, out, BUF / 2, &pos, ec));
-    handler_calls = 0;
-    pm = 0;
-    cm = err_class(PMPI_Pack(src, 1, unc, pk_b, BUF / 2, &pm, ec));
-    EXPECT(last_class == cm && handler_calls == 1, "%s: uncommitted type: class %d vs MPI %d", name, last_class, cm);
-    pos = 0;
-    VIA_HANDLER("MPI_DATATYPE_NULL", MPI_Pack(src, 1, MPI_DATATYPE_NULL, out, BUF / 2, &pos, ec));
-    handler_calls = 0;
-    pm = 0;
-    cm = err_class(PMPI_Pack(src, 1, MPI_DATATYPE_NULL, pk_b, BUF / 2, &pm, ec));
-    EXPECT(last_class == cm && handler_calls == 1, "%s: MPI_DATATYPE_NULL: class %d vs MPI %d", name, last_class, cm);
+    pos = pm = 0;
+    SAME_AS_MPI("uncommitted type", MPI_Pack(src, 1, unc, out, BUF / 2, &pos, ec), PMPI_Pack(src, 1, unc, pk_b, BUF / 2, &pm, ec));
+    pos = pm = 0;
+    SAME_AS_MPI("MPI_DATATYPE_NULL", MPI_Pack(src, 1, MPI_DATATYPE_NULL, out, BUF / 2, &pos, ec),
+                PMPI_Pack(src, 1, MPI_DATATYPE_NULL, pk_b, BUF / 2, &pm, ec));
     MPI_CHECK(MPI_Type_free(&unc));
     MPI_CHECK(MPI_Comm_free(&ec));
     MPI_CHECK(MPI_Errhandler_free(&eh));
@@ -176,14 +180,8 @@ static void mpich_handle_checks(void) {
     MPI_CHECK(MPI_Type_commit(&t));
     MPI_CHECK(MPI_Type_vector(3, 1, 2, MPI_INT, &unc));
     const char *name = "vector";
-    VIA_HANDLER("uncommitted type (Pack_size)", MPI_Pack_size(1, unc, ec, &pos));
-    handler_calls = 0;
-    cm = err_class(PMPI_Pack_size(1, unc, ec, &pm));
-    EXPECT(last_class == cm && handler_calls == 1, "%s: uncommitted type in Pack_size: class %d vs MPI %d", name, last_class, cm);
-    VIA_HANDLER("negative count (Pack_size)", MPI_Pack_size(-1, t, ec, &pos));
-    handler_calls = 0;
-    cm = err_class(PMPI_Pack_size(-1, t, ec, &pm));
-    EXPECT(last_class == cm && handler_calls == 1, "%s: negative count in Pack_size: class %d vs MPI %d", name, last_class, cm);
+    SAME_AS_MPI("uncommitted type (Pack_size)", MPI_Pack_size(1, unc, ec, &pos), PMPI_Pack_size(1, unc, ec, &pm));
+    SAME_AS_MPI("negative count (Pack_size)", MPI_Pack_size(-1, t, ec, &pos), PMPI_Pack_size(-1, t, ec, &pm));
     /* A freed communicator: MPICH raises MPI_ERR_COMM on MPI_COMM_WORLD (whose handler here is
      * MPI_ERRORS_RETURN), so the class is compared with the bare MPI's, and nothing is written. */
     MPI_Comm fc, freed_comm;
