@@ -38,7 +38,7 @@ fn use_mpi_f08_calls_are_intercepted() {
 /// (open-mpi/ompi#8763): the bare runs of coll.F90 on Open MPI use predefined types there.
 fn bare_coll_env() -> &'static [(&'static str, &'static str)] {
     if FLAVOR == "openmpi" {
-        &[("SLUICE_TEST_IW_PREDEFINED", "1")]
+        &[("COLL_F90_IW_PREDEFINED", "1")]
     } else {
         &[]
     }

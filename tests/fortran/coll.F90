@@ -56,9 +56,9 @@ program coll
   ! Open MPI 4.1's own Fortran MPI_Ialltoallw/MPI_Ineighbor_alltoallw free their converted
   ! datatype arrays when the call returns, and its libnbc reads them at completion: with a
   ! derived type in them MPI_Wait crashes (open-mpi/ompi#8763; sluice keeps its converted arrays
-  ! until completion). SLUICE_TEST_IW_PREDEFINED=1 (the harness's bare Open MPI runs) gives the
+  ! until completion). COLL_F90_IW_PREDEFINED=1 (the harness's bare Open MPI runs) gives the
   ! nonblocking w-forms predefined types only.
-  call get_environment_variable('SLUICE_TEST_IW_PREDEFINED', envval, envlen, envstat)
+  call get_environment_variable('COLL_F90_IW_PREDEFINED', envval, envlen, envstat)
   iw_derived = .not. (envstat == 0 .and. envval(1:envlen) == '1')
   ! MPICH's own mpi_f08 MPI_(I)neighbor_alltoallw asks MPI_Dist_graph_neighbors_count for the
   ! array lengths, which fails on a Cartesian communicator ("Invalid topology", MPICH 4.0 to
