@@ -186,8 +186,35 @@ pub(crate) fn not_compiled(t: mpi::MPI_Datatype) -> bool {
 
 /// The compiled form of `t`, if the engine is on and `t` is compiled.
 #[inline]
+///
+/// Served from this thread's cache when it holds `t`, but a miss does not replace the cache's
+/// type: the point-to-point and collective layers look up a send and a receive type in turn,
+/// and refilling on each would add two reference-count updates to every call, and evict the
+/// type a loop of `MPI_Pack` calls ([`compiled`]) keeps there.
 pub(crate) fn lookup(t: mpi::MPI_Datatype) -> Option<Arc<CompiledType>> {
-    compiled(t).arc()
+    if not_compiled(t) {
+        return None;
+    }
+    let key = datatype_key(t);
+    let generation = GENERATION.load(Ordering::Acquire);
+    let hit = LAST.try_with(|last| {
+        if last.busy.get() {
+            return None;
+        }
+        // SAFETY: not busy, so no `CompiledRef` of this thread writes or reads the entry.
+        let entry = unsafe { &*last.entry.get() };
+        cached(entry, key, generation).cloned()
+    });
+    hit.ok().flatten().or_else(|| lookup_compiled(key))
+}
+
+/// The form in a [`LAST`] entry, if it is `key`'s of this `generation`.
+#[inline]
+fn cached(entry: &Option<(usize, u64, Arc<CompiledType>)>, key: usize, generation: u64) -> Option<&Arc<CompiledType>> {
+    match entry {
+        Some((k, g, c)) if *k == key && *g == generation => Some(c),
+        _ => None,
+    }
 }
 
 /// Bumped after an entry leaves [`TYPES`] or is replaced there, before `MPI_Type_free` hands
@@ -235,10 +262,6 @@ impl CompiledRef {
             Found::Cached(l) => unsafe { (*(**l).entry.get()).as_ref().map(|e| &e.2) },
         }
     }
-
-    fn arc(&self) -> Option<Arc<CompiledType>> {
-        self.get().cloned()
-    }
 }
 
 impl Drop for CompiledRef {
@@ -268,7 +291,7 @@ pub(crate) fn compiled(t: mpi::MPI_Datatype) -> CompiledRef {
         if !last.busy.get() {
             // SAFETY: not busy, so no `CompiledRef` of this thread reads the entry.
             let entry = unsafe { &mut *last.entry.get() };
-            if !matches!(entry, Some((k, g, _)) if *k == key && *g == generation) {
+            if cached(entry, key, generation).is_none() {
                 let Some(c) = lookup_compiled(key) else { return CompiledRef(Found::Absent) };
                 *entry = Some((key, generation, c));
             }
@@ -467,7 +490,8 @@ fn builtin_comm(comm: mpi::MPI_Comm) -> bool {
 /// `probe` makes the same MPI call with count 0: on MPICH, whose MPI_Pack/MPI_Unpack reject a
 /// freed or invalid communicator (`MPI_ERR_COMM` on MPI_COMM_WORLD, measured), it lets the MPI
 /// validate a non-predefined communicator with its own class, handler and message (10 ns on
-/// MPICH 4.0). Open MPI 4.1 does not validate it (a freed communicator packs), so the probe is
+/// MPICH 4.0), before sluice serves the call or raises its own error (a forwarded call is
+/// checked by the MPI anyway). Open MPI 4.1 does not validate it (a freed communicator packs), so the probe is
 /// not made there.
 ///
 /// A position outside the buffer fails here, whatever the MPI: both MPIs write before the
@@ -490,6 +514,10 @@ fn plan<'a>(
     let Some(position) = position else { return Route::Forward };
     if count < 0 || capacity < 0 || comm == consts::comm_null() {
         return Route::Forward;
+    }
+    let outside = position < 0 || position > capacity;
+    if compiled.is_none() && !outside {
+        return Route::Forward; // the MPI checks everything itself: no probe needed
     }
     #[cfg(sluice_mpi = "mpich")]
     if !builtin_comm(comm) {
