@@ -267,15 +267,7 @@ mod tests {
                 let (b, d) = v.into_iter().unzip();
                 DataLoop::indexed(b, d, c)
             }),
-            prop::collection::vec((0usize..3, -4096i64..4096, child), 0..300).prop_map(|v| {
-                let (mut b, mut d, mut c) = (vec![], vec![], vec![]);
-                for (x, y, z) in v {
-                    b.push(x);
-                    d.push(y);
-                    c.push(z);
-                }
-                DataLoop::structure(b, d, c)
-            }),
+            prop::collection::vec((0usize..3, -4096i64..4096, child), 0..300).prop_map(crate::datatype::testgen::structure_of),
         ]
     }
 

@@ -31,15 +31,7 @@ pub(crate) fn arb_dl() -> impl Strategy<Value = DataLoop> {
                 let (b, d) = v.into_iter().unzip();
                 DataLoop::indexed(b, d, c)
             }),
-            prop::collection::vec((0usize..3, -64i64..64, inner.clone()), 1..4).prop_map(|v| {
-                let (mut b, mut d, mut c) = (vec![], vec![], vec![]);
-                for (x, y, z) in v {
-                    b.push(x);
-                    d.push(y);
-                    c.push(z);
-                }
-                DataLoop::structure(b, d, c)
-            }),
+            prop::collection::vec((0usize..3, -64i64..64, inner.clone()), 1..4).prop_map(structure_of),
             (inner, -16i64..16, -8i64..64).prop_map(|(c, lb, e)| c.resized(lb, e)),
         ]
     });
@@ -69,16 +61,21 @@ fn arb_deep_dl(depth: u32) -> BoxedStrategy<DataLoop> {
         (1usize..3, -64i64..64, inner, prop::collection::vec((0usize..3, -64i64..64, arb_leaf()), 0..3), any::<prop::sample::Index>())
             .prop_map(|(b, d, c, mut v, at)| {
                 v.insert(at.index(v.len() + 1), (b, d, c));
-                let (mut b, mut d, mut c) = (vec![], vec![], vec![]);
-                for (x, y, z) in v {
-                    b.push(x);
-                    d.push(y);
-                    c.push(z);
-                }
-                DataLoop::structure(b, d, c)
+                structure_of(v)
             }),
     ];
     prop_oneof![3 => level.clone(), 1 => (level, -16i64..16, -8i64..64).prop_map(|(c, lb, e)| c.resized(lb, e))].boxed()
+}
+
+/// A struct of `(blocklength, displacement, member)` triples.
+pub(crate) fn structure_of(v: Vec<(usize, i64, DataLoop)>) -> DataLoop {
+    let (mut b, mut d, mut c) = (vec![], vec![], vec![]);
+    for (x, y, z) in v {
+        b.push(x);
+        d.push(y);
+        c.push(z);
+    }
+    DataLoop::structure(b, d, c)
 }
 
 /// The origin offset and length of a buffer covering every byte `count` elements of `dl`
