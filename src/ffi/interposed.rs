@@ -119,7 +119,8 @@ macro_rules! for_each_interposed {
             Completion fn MPI_Request_free(request: *mut MPI_Request) err(world) fast(request_free()) => { $crate::protocol::p2p::complete::request_free };
             Completion fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int,
                 status: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::p2p::complete::request_get_status };
-            Completion fn MPI_Cancel(request: *mut MPI_Request) err(world) => forward;
+            Completion fn MPI_Cancel(request: *mut MPI_Request) err(world) fast(completion())
+                => { $crate::protocol::p2p::complete::cancel };
             Completion fn MPI_Get_count(status: *const MPI_Status, datatype: MPI_Datatype,
                 count: *mut c_int) err(world) => forward;
             Completion fn MPI_Get_elements(status: *const MPI_Status, datatype: MPI_Datatype,

@@ -13,6 +13,7 @@
  *   as behaviours: the harness compares them with the bare MPI's);
  * - a persistent receive created before, and one created after, MPI_Probe found a pipelined
  *   message: Start must receive that message, not the next one;
+ * - MPI_Cancel of a persistent receive that MPI_Start served from a probed message;
  * - ping-ping of one MPI_INT, repeated (small messages next to the pipeline).
  * Every byte of every receive allocation is checked (guards and gaps included), every status. */
 #define SLUICE_P2P_CONF
@@ -190,6 +191,37 @@ static void persistent_after_probe(MPI_Datatype vec, MPI_Datatype rtype, int whe
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+/* MPI_Cancel of a persistent receive started after MPI_Probe found a pipelined message: the
+ * message is there when the receive starts, so it matches at once and the cancel fails (both
+ * MPIs, measured bare); recorded for the harness, and the data must then be complete. */
+static void cancel_after_probe(MPI_Datatype vec, int tag) {
+    conf_set_ctx("MPI_Cancel of a persistent receive started after MPI_Probe");
+    conf_buf r = conf_alloc(vec, 1, conf_seed(tag, rank, 10, 0)), s = conf_alloc(vec, 1, conf_seed(tag, rank, 11, 0));
+    MPI_Request pr, sq;
+    MPI_Status st;
+    int cancelled = -1;
+    MPI_OK(MPI_Isend(s.p, 1, vec, peer, tag, MPI_COMM_WORLD, &sq));
+    MPI_OK(MPI_Probe(peer, tag, MPI_COMM_WORLD, &st));
+    MPI_OK(MPI_Recv_init(r.p, 1, vec, peer, tag, MPI_COMM_WORLD, &pr));
+    MPI_OK(MPI_Start(&pr));
+    MPI_OK(MPI_Cancel(&pr));
+    MPI_OK(MPI_Wait(&pr, &st));
+    MPI_OK(MPI_Test_cancelled(&st, &cancelled));
+    conf_behavior("cancel_after_probe", "cancelled=%d", cancelled);
+    if (!cancelled) {
+        CHECK_STATUS(&st, peer, tag, vec, 1, elements_of(vec, 1));
+        CHECK_DATA(&r, vec, 1, conf_seed(tag, peer, 11, 0));
+    } else {
+        /* a cancelled receive leaves the message for the next one */
+        MPI_OK(MPI_Recv(r.p, 1, vec, peer, tag, MPI_COMM_WORLD, &st));
+    }
+    MPI_OK(MPI_Wait(&sq, MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Request_free(&pr));
+    conf_free(&r);
+    conf_free(&s);
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
 /* Ping-ping of one MPI_INT: both ranks send, then receive. */
 static void ping_ping(int rounds, int tag) {
     conf_set_ctx("ping-ping of 1 MPI_INT");
@@ -262,6 +294,7 @@ int main(int argc, char **argv) {
             persistent_after_probe(vec, vec, when, any, tag++);
             persistent_after_probe(vec, MPI_INT, when, any, tag++);
         }
+    cancel_after_probe(vec, tag++);
     ping_ping(200, tag++);
 
     MPI_Type_free(&blocks);

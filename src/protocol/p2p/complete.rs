@@ -454,6 +454,21 @@ pub(crate) unsafe fn request_free_mpi(request: *mut Req) -> c_int {
     errclass::SUCCESS
 }
 
+/// `MPI_Cancel`: a persistent receive that `MPI_Start` served from a probed message is
+/// inactive in the MPI (which would reject the cancel); its message was matched, so the cancel
+/// fails, as MPI allows, and the receive completes normally. Everything else goes to the MPI.
+///
+/// # Safety
+/// As `MPI_Cancel`.
+pub unsafe fn cancel(request: *mut Req) -> c_int {
+    // SAFETY: a non-null pointer to the application's handle.
+    if !request.is_null() && super::pipeline::track::served_from_stash(unsafe { *request }) {
+        return errclass::SUCCESS;
+    }
+    // SAFETY: forwarded unchanged.
+    unsafe { next::MPI_Cancel(request) }
+}
+
 /// `MPI_Start`: a tracked persistent send packs the application's buffer first.
 ///
 /// # Safety
@@ -468,7 +483,12 @@ pub unsafe fn start(request: *mut Req) -> c_int {
     // SAFETY: a non-null pointer to the application's handle.
     let Some(mut op) = (!request.is_null()).then(|| ops::take(unsafe { *request })).flatten() else {
         // SAFETY: forwarded unchanged.
-        return unsafe { next::MPI_Start(request) };
+        let rc = unsafe { next::MPI_Start(request) };
+        if rc == errclass::SUCCESS {
+            // SAFETY: the application's handle, non-null after a successful start.
+            super::pipeline::track::started(unsafe { *request });
+        }
+        return rc;
     };
     activate(&mut op);
     // SAFETY: as above.
@@ -477,6 +497,9 @@ pub unsafe fn start(request: *mut Req) -> c_int {
     let rc = unsafe { next::MPI_Start(request) };
     set_active(&mut op, rc == errclass::SUCCESS);
     ops::restore(before, op);
+    if rc == errclass::SUCCESS {
+        super::pipeline::track::started(before);
+    }
     rc
 }
 
@@ -501,8 +524,12 @@ pub unsafe fn startall(count: c_int, reqs: *mut Req) -> c_int {
     }
     let mut taken = Taken::from(rs);
     if taken.is_empty() {
-        // SAFETY: forwarded unchanged.
-        return unsafe { next::MPI_Startall(count, reqs) };
+        // SAFETY: forwarded unchanged (the array through `rs`, see [`requests`]).
+        let rc = unsafe { next::MPI_Startall(count, if reqs.is_null() { reqs } else { rs.as_mut_ptr() }) };
+        if rc == errclass::SUCCESS && super::pipeline::track::any() {
+            rs.iter().for_each(|&r| super::pipeline::track::started(r));
+        }
+        return rc;
     }
     taken.0.iter_mut().for_each(|(_, op)| activate(op));
     let before = rs.to_vec();
@@ -511,6 +538,9 @@ pub unsafe fn startall(count: c_int, reqs: *mut Req) -> c_int {
     for (i, mut op) in taken.0 {
         set_active(&mut op, rc == errclass::SUCCESS);
         ops::restore(before[i], op);
+    }
+    if rc == errclass::SUCCESS && super::pipeline::track::any() {
+        before.iter().for_each(|&r| super::pipeline::track::started(r));
     }
     rc
 }

@@ -66,6 +66,8 @@ pub struct Outcome {
     pub capacity: usize,
     /// The receive's communicator (its error handler reports truncation).
     comm: usize,
+    /// The error code of the first chunk receive that failed (`MPI_SUCCESS`: none did).
+    error: c_int,
     /// Source and tag to report, when the MPI's status of the request does not carry them
     /// (a receive served from the probe stash completes a placeholder request).
     origin: Option<(c_int, c_int)>,
@@ -88,6 +90,8 @@ pub struct Incoming {
     dest: Dest,
     comm: usize,
     origin: Option<(c_int, c_int)>,
+    /// The first failed chunk receive's error code (see [`Outcome`]).
+    error: c_int,
     /// The sender's shared-memory region holding the stream after M0 (until it is read).
     shm: Option<PeerRegion>,
 }
@@ -134,6 +138,7 @@ impl Incoming {
             dest,
             comm: comm_key(comm),
             origin: None,
+            error: errclass::SUCCESS,
             shm,
         };
         if no_region {
@@ -190,19 +195,29 @@ impl Incoming {
             let mut req = request_from_key(front.req);
             let mut flag = 1;
             // SAFETY: sluice's own chunk request.
-            unsafe {
+            let rc = unsafe {
                 if block {
-                    next::MPI_Wait(&mut req, consts::status_ignore());
+                    next::MPI_Wait(&mut req, consts::status_ignore())
                 } else {
-                    next::MPI_Test(&mut req, &mut flag, consts::status_ignore());
+                    next::MPI_Test(&mut req, &mut flag, consts::status_ignore())
                 }
-            }
-            if flag == 0 {
+            };
+            if rc == errclass::SUCCESS && flag == 0 {
                 break;
             }
             let slot = self.slots.pop_front().expect("front slot");
-            // SAFETY: forwarded contract.
-            unsafe { self.land(slot) };
+            if rc == errclass::SUCCESS {
+                // SAFETY: forwarded contract.
+                unsafe { self.land(slot) };
+            } else {
+                // The chunk did not arrive: the receive completes with this error (the rest of
+                // the stream is still taken, so no chunk is left for a later transfer).
+                log::error!("a chunk of a pipelined message from rank {} failed: {}", self.peer, crate::errors::class_name(crate::protocol::p2p::error_class(rc)));
+                if self.error == errclass::SUCCESS {
+                    self.error = rc;
+                }
+                self.spare.extend(slot.buf);
+            }
             self.post();
         }
         self.slots.is_empty() && self.next_off >= self.total
@@ -280,7 +295,7 @@ impl Incoming {
     /// The outcome, once [`Incoming::advance`] returned true; gives back the receive's
     /// operation (its staging and, for a persistent receive, its entry).
     pub fn finish(self) -> (Outcome, Option<Op>) {
-        let o = Outcome { total: self.total, capacity: self.capacity, comm: self.comm, origin: self.origin };
+        let o = Outcome { total: self.total, capacity: self.capacity, comm: self.comm, error: self.error, origin: self.origin };
         match self.dest {
             Dest::Engine(op) => (o, Some(op)),
             Dest::Bytes(_) | Dest::InPlace(..) => (o, None),
@@ -292,12 +307,29 @@ impl Outcome {
     /// The outcome of a message of `total` bytes into a receive of `capacity` on `comm`,
     /// reporting `origin` as its source and tag.
     pub fn new(total: usize, capacity: usize, comm: mpi::MPI_Comm, origin: Option<(c_int, c_int)>) -> Outcome {
-        Outcome { total, capacity, comm: comm_key(comm), origin }
+        Outcome { total, capacity, comm: comm_key(comm), error: errclass::SUCCESS, origin }
     }
 
     /// Whether the message was longer than the receive.
     pub fn truncated(&self) -> bool {
         self.total > self.capacity
+    }
+
+    /// Whether the receive completes with an error (a failed chunk, or truncation).
+    pub fn failed(&self) -> bool {
+        self.error != errclass::SUCCESS || self.truncated()
+    }
+
+    /// The receive's own error code: a failed chunk's, else `MPI_ERR_TRUNCATE` when truncated,
+    /// else success.
+    pub fn error_code(&self) -> c_int {
+        if self.error != errclass::SUCCESS {
+            self.error
+        } else if self.truncated() {
+            errclass::ERR_TRUNCATE
+        } else {
+            errclass::SUCCESS
+        }
     }
 
     /// The byte count the MPI itself reports for this receive: on truncation Open MPI reports
@@ -329,15 +361,15 @@ impl Outcome {
         }
     }
 
-    /// The return code of the completion: `MPI_ERR_TRUNCATE` through the communicator's error
-    /// handler when the message was longer than the receive, else success.
+    /// The return code of the completion: [`Outcome::error_code`], through the communicator's
+    /// error handler when it is an error.
     pub fn code(&self) -> c_int {
-        if !self.truncated() {
-            return errclass::SUCCESS;
+        let code = self.error_code();
+        if code != errclass::SUCCESS {
+            // SAFETY: the receive's communicator, valid while the receive was.
+            unsafe { mpi::PMPI_Comm_call_errhandler(comm_from_key(self.comm), code) };
         }
-        // SAFETY: the receive's communicator, valid while the receive was.
-        unsafe { mpi::PMPI_Comm_call_errhandler(comm_from_key(self.comm), errclass::ERR_TRUNCATE) };
-        errclass::ERR_TRUNCATE
+        code
     }
 
     /// As [`Outcome::code`] for a multiple completion: `MPI_ERR_IN_STATUS`.

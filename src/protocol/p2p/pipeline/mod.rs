@@ -214,6 +214,9 @@ pub fn start(cfg: Option<&crate::config::Config>) -> Result<(), String> {
         if mpi::PMPI_Comm_dup(world, &mut private) != errclass::SUCCESS {
             return Err("could not create the pipeline's private communicator".into());
         }
+        // A failed chunk is reported by the receive it belongs to, through the application's
+        // communicator (`incoming::Outcome`), not by the handler the dup inherited.
+        mpi::PMPI_Comm_set_errhandler(private, consts::errors_return());
         mpi::PMPI_Comm_get_attr(world, mpi::MPI_TAG_UB as c_int, (&mut ub as *mut *mut c_int).cast(), &mut flag);
         if flag != 0 && !ub.is_null() {
             TAG_UB.store(*ub, Ordering::Relaxed);

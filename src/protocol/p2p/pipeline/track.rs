@@ -56,6 +56,10 @@ pub struct Entry {
     capacity: usize,
     comm: usize,
     persistent: bool,
+    /// Started and not yet found to hold an ordinary message or completed: the only receives
+    /// progress must look at (an inactive persistent receive holds no message, and asking the
+    /// MPI about it each time cost a call per recorded receive in every progress).
+    active: bool,
     /// The application freed the request: sluice completes the transfer on its own.
     freed: bool,
     /// A persistent receive served from the stash (`persistent::start_from_stash`): its own
@@ -66,7 +70,7 @@ pub struct Entry {
 impl Entry {
     /// A receive of `capacity` bytes landing as `landing`.
     pub fn new(landing: Landing, capacity: usize, comm: mpi::MPI_Comm, persistent: bool) -> Entry {
-        Entry { state: State::Armed, landing, capacity, comm: super::comm_key(comm), persistent, freed: false, resume: None }
+        Entry { state: State::Armed, landing, capacity, comm: super::comm_key(comm), persistent, active: !persistent, freed: false, resume: None }
     }
 
     /// A persistent request served from the stash: inactive in the MPI, completed by sluice.
@@ -105,7 +109,7 @@ pub fn arm_served(p: Placeholder, t: Result<Incoming, Outcome>, comm: mpi::MPI_C
             (State::Done(o), Landing::Served(None))
         }
     };
-    arm(req, Entry { state, landing, capacity: 0, comm: super::comm_key(comm), persistent: false, freed: false, resume: None });
+    arm(req, Entry { state, landing, capacity: 0, comm: super::comm_key(comm), persistent: false, active: true, freed: false, resume: None });
 }
 
 /// Tracks a persistent receive `req` that `MPI_Start` served from the probe stash (the MPI
@@ -117,7 +121,7 @@ pub fn arm_served_persistent(req: Req, t: Result<Incoming, Outcome>, comm: mpi::
         Err(o) => State::Done(o),
     };
     let landing = Landing::Served(None);
-    arm(req, Entry { state, landing, capacity: 0, comm: super::comm_key(comm), persistent: true, freed: false, resume });
+    arm(req, Entry { state, landing, capacity: 0, comm: super::comm_key(comm), persistent: true, active: true, freed: false, resume });
 }
 
 /// Tracks the receive the MPI just returned as `req`.
@@ -238,9 +242,51 @@ fn gate(req: Req) -> Gate {
     if matches!(g, Gate::Plain) && !e.persistent {
         forget(req); // an ordinary message: the MPI finishes it
     } else {
+        if matches!(g, Gate::Plain) {
+            e.active = false; // an ordinary message, or not started: nothing to progress
+        }
         restore(req, e);
     }
     g
+}
+
+/// Whether `req` is a persistent receive that `MPI_Start` served from the probe stash (inactive
+/// in the MPI, completed by sluice).
+pub fn served_from_stash(req: Req) -> bool {
+    while any() {
+        {
+            let g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+            match g.as_ref().and_then(|m| m.get(&request_key(req))) {
+                None => return false,
+                Some(Some(e)) => return e.self_completed(),
+                Some(None) => {} // another thread's progress holds it for a moment
+            }
+        }
+        std::thread::yield_now();
+    }
+    false
+}
+
+/// `MPI_Start` (or `MPI_Startall`) started the persistent receive `req` in the MPI: progress
+/// looks at it again until it completes.
+pub fn started(req: Req) {
+    if !any() {
+        return;
+    }
+    loop {
+        {
+            let mut g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+            match g.as_mut().and_then(|m| m.get_mut(&request_key(req))) {
+                None => return,
+                Some(Some(e)) => {
+                    e.active = true;
+                    return;
+                }
+                Some(None) => {} // another thread's completion call holds it for a moment
+            }
+        }
+        std::thread::yield_now();
+    }
 }
 
 /// # Safety
@@ -332,7 +378,8 @@ pub fn progress_all() {
     }
     let keys: Vec<usize> = {
         let g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-        g.as_ref().map_or_else(Vec::new, |m| m.iter().filter(|(_, v)| v.is_some()).map(|(k, _)| *k).collect())
+        let wanted = |e: &Entry| e.active || e.freed;
+        g.as_ref().map_or_else(Vec::new, |m| m.iter().filter(|(_, v)| v.as_ref().is_some_and(wanted)).map(|(k, _)| *k).collect())
     };
     for k in keys {
         // Releases the receives the application freed, once they are done (see `gate`).
@@ -380,7 +427,7 @@ fn prepare(reqs: &[Req]) -> (Vec<(usize, Entry, Outcome)>, Vec<usize>) {
 
 /// After the MPI call: corrects the statuses of finished transfers it completed (`done(i)`;
 /// their status is entry `pos(i)` of `statuses`, or `single`) and puts back the others.
-/// Returns the truncated ones: (status position, outcome).
+/// Returns the failed ones (truncated, or a chunk failed): (status position, outcome).
 #[allow(clippy::too_many_arguments)]
 fn settle(
     fin: Vec<(usize, Entry, Outcome)>,
@@ -401,7 +448,7 @@ fn settle(
         let st = if single { statuses } else { status_at(statuses, pos(i)) };
         // SAFETY: the status the MPI filled for this completion (or ignore/null).
         unsafe { o.patch(st) };
-        if o.truncated() {
+        if o.failed() {
             trunc.push((pos(i), o));
         }
         if e.self_completed() {
@@ -410,6 +457,7 @@ fn settle(
             }
         } else if e.persistent {
             e.state = State::Armed;
+            e.active = false;
             arm(before[i], e);
         }
     }
@@ -459,11 +507,11 @@ unsafe fn multi_code(rc: c_int, trunc: &[(usize, Outcome)], statuses: *mut Statu
             }
         }
     }
-    for &(k, _) in trunc {
+    for &(k, o) in trunc {
         let st = status_at(statuses, k);
         if !st.is_null() {
             // SAFETY: as above.
-            unsafe { (*st).MPI_ERROR = errclass::ERR_TRUNCATE };
+            unsafe { (*st).MPI_ERROR = o.error_code() };
         }
     }
     o.code_in_status()
