@@ -196,6 +196,11 @@ fn p2p_conf_probe() {
 }
 
 #[test]
+fn p2p_conf_landing() {
+    conformance("p2p_conf_landing", &compile_c("p2p_conf_landing"));
+}
+
+#[test]
 fn p2p_conf_threads() {
     conformance("p2p_conf_threads", &compile_c("p2p_conf_threads"));
 }

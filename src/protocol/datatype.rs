@@ -319,9 +319,10 @@ fn insert(t: mpi::MPI_Datatype, c: Arc<CompiledType>) {
     // Lowered before the type is in the table and before the commit returns: the quick look
     // never sees a compiled type with a limit above its own.
     QUICK_LIMIT[i].fetch_min(quick_limit_of(&c, left), Ordering::Relaxed);
-    if g.get_or_insert_with(FxHashMap::default).insert(key, c).is_some() {
+    if let Some(old) = g.get_or_insert_with(FxHashMap::default).insert(key, c) {
         // The same handle committed again: the old form's bound may have been the lowest.
         refresh_quick_limit(g.as_ref(), i);
+        super::byte_twin::forget(old.id());
         GENERATION.fetch_add(1, Ordering::Release);
     } else {
         slot(key).fetch_add(1, Ordering::Relaxed);
@@ -362,6 +363,7 @@ fn remove(t: mpi::MPI_Datatype) {
     }
     if let Some(c) = g.as_mut().and_then(|m| m.remove(&key)) {
         GENERATION.fetch_add(1, Ordering::Release);
+        super::byte_twin::forget(c.id());
         slot(key).fetch_sub(1, Ordering::Relaxed);
         let i = slot_index(key);
         if QUICK_LIMIT[i].load(Ordering::Relaxed) == quick_limit_of(&c, left_to_mpi(&c)) {
@@ -393,6 +395,7 @@ fn remove(t: mpi::MPI_Datatype) {
 pub fn forget_all() {
     let mut g = TYPES.write().unwrap_or_else(|e| e.into_inner());
     *g = None;
+    super::byte_twin::forget_all();
     GENERATION.fetch_add(1, Ordering::Release);
     MAYBE.iter().for_each(|s| s.store(0, Ordering::Relaxed));
     let small = crate::protocol::p2p::pipeline::small_count();

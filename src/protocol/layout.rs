@@ -105,6 +105,11 @@ impl Layout {
         crate::stats::engine_bytes(input.len());
     }
 
+    /// The compiled type.
+    pub fn compiled(&self) -> &CompiledType {
+        &self.ct
+    }
+
     /// The smallest contiguous block the kernel copies (`None`: interpreted types).
     pub fn min_block(&self) -> Option<usize> {
         self.ct.kernel().min_block(self.count, self.ct.dataloop().extent)

@@ -5,9 +5,11 @@
 //! completion family for non-contiguous datatypes) and collectives (`coll`: data-movement
 //! collectives with non-contiguous datatypes run on bytes). `layout` is the engine's view of a
 //! typed buffer, shared by both protocols.
+//! `byte_twin` gives a compiled type's layout as `MPI_BYTE`s, for receives left to the MPI.
 //! `hints` (the datatype attribute keyvals) and `parallel` (when MPI_Pack/MPI_Unpack run on
 //! several workers) serve `datatype`.
 
+pub mod byte_twin;
 pub mod coll;
 pub mod datatype;
 pub mod hints;

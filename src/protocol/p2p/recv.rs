@@ -88,33 +88,74 @@ fn pipe_for(capacity: usize, source: c_int, comm: Comm) -> Option<Comm> {
     (s != 0 && capacity >= s && !is_proc_null(source) && comm != consts::comm_null() && !pipeline::is_inter(comm)).then_some(comm)
 }
 
+/// A receive that sluice's engine path does not serve but that may get a pipelined message:
+/// where M0 lands, the capacity, the communicator, and what the MPI receive is posted with.
+struct Direct {
+    landing: Landing,
+    cap: usize,
+    comm: Comm,
+    post: Posting,
+}
+
+/// The (buffer, count, datatype) an MPI receive is posted with.
+#[derive(Clone, Copy)]
+struct Posting {
+    buf: *mut c_void,
+    count: i64,
+    datatype: Dt,
+}
+
+impl Posting {
+    /// `count` as the `int` argument of the non-`_c` calls: the application's own count, or a
+    /// byte count sluice made only when it fits.
+    fn int_count(&self) -> c_int {
+        self.count as c_int
+    }
+}
+
 /// How a receive that sluice's engine path does not serve lands a pipelined message's M0:
 /// contiguous memory, or in place through the MPI's engine for a compiled type (`None`: a small
-/// receive, or a type sluice cannot unpack by ranges). Also returns the capacity and the
-/// communicator.
-fn direct_landing(buf: *mut c_void, count: i64, datatype: Dt, source: c_int, comm: Comm) -> Option<(Landing, usize, Comm)> {
+/// receive, or a type sluice cannot unpack by ranges).
+///
+/// M0 is S\* bytes, an odd number, so the MPI receive is posted with a description of the same
+/// memory in bytes: `cap` bytes of `MPI_BYTE` at the data of a contiguous type, or the type's
+/// byte twin ([`crate::protocol::byte_twin`]) on MPICH, whose engine refuses a byte count that
+/// is not a whole number of the receive type's elements (`MPI_ERR_TRUNCATE`; an assertion abort
+/// for a self-send). Open MPI's engine takes any byte count into a typed receive, so there the
+/// application's type is kept. The status counts the same bytes either way, so `MPI_Get_count`
+/// in the application's type is unchanged.
+fn direct_landing(buf: *mut c_void, count: i64, datatype: Dt, source: c_int, comm: Comm) -> Option<Direct> {
     let cap = pipeline::bytes_if_large(count, datatype)?;
     let comm = pipe_for(cap, source, comm)?;
     if buf.is_null() {
         return None;
     }
+    let user = Posting { buf, count, datatype };
     if pipeline::is_contiguous(datatype) {
-        Some((Landing::Bytes(buf.cast::<u8>().wrapping_offset(pipeline::true_lb(datatype))), cap, comm))
+        let base = buf.cast::<u8>().wrapping_offset(pipeline::true_lb(datatype));
+        let post = match c_int::try_from(cap) {
+            Ok(n) => Posting { buf: base.cast(), count: n.into(), datatype: consts::byte() },
+            Err(_) => user,
+        };
+        Some(Direct { landing: Landing::Bytes(base), cap, comm, post })
     } else {
-        Layout::any_compiled(buf, count, datatype).map(|l| (Landing::InPlace(l, buf), cap, comm))
+        let l = Layout::any_compiled(buf, count, datatype)?;
+        let twin = if cfg!(sluice_mpi = "mpich") { crate::protocol::byte_twin::of(l.compiled()) } else { None };
+        let post = twin.map_or(user, |t| Posting { datatype: t, ..user });
+        Some(Direct { landing: Landing::InPlace(l, buf), cap, comm, post })
     }
 }
 
-/// A blocking receive the MPI makes into the application's buffer (`landing`), followed by
+/// A blocking receive the MPI makes into the application's buffer (`direct`), followed by
 /// the chunks when it got an M0.
 ///
 /// # Safety
-/// As `MPI_Recv`; `receive(status)` is the application's receive.
-unsafe fn direct_blocking(landing: (Landing, usize, Comm), status: *mut Status, receive: impl FnOnce(*mut Status) -> c_int) -> c_int {
-    let (landing, cap, comm) = landing;
+/// As `MPI_Recv`; `receive(posting, status)` is the application's receive, posted with `posting`.
+unsafe fn direct_blocking(direct: Direct, status: *mut Status, receive: impl FnOnce(Posting, *mut Status) -> c_int) -> c_int {
+    let Direct { landing, cap, comm, post } = direct;
     let mut local = super::blank_status();
     let stp = status_or(status, &mut local);
-    let rc = receive(stp);
+    let rc = receive(post, stp);
     // SAFETY: the MPI filled `stp`.
     if rc != errclass::SUCCESS || unsafe { super::received_bytes(stp) } != pipeline::reserved() {
         return rc;
@@ -172,8 +213,8 @@ pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, 
             blocking(l, buf, status, pipe, |p, n, s| next::MPI_Recv(p, n, consts::packed(), source, tag, comm, s))
         },
         None => match direct_landing(buf, count.into(), datatype, source, comm) {
-            // SAFETY: forwarded contract.
-            Some(landing) => unsafe { direct_blocking(landing, status, |s| next::MPI_Recv(buf, count, datatype, source, tag, comm, s)) },
+            // SAFETY: forwarded contract; the posting describes the application's buffer.
+            Some(d) => unsafe { direct_blocking(d, status, |p, s| next::MPI_Recv(p.buf, p.int_count(), p.datatype, source, tag, comm, s)) },
             // SAFETY: forwarded unchanged.
             None => unsafe { next::MPI_Recv(buf, count, datatype, source, tag, comm, status) },
         },
@@ -193,7 +234,7 @@ fn nonblocking(
     request: *mut Req,
     persistent: bool,
     receive: impl FnOnce(*mut c_void, c_int) -> c_int,
-    forward: impl FnOnce() -> c_int,
+    forward: impl FnOnce(Posting) -> c_int,
 ) -> c_int {
     if !persistent && !request.is_null() {
         if let Some(e) = stashed(source, tag, comm) {
@@ -208,14 +249,14 @@ fn nonblocking(
             arm(rc, request, Landing::Staged, cap, pipe, persistent);
             rc
         }
-        None => {
-            let landing = direct_landing(buf, count, datatype, source, comm).filter(|_| !request.is_null());
-            let rc = forward();
-            if let Some((landing, cap, comm)) = landing {
-                arm(rc, request, landing, cap, Some(comm), persistent);
+        None => match direct_landing(buf, count, datatype, source, comm).filter(|_| !request.is_null()) {
+            Some(d) => {
+                let rc = forward(d.post);
+                arm(rc, request, d.landing, d.cap, Some(d.comm), persistent);
+                rc
             }
-            rc
-        }
+            None => forward(Posting { buf, count, datatype }),
+        },
     };
     if persistent && rc == errclass::SUCCESS && !request.is_null() && pipeline::reserved() != 0 {
         // MPI_Start looks in the probe stash first (`pipeline::persistent`).
@@ -245,9 +286,9 @@ pub unsafe fn irecv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int,
             // until the request completes.
             unsafe { next::MPI_Irecv(p, n, consts::packed(), source, tag, comm, request) }
         },
-        || {
-            // SAFETY: forwarded unchanged.
-            unsafe { next::MPI_Irecv(buf, count, datatype, source, tag, comm, request) }
+        |p| {
+            // SAFETY: forwarded; the posting describes the application's buffer.
+            unsafe { next::MPI_Irecv(p.buf, p.int_count(), p.datatype, source, tag, comm, request) }
         },
     )
 }
@@ -270,9 +311,9 @@ pub unsafe fn recv_init(buf: *mut c_void, count: c_int, datatype: Dt, source: c_
             // SAFETY: as in `irecv`.
             unsafe { next::MPI_Recv_init(p, n, consts::packed(), source, tag, comm, request) }
         },
-        || {
-            // SAFETY: forwarded unchanged.
-            unsafe { next::MPI_Recv_init(buf, count, datatype, source, tag, comm, request) }
+        |p| {
+            // SAFETY: forwarded; the posting describes the application's buffer.
+            unsafe { next::MPI_Recv_init(p.buf, p.int_count(), p.datatype, source, tag, comm, request) }
         },
     )
 }
@@ -435,9 +476,22 @@ unsafe fn sendrecv_any(
     if sl.is_none() && rl.is_none() {
         return match rpipe {
             // SAFETY: forwarded contract.
-            Some(landing) => unsafe {
-                direct_blocking(landing, status, |s| {
-                    next::MPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, s)
+            Some(d) => unsafe {
+                direct_blocking(d, status, |p, s| {
+                    next::MPI_Sendrecv(
+                        sendbuf,
+                        sendcount,
+                        sendtype,
+                        dest,
+                        sendtag,
+                        p.buf,
+                        p.int_count(),
+                        p.datatype,
+                        source,
+                        recvtag,
+                        comm,
+                        s,
+                    )
                 })
             },
             None => forward(),
@@ -458,9 +512,9 @@ unsafe fn sendrecv_any(
             })
         },
         // SAFETY: forwarded, with the packed send side.
-        (None, Some(landing)) => unsafe {
-            direct_blocking(landing, status, |s| {
-                next::MPI_Sendrecv(sp, sc, stype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, s)
+        (None, Some(d)) => unsafe {
+            direct_blocking(d, status, |p, s| {
+                next::MPI_Sendrecv(sp, sc, stype, dest, sendtag, p.buf, p.int_count(), p.datatype, source, recvtag, comm, s)
             })
         },
         // SAFETY: forwarded, with the packed send side.
@@ -488,8 +542,8 @@ pub unsafe fn sendrecv_replace(
 ) -> c_int {
     // SAFETY: forwarded contract; `forward` is the application's call unchanged.
     unsafe {
-        sendrecv_replace_any(buf, count.into(), datatype, dest, sendtag, source, recvtag, comm, status, |s| {
-            next::MPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, s)
+        sendrecv_replace_any(buf, count.into(), datatype, dest, sendtag, source, recvtag, comm, status, |p, s| {
+            next::MPI_Sendrecv_replace(p.buf, p.int_count(), p.datatype, dest, sendtag, source, recvtag, comm, s)
         })
     }
 }
@@ -509,17 +563,19 @@ unsafe fn sendrecv_replace_any(
     recvtag: c_int,
     comm: Comm,
     status: *mut Status,
-    forward_with_status: impl FnOnce(*mut Status) -> c_int,
+    forward: impl FnOnce(Posting, *mut Status) -> c_int,
 ) -> c_int {
     let layout = Layout::of(buf, count, datatype).filter(|_| !(is_proc_null(dest) && is_proc_null(source)));
     if layout.is_none() {
-        if let Some(landing) = direct_landing(buf, count, datatype, source, comm) {
+        if let Some(d) = direct_landing(buf, count, datatype, source, comm) {
+            // The posting describes the same bytes in the same order, so the message sent from
+            // it is the application's too.
             // SAFETY: forwarded contract.
-            return unsafe { direct_blocking(landing, status, forward_with_status) };
+            return unsafe { direct_blocking(d, status, forward) };
         }
     }
     let (Some(l), Ok(count)) = (layout, c_int::try_from(count)) else {
-        return forward_with_status(status);
+        return forward(Posting { buf, count, datatype }, status);
     };
     // SAFETY: the application's buffer is valid for its typemap.
     let mut sst = unsafe { l.packed(buf) };
@@ -569,10 +625,8 @@ pub mod large_count {
                 blocking(l, buf, status, pipe, |p, n, s| next::MPI_Recv(p, n, consts::packed(), source, tag, comm, s))
             },
             None => match direct_landing(buf, count, datatype, source, comm) {
-                // SAFETY: forwarded contract.
-                Some(landing) => unsafe {
-                    direct_blocking(landing, status, |s| next::MPI_Recv_c(buf, count, datatype, source, tag, comm, s))
-                },
+                // SAFETY: forwarded contract; the posting describes the application's buffer.
+                Some(d) => unsafe { direct_blocking(d, status, |p, s| next::MPI_Recv_c(p.buf, p.count, p.datatype, source, tag, comm, s)) },
                 // SAFETY: forwarded unchanged.
                 None => unsafe { next::MPI_Recv_c(buf, count, datatype, source, tag, comm, status) },
             },
@@ -605,9 +659,9 @@ pub mod large_count {
                 // SAFETY: as in `irecv`.
                 unsafe { next::MPI_Irecv(p, n, consts::packed(), source, tag, comm, request) }
             },
-            || {
-                // SAFETY: forwarded unchanged.
-                unsafe { next::MPI_Irecv_c(buf, count, datatype, source, tag, comm, request) }
+            |p| {
+                // SAFETY: forwarded; the posting describes the application's buffer.
+                unsafe { next::MPI_Irecv_c(p.buf, p.count, p.datatype, source, tag, comm, request) }
             },
         )
     }
@@ -638,9 +692,9 @@ pub mod large_count {
                 // SAFETY: as in `irecv`.
                 unsafe { next::MPI_Recv_init(p, n, consts::packed(), source, tag, comm, request) }
             },
-            || {
-                // SAFETY: forwarded unchanged.
-                unsafe { next::MPI_Recv_init_c(buf, count, datatype, source, tag, comm, request) }
+            |p| {
+                // SAFETY: forwarded; the posting describes the application's buffer.
+                unsafe { next::MPI_Recv_init_c(p.buf, p.count, p.datatype, source, tag, comm, request) }
             },
         )
     }
@@ -738,8 +792,8 @@ pub mod large_count {
     ) -> c_int {
         // SAFETY: as in `sendrecv_replace`.
         unsafe {
-            sendrecv_replace_any(buf, count, datatype, dest, sendtag, source, recvtag, comm, status, |s| {
-                next::MPI_Sendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, s)
+            sendrecv_replace_any(buf, count, datatype, dest, sendtag, source, recvtag, comm, status, |p, s| {
+                next::MPI_Sendrecv_replace_c(p.buf, p.count, p.datatype, dest, sendtag, source, recvtag, comm, s)
             })
         }
     }

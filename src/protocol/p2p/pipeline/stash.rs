@@ -48,7 +48,10 @@ impl Stashed {
         self.header.map_or(reserved(), |h| h.total as usize)
     }
 
-    /// Fills `status` as the MPI would for this message (source, tag, byte count).
+    /// Fills `status` as the MPI would for this message (source, tag, byte count). `MPI_ERROR`
+    /// is left as it is: the standard leaves it unchanged for single-completion calls, and so do
+    /// both MPIs' matched probes and receives (MPICH's `MPI_Probe`/`MPI_Iprobe` alone write
+    /// it; see [`probe`]).
     ///
     /// # Safety
     /// `status` is a status or ignore/null.
@@ -60,7 +63,6 @@ impl Stashed {
         unsafe {
             (*status).MPI_SOURCE = self.source;
             (*status).MPI_TAG = self.tag;
-            (*status).MPI_ERROR = errclass::SUCCESS;
             mpi::PMPI_Status_set_elements_x(status, consts::byte(), self.total() as mpi::MPI_Count);
             mpi::PMPI_Status_set_cancelled(status, 0);
         }
@@ -166,6 +168,11 @@ pub unsafe fn probe(source: c_int, tag: c_int, comm: Comm, flag: *mut c_int, sta
     loop {
         // SAFETY: forwarded contract.
         if unsafe { peek(source, tag, comm, status) } {
+            if cfg!(sluice_mpi = "mpich") && !status.is_null() && status != consts::status_ignore() {
+                // MPICH's MPI_Probe and MPI_Iprobe set MPI_ERROR (measured), Open MPI's do not.
+                // SAFETY: the application's status.
+                unsafe { (*status).MPI_ERROR = errclass::SUCCESS };
+            }
             if !flag.is_null() {
                 // SAFETY: the application's flag.
                 unsafe { *flag = 1 };
