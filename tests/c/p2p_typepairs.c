@@ -1366,6 +1366,8 @@ static void complete_any_order(run_t *R, int cm, MPI_Request *req, const slot_t 
             else rc = MPI_Testany(n, req, &idx, &flag, &s);
             if (rc == MPI_SUCCESS && !flag) continue;
             if (idx == MPI_UNDEFINED || idx < 0 || idx >= n || done[idx]) {
+                failure(R, "%s returned class %d, flag %d, index %d (%s) with %d of %d requests completed", CM_NAME[cm], err_class(rc), flag, idx,
+                        idx == MPI_UNDEFINED ? "MPI_UNDEFINED" : idx >= 0 && idx < n && done[idx] ? "already completed" : "out of range", ndone, n);
                 aux(R, cm == CM_WAITANY ? "waitany-index" : "testany-index", rc == MPI_SUCCESS ? MPI_ERR_OTHER : rc);
                 break;
             }
