@@ -30,12 +30,8 @@ const SLICES: [(u32, &str, &str); 2] = [(2, "0", "220"), (4, "100000", "120")];
 
 const MIN_THRESHOLDS: &[(&str, &str)] =
     &[("SLUICE_PIPELINE_THRESHOLD", "128"), ("SLUICE_PIPELINE_CHUNK", "64"), ("SLUICE_PIPELINE_DEPTH", "2")];
-const MIN_THRESHOLDS_NO_ARENA: &[(&str, &str)] = &[
-    ("SLUICE_PIPELINE_THRESHOLD", "128"),
-    ("SLUICE_PIPELINE_CHUNK", "64"),
-    ("SLUICE_PIPELINE_DEPTH", "2"),
-    ("SLUICE_SHM_ARENA", "off"),
-];
+const MIN_THRESHOLDS_NO_ARENA: &[(&str, &str)] =
+    &[("SLUICE_PIPELINE_THRESHOLD", "128"), ("SLUICE_PIPELINE_CHUNK", "64"), ("SLUICE_PIPELINE_DEPTH", "2"), ("SLUICE_SHM_ARENA", "off")];
 
 /// Digest lines by pair index, in output order.
 type Digests = BTreeMap<u64, Vec<String>>;

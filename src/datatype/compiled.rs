@@ -9,6 +9,18 @@ use super::ir::DataLoop;
 use super::kernel::{self, BlockCopy, Isa, Kernel, Prefetch, Stores, Tuning};
 use super::normalize::normalize;
 
+/// Whether `dl` has a struct node anywhere.
+fn has_struct(dl: &DataLoop) -> bool {
+    use super::ir::Kind;
+    match &dl.kind {
+        Kind::Bytes(_) => false,
+        Kind::Struct { .. } => true,
+        Kind::Contig { child, .. } | Kind::Vector { child, .. } | Kind::BlockIndexed { child, .. } | Kind::Indexed { child, .. } => {
+            has_struct(child)
+        }
+    }
+}
+
 /// Source of [`CompiledType::id`].
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
@@ -23,16 +35,27 @@ pub struct CompiledType {
     stores: Option<Stores>,
     /// The CPU family's tactics (prefetch policy, block copy), detected once per process.
     tuning: Tuning,
+    /// The typemap came through a struct node (a struct constructor, or a predefined pair type
+    /// such as `MPI_DOUBLE_INT`), so its elements may mix basic types; normalization may have
+    /// merged the struct away, so it is noted before.
+    from_struct: bool,
     id: u64,
 }
 
 impl CompiledType {
     /// Normalizes `dl` and picks its kernel.
     pub fn new(dl: &DataLoop) -> Self {
+        let from_struct = has_struct(dl);
         let dl = normalize(dl);
         let kernel = kernel::compile(&dl);
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        CompiledType { dl, kernel, isa: Isa::host(), stores: None, tuning: Tuning::host(), id }
+        CompiledType { dl, kernel, isa: Isa::host(), stores: None, tuning: Tuning::host(), from_struct, id }
+    }
+
+    /// Whether the type was built through a struct node (see the field): its elements may mix
+    /// basic types.
+    pub fn from_struct(&self) -> bool {
+        self.from_struct
     }
 
     /// A process-unique id, never reused: the key of this type's checkpoint tables

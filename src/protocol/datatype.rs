@@ -60,7 +60,9 @@ pub(crate) fn refresh_quick_limits() {
 /// [`TypeHint::left_to_mpi`]; `Layout::of` decides the same from the type's dataloop).
 fn left_to_mpi(c: &CompiledType) -> bool {
     let dl = c.dataloop();
-    let contiguous = dl.contiguous && dl.extent == dl.size as i64;
+    // On MPICH a contiguous struct must reach the receive handler, which posts it as bytes
+    // (`p2p::recv`, MPICH's engine refuses packed bytes into mixed basic types).
+    let contiguous = dl.contiguous && dl.extent == dl.size as i64 && !(cfg!(sluice_mpi = "mpich") && c.from_struct());
     let cfg = crate::runtime::config();
     let block = cfg.map_or(usize::MAX, |cfg| cfg.p2p_mpi_block);
     let large = c.kernel().min_block(1, dl.extent).is_some_and(|b| b >= block);

@@ -14,6 +14,8 @@
  * - a persistent receive created before, and one created after, MPI_Probe found a pipelined
  *   message: Start must receive that message, not the next one;
  * - MPI_Cancel of a persistent receive that MPI_Start served from a probed message;
+ * - MPI_Sendrecv_replace of a message MPI_Probe found;
+ * - MPI_Testany's flag when a tracked receive completed and a send is still active;
  * - ping-ping of one MPI_INT, repeated (small messages next to the pipeline).
  * Every byte of every receive allocation is checked (guards and gaps included), every status. */
 #define SLUICE_P2P_CONF
@@ -222,6 +224,75 @@ static void cancel_after_probe(MPI_Datatype vec, int tag) {
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+/* MPI_Testany over a pipelined receive (tracked by sluice) and a synchronous send: after the
+ * receive completed, the send cannot complete until the peer posts its receive, which it does
+ * only after a "go" message sent here after that completion. Testany must then say flag 0 (the
+ * send is active), whatever the flag held before the call. The receive is persistent, so it
+ * stays tracked after it completed. Even ranks test, odd ranks serve. */
+static void testany_flag(MPI_Datatype vec, int tag) {
+    conf_set_ctx("MPI_Testany: flag after a tracked receive completed, the send still active");
+    int small = 7, got = 0;
+    if (rank % 2 == 0) {
+        conf_buf r = conf_alloc(vec, 1, conf_seed(tag, rank, 12, 0));
+        MPI_Request q[2];
+        /* persistent: it stays tracked after it completed */
+        MPI_OK(MPI_Recv_init(r.p, 1, vec, peer, tag, MPI_COMM_WORLD, &q[0]));
+        MPI_OK(MPI_Start(&q[0]));
+        MPI_Request pr = q[0];
+        MPI_OK(MPI_Issend(&small, 1, MPI_INT, peer, tag + 1, MPI_COMM_WORLD, &q[1]));
+        int done = 0, first = -1, go = 1;
+        while (done < 2) {
+            int idx = -5, flag = 1; /* a stale 1 must be overwritten */
+            MPI_Status st;
+            MPI_OK(MPI_Testany(2, q, &idx, &flag, &st));
+            if (!flag) continue;
+            CHECK(idx == 0 || idx == 1, "flag 1 with index %d after %d completions", idx, done);
+            if (idx != 0 && idx != 1) break;
+            if (done++ == 0) {
+                first = idx;
+                if (idx == 0) MPI_OK(MPI_Send(&go, 1, MPI_INT, peer, tag + 2, MPI_COMM_WORLD));
+            }
+        }
+        CHECK(first == 0, "the synchronous send completed before its receive was posted");
+        CHECK_DATA(&r, vec, 1, conf_seed(tag, peer, 13, 0));
+        MPI_OK(MPI_Request_free(&pr));
+        conf_free(&r);
+    } else {
+        conf_buf s = conf_alloc(vec, 1, conf_seed(tag, rank, 13, 0));
+        MPI_OK(MPI_Send(s.p, 1, vec, peer, tag, MPI_COMM_WORLD));
+        int go = 0;
+        MPI_OK(MPI_Recv(&go, 1, MPI_INT, peer, tag + 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        MPI_OK(MPI_Recv(&got, 1, MPI_INT, peer, tag + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(got == 7, "got %d", got);
+        conf_free(&s);
+    }
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+/* MPI_Sendrecv_replace whose receive side takes a message MPI_Probe found (pipelined): the
+ * probed message is received, and the buffer's previous contents are what is sent. */
+static void replace_after_probe(MPI_Datatype vec, int tag) {
+    conf_set_ctx("MPI_Sendrecv_replace of a probed pipelined message");
+    uint64_t rseed = conf_seed(tag, rank, 14, 0);
+    conf_buf s = conf_alloc(vec, 1, conf_seed(tag, rank, 15, 0)), r = conf_alloc(vec, 1, rseed);
+    conf_buf back = conf_alloc(vec, 1, conf_seed(tag, rank, 16, 0));
+    MPI_Request sq, bq;
+    MPI_Status st;
+    MPI_OK(MPI_Irecv(back.p, 1, vec, peer, tag + 1, MPI_COMM_WORLD, &bq)); /* the replace's send */
+    MPI_OK(MPI_Isend(s.p, 1, vec, peer, tag, MPI_COMM_WORLD, &sq));
+    MPI_OK(MPI_Probe(peer, tag, MPI_COMM_WORLD, &st));
+    MPI_OK(MPI_Sendrecv_replace(r.p, 1, vec, peer, tag + 1, peer, tag, MPI_COMM_WORLD, &st));
+    CHECK_STATUS(&st, peer, tag, vec, 1, elements_of(vec, 1));
+    CHECK_DATA(&r, vec, 1, conf_seed(tag, peer, 15, 0));
+    MPI_OK(MPI_Wait(&bq, &st));
+    CHECK_DATA(&back, vec, 1, conf_seed(tag, peer, 14, 0));
+    MPI_OK(MPI_Wait(&sq, MPI_STATUS_IGNORE));
+    conf_free(&s);
+    conf_free(&r);
+    conf_free(&back);
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
 /* Ping-ping of one MPI_INT: both ranks send, then receive. */
 static void ping_ping(int rounds, int tag) {
     conf_set_ctx("ping-ping of 1 MPI_INT");
@@ -283,6 +354,7 @@ int main(int argc, char **argv) {
         pair(blocks, 1, MPI_INT, N_INTS, how, tag++, "block-indexed 16 B -> MPI_INT");
         pair(vec, 2, MPI_C_DOUBLE_COMPLEX, N_INTS / 4, how, tag++, "2 x vector -> MPI_C_DOUBLE_COMPLEX");
         pair(rs_sparse, 17, rs_struct, 17, how, tag++, "17 x struct{int,double} (extent 40) -> resized (lb 16, extent 12)");
+        pair(rs_sparse, 1000, rs_struct, 1000, how, tag++, "1000 x struct{int,double} -> resized (lb 16, extent 12)");
         pair(rs_sparse, 30000, rs_struct, 30000, how, tag++, "30000 x struct{int,double} -> resized (lb 16, extent 12)");
     }
     self_send(MPI_INT, 4, vec, tag++, "MPI_INT");
@@ -295,6 +367,11 @@ int main(int argc, char **argv) {
             persistent_after_probe(vec, MPI_INT, when, any, tag++);
         }
     cancel_after_probe(vec, tag++);
+    testany_flag(vec, tag);
+    tag += 3;
+    replace_after_probe(vec, tag);
+    replace_after_probe(blocks, tag + 2);
+    tag += 4;
     ping_ping(200, tag++);
 
     MPI_Type_free(&blocks);

@@ -742,6 +742,12 @@ unsafe fn any_tracked(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mu
         let mut f = 0;
         // SAFETY: a copy of the application's array; index and status are the application's.
         let rc = unsafe { testany_mpi(count, copy.as_mut_ptr(), index, &mut f, status) };
+        // The MPI's flag is the answer when nothing is hidden from it (no completion: 0, or 1
+        // with MPI_UNDEFINED when every request is inactive); `none` corrects it otherwise.
+        if !flag.is_null() {
+            // SAFETY: the application's flag (Testany).
+            unsafe { *flag = f };
+        }
         // SAFETY: the MPI wrote the index.
         let i = unsafe { *index };
         (rc, Some(if f != 0 && i >= 0 { vec![i as usize] } else { Vec::new() }))

@@ -113,6 +113,29 @@ impl Posting {
     }
 }
 
+/// What a receive that sluice neither serves nor watches for a pipelined message is posted with.
+///
+/// MPICH 4.0's engine refuses more than about 8 KiB of packed bytes (what sluice sends for a
+/// non-contiguous type) received into a type whose elements mix basic types, such as a struct
+/// of `int` and `double` (`MPI_ERR_TRUNCATE`, measured; `tests/c/p2p_conf_landing.c`), where the
+/// bare MPICH receives the sender's typed message. A compiled type that is contiguous in memory
+/// is therefore posted there as `MPI_BYTE`s at its data: the same bytes, the same status count.
+/// (Non-contiguous compiled types take sluice's engine path, or the byte twin.)
+fn plain_posting(buf: *mut c_void, count: i64, datatype: Dt) -> Posting {
+    let user = Posting { buf, count, datatype };
+    if !cfg!(sluice_mpi = "mpich") || count <= 0 || buf.is_null() {
+        return user;
+    }
+    let Some(ct) = crate::protocol::datatype::lookup(datatype).filter(|c| c.from_struct()) else { return user };
+    let dl = ct.dataloop();
+    match c_int::try_from(dl.size.saturating_mul(count as usize)) {
+        Ok(n) if dl.contiguous && dl.extent == dl.size as i64 => {
+            Posting { buf: buf.cast::<u8>().wrapping_offset(dl.true_lb as isize).cast(), count: n.into(), datatype: consts::byte() }
+        }
+        _ => user,
+    }
+}
+
 /// How a receive that sluice's engine path does not serve lands a pipelined message's M0:
 /// contiguous memory, or in place through the MPI's engine for a compiled type (`None`: a small
 /// receive, or a type sluice cannot unpack by ranges).
@@ -216,7 +239,10 @@ pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, 
             // SAFETY: forwarded contract; the posting describes the application's buffer.
             Some(d) => unsafe { direct_blocking(d, status, |p, s| next::MPI_Recv(p.buf, p.int_count(), p.datatype, source, tag, comm, s)) },
             // SAFETY: forwarded unchanged.
-            None => unsafe { next::MPI_Recv(buf, count, datatype, source, tag, comm, status) },
+            None => unsafe {
+                let p = plain_posting(buf, count.into(), datatype);
+                next::MPI_Recv(p.buf, p.int_count(), p.datatype, source, tag, comm, status)
+            },
         },
     }
 }
@@ -255,7 +281,7 @@ fn nonblocking(
                 arm(rc, request, d.landing, d.cap, Some(d.comm), persistent);
                 rc
             }
-            None => forward(Posting { buf, count, datatype }),
+            None => forward(plain_posting(buf, count, datatype)),
         },
     };
     if persistent && rc == errclass::SUCCESS && !request.is_null() && pipeline::reserved() != 0 {
@@ -369,7 +395,10 @@ pub unsafe fn mrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut 
         // SAFETY: forwarded contract.
         Some(l) => unsafe { blocking(l, buf, status, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
         // SAFETY: forwarded unchanged.
-        None => unsafe { next::MPI_Mrecv(buf, count, datatype, message, status) },
+        None => unsafe {
+            let p = plain_posting(buf, count.into(), datatype);
+            next::MPI_Mrecv(p.buf, p.int_count(), p.datatype, message, status)
+        },
     }
 }
 
@@ -386,7 +415,10 @@ pub unsafe fn imrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut
         // SAFETY: as in `irecv`.
         Some(l) => with_request(l, buf, request, false, |p, n| unsafe { next::MPI_Imrecv(p, n, consts::packed(), message, request) }),
         // SAFETY: forwarded unchanged.
-        None => unsafe { next::MPI_Imrecv(buf, count, datatype, message, request) },
+        None => unsafe {
+            let p = plain_posting(buf, count.into(), datatype);
+            next::MPI_Imrecv(p.buf, p.int_count(), p.datatype, message, request)
+        },
     }
 }
 
@@ -494,7 +526,26 @@ unsafe fn sendrecv_any(
                     )
                 })
             },
-            None => forward(),
+            None => {
+                let p = plain_posting(recvbuf, recvcount.into(), recvtype);
+                // SAFETY: forwarded; the posting describes the application's receive buffer.
+                unsafe {
+                    next::MPI_Sendrecv(
+                        sendbuf,
+                        sendcount,
+                        sendtype,
+                        dest,
+                        sendtag,
+                        p.buf,
+                        p.int_count(),
+                        p.datatype,
+                        source,
+                        recvtag,
+                        comm,
+                        status,
+                    )
+                }
+            }
         };
     }
     // SAFETY: the application's send buffer is valid for its typemap.
@@ -519,7 +570,8 @@ unsafe fn sendrecv_any(
         },
         // SAFETY: forwarded, with the packed send side.
         (None, None) => unsafe {
-            next::MPI_Sendrecv(sp, sc, stype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+            let p = plain_posting(recvbuf, recvcount.into(), recvtype);
+            next::MPI_Sendrecv(sp, sc, stype, dest, sendtag, p.buf, p.int_count(), p.datatype, source, recvtag, comm, status)
         },
     }
 }
@@ -565,6 +617,14 @@ unsafe fn sendrecv_replace_any(
     status: *mut Status,
     forward: impl FnOnce(Posting, *mut Status) -> c_int,
 ) -> c_int {
+    if pipeline::stash::any() && !is_proc_null(source) {
+        if let (Some(e), Ok(c)) = (stashed(source, recvtag, comm), c_int::try_from(count)) {
+            // The receive side is a probed message: the outgoing elements are packed first (the
+            // receive overwrites the buffer), sent, and the receive is served from the stash.
+            // SAFETY: forwarded contract.
+            return unsafe { replace_from_stash(e, buf, c, datatype, dest, sendtag, comm, status) };
+        }
+    }
     let layout = Layout::of(buf, count, datatype).filter(|_| !(is_proc_null(dest) && is_proc_null(source)));
     if layout.is_none() {
         if let Some(d) = direct_landing(buf, count, datatype, source, comm) {
@@ -584,14 +644,72 @@ unsafe fn sendrecv_replace_any(
     if is_proc_null(source) {
         // Nothing arrives: the buffer keeps its contents, as with the MPI.
         // SAFETY: forwarded with the packed send side.
-        return unsafe { next::MPI_Sendrecv(sp, sc, consts::packed(), dest, sendtag, buf, count, datatype, source, recvtag, comm, status) };
+        let rc =
+            unsafe { next::MPI_Sendrecv(sp, sc, consts::packed(), dest, sendtag, buf, count, datatype, source, recvtag, comm, status) };
+        replace_status_error(rc, status);
+        return rc;
     }
     let pipe = pipe_for(l.bytes(), source, comm);
     // SAFETY: forwarded contract; send and receive staging are distinct buffers.
-    unsafe {
+    let rc = unsafe {
         blocking(l.clone(), buf, status, pipe, |rp, rn, s| {
             next::MPI_Sendrecv(sp, sc, consts::packed(), dest, sendtag, rp, rn, consts::packed(), source, recvtag, comm, s)
         })
+    };
+    replace_status_error(rc, status);
+    rc
+}
+
+/// `MPI_Sendrecv_replace` whose receive side takes the stashed message `e`.
+///
+/// # Safety
+/// As `MPI_Sendrecv_replace`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn replace_from_stash(
+    e: pipeline::stash::Stashed,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Dt,
+    dest: c_int,
+    sendtag: c_int,
+    comm: Comm,
+    status: *mut Status,
+) -> c_int {
+    let mut size: c_int = 0;
+    // SAFETY: writes one int; an invalid type or count is reported by the MPI.
+    let rc = unsafe { mpi::PMPI_Pack_size(count, datatype, comm, &mut size) };
+    if rc != errclass::SUCCESS {
+        return rc;
+    }
+    let mut out = staging::take(size.max(1) as usize);
+    let mut pos: c_int = 0;
+    // SAFETY: packs the application's elements into sluice's buffer of `size` bytes.
+    let rc = unsafe { mpi::PMPI_Pack(buf, count, datatype, out.as_mut_ptr().cast(), size, &mut pos, comm) };
+    if rc != errclass::SUCCESS {
+        return rc;
+    }
+    let mut req = consts::request_null();
+    // SAFETY: sends sluice's packed copy; it lives until the send completes below.
+    let rc = unsafe { super::send::isend(out.as_mut_ptr().cast(), pos, consts::packed(), dest, sendtag, comm, &mut req) };
+    if rc != errclass::SUCCESS {
+        return rc;
+    }
+    // SAFETY: forwarded contract.
+    let rrc = unsafe { pipeline::serve::blocking(e, buf, count.into(), datatype, comm, status) };
+    // SAFETY: the send's request.
+    let wrc = unsafe { super::complete::wait(&mut req, consts::status_ignore()) };
+    let rc = if rrc != errclass::SUCCESS { rrc } else { wrc };
+    replace_status_error(rc, status);
+    rc
+}
+
+/// MPICH's own `MPI_Sendrecv_replace` writes `MPI_ERROR` into the status (its `MPI_Sendrecv`,
+/// which sluice's path calls, does not; measured by `tests/p2p_typepairs.rs`): the application
+/// must see the same field.
+fn replace_status_error(rc: c_int, status: *mut Status) {
+    if cfg!(sluice_mpi = "mpich") && rc == errclass::SUCCESS && !status.is_null() && status != consts::status_ignore() {
+        // SAFETY: the application's status.
+        unsafe { (*status).MPI_ERROR = errclass::SUCCESS };
     }
 }
 
@@ -628,7 +746,10 @@ pub mod large_count {
                 // SAFETY: forwarded contract; the posting describes the application's buffer.
                 Some(d) => unsafe { direct_blocking(d, status, |p, s| next::MPI_Recv_c(p.buf, p.count, p.datatype, source, tag, comm, s)) },
                 // SAFETY: forwarded unchanged.
-                None => unsafe { next::MPI_Recv_c(buf, count, datatype, source, tag, comm, status) },
+                None => unsafe {
+                    let p = plain_posting(buf, count, datatype);
+                    next::MPI_Recv_c(p.buf, p.count, p.datatype, source, tag, comm, status)
+                },
             },
         }
     }
@@ -718,7 +839,10 @@ pub mod large_count {
             // SAFETY: as in `mrecv`.
             Some(l) => unsafe { blocking(l, buf, status, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
             // SAFETY: forwarded unchanged.
-            None => unsafe { next::MPI_Mrecv_c(buf, count, datatype, message, status) },
+            None => unsafe {
+                let p = plain_posting(buf, count, datatype);
+                next::MPI_Mrecv_c(p.buf, p.count, p.datatype, message, status)
+            },
         }
     }
 
@@ -741,7 +865,10 @@ pub mod large_count {
             // SAFETY: as in `irecv`.
             Some(l) => with_request(l, buf, request, false, |p, n| unsafe { next::MPI_Imrecv(p, n, consts::packed(), message, request) }),
             // SAFETY: forwarded unchanged.
-            None => unsafe { next::MPI_Imrecv_c(buf, count, datatype, message, request) },
+            None => unsafe {
+                let p = plain_posting(buf, count, datatype);
+                next::MPI_Imrecv_c(p.buf, p.count, p.datatype, message, request)
+            },
         }
     }
 

@@ -212,7 +212,11 @@ impl Incoming {
             } else {
                 // The chunk did not arrive: the receive completes with this error (the rest of
                 // the stream is still taken, so no chunk is left for a later transfer).
-                log::error!("a chunk of a pipelined message from rank {} failed: {}", self.peer, crate::errors::class_name(crate::protocol::p2p::error_class(rc)));
+                log::error!(
+                    "a chunk of a pipelined message from rank {} failed: {}",
+                    self.peer,
+                    crate::errors::class_name(crate::protocol::p2p::error_class(rc))
+                );
                 if self.error == errclass::SUCCESS {
                     self.error = rc;
                 }

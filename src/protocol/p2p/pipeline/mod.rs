@@ -306,8 +306,25 @@ pub fn bytes_if_large(count: i64, datatype: mpi::MPI_Datatype) -> Option<usize> 
 }
 
 /// Whether `count` elements of `datatype` are one contiguous run of bytes (starting at the
-/// true lower bound).
+/// true lower bound) **in stream order**. Sizes and bounds alone do not tell: a derived type can
+/// fill its extent without a hole yet list its bytes in another order (an indexed type with
+/// permuted or negative displacements), so a derived type must be one sluice's dataloop calls
+/// contiguous, and a type sluice did not compile must be predefined.
 pub fn is_contiguous(datatype: mpi::MPI_Datatype) -> bool {
+    if !fills_its_extent(datatype) {
+        return false;
+    }
+    if let Some(ct) = crate::protocol::datatype::lookup(datatype) {
+        return ct.dataloop().contiguous;
+    }
+    let (mut ni, mut na, mut nt, mut combiner) = (0, 0, 0, -1);
+    // SAFETY: writes four ints; an invalid type returns an error.
+    let rc = unsafe { mpi::PMPI_Type_get_envelope(datatype, &mut ni, &mut na, &mut nt, &mut combiner) };
+    rc == errclass::SUCCESS && combiner == mpi::SLUICE_COMBINER_NAMED as c_int
+}
+
+/// Whether the type's size, extent and true extent are equal (no hole, elements tile).
+fn fills_its_extent(datatype: mpi::MPI_Datatype) -> bool {
     let (mut size, mut lb, mut extent, mut tlb, mut textent): (
         mpi::MPI_Count,
         mpi::MPI_Count,

@@ -70,7 +70,16 @@ pub struct Entry {
 impl Entry {
     /// A receive of `capacity` bytes landing as `landing`.
     pub fn new(landing: Landing, capacity: usize, comm: mpi::MPI_Comm, persistent: bool) -> Entry {
-        Entry { state: State::Armed, landing, capacity, comm: super::comm_key(comm), persistent, active: !persistent, freed: false, resume: None }
+        Entry {
+            state: State::Armed,
+            landing,
+            capacity,
+            comm: super::comm_key(comm),
+            persistent,
+            active: !persistent,
+            freed: false,
+            resume: None,
+        }
     }
 
     /// A persistent request served from the stash: inactive in the MPI, completed by sluice.
@@ -109,7 +118,10 @@ pub fn arm_served(p: Placeholder, t: Result<Incoming, Outcome>, comm: mpi::MPI_C
             (State::Done(o), Landing::Served(None))
         }
     };
-    arm(req, Entry { state, landing, capacity: 0, comm: super::comm_key(comm), persistent: false, active: true, freed: false, resume: None });
+    arm(
+        req,
+        Entry { state, landing, capacity: 0, comm: super::comm_key(comm), persistent: false, active: true, freed: false, resume: None },
+    );
 }
 
 /// Tracks a persistent receive `req` that `MPI_Start` served from the probe stash (the MPI
