@@ -92,6 +92,7 @@ pub fn start() -> Result<(), crate::config::ConfigError> {
     log::info!("sluice {} active ({} build)", env!("CARGO_PKG_VERSION"), crate::ffi::FLAVOR);
     set_mode(active_mode(&cfg));
     let _ = CONFIG.set(cfg);
+    crate::protocol::datatype::compile_pair_types();
     Ok(())
 }
 

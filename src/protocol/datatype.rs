@@ -405,6 +405,23 @@ pub fn forget_all() {
     (0..FILTER_SLOTS).for_each(|i| size_write(i, || SIZE_KEY[i].store(0, Ordering::Relaxed)));
 }
 
+/// At start-up: compiles the predefined pair types with padding (`MPI_DOUBLE_INT`,
+/// `MPI_LONG_INT`, `MPI_SHORT_INT`, `MPI_LONG_DOUBLE_INT`), so that their point-to-point
+/// messages take sluice's engine path like any non-contiguous type:
+/// - a receive of one of them must recognize a pipelined message (its first message lands in
+///   staging or in place by ranges, which needs the compiled form; left to the MPI, the data
+///   landed nowhere near its place: `tests/c/p2p_conf_landing.c`);
+/// - MPICH 4.0's engine refuses more than about 8 KiB of packed bytes received into such a type
+///   (measured): a message sluice packed for a non-contiguous sender failed where the bare
+///   MPICH receives the sender's typed message.
+///
+/// (`MPI_FLOAT_INT` and `MPI_2INT` have no padding: contiguous, they land as bytes.)
+pub fn compile_pair_types() {
+    for t in [consts::double_int(), consts::long_int(), consts::short_int(), consts::long_double_int()] {
+        compile(t);
+    }
+}
+
 /// Decodes and compiles a committed type; an undecodable type stays with the MPI's engine.
 fn compile(t: mpi::MPI_Datatype) {
     if !crate::runtime::config().is_some_and(|c| c.datatype_engine) {

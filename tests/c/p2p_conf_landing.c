@@ -345,6 +345,10 @@ int main(int argc, char **argv) {
     MPI_Datatype rs_sparse;
     MPI_OK(MPI_Type_create_resized(st_members, 0, 40, &rs_sparse));
     MPI_OK(MPI_Type_commit(&rs_sparse));
+    /* a predefined pair type with padding, strided: sluice packs the send */
+    MPI_Datatype pair_vec;
+    MPI_OK(MPI_Type_vector(1000, 1, 2, MPI_DOUBLE_INT, &pair_vec));
+    MPI_OK(MPI_Type_commit(&pair_vec));
 
     int tag = 100;
     for (int how = 0; how < 4; how++)
@@ -355,6 +359,8 @@ int main(int argc, char **argv) {
         pair(vec, 2, MPI_C_DOUBLE_COMPLEX, N_INTS / 4, how, tag++, "2 x vector -> MPI_C_DOUBLE_COMPLEX");
         pair(rs_sparse, 17, rs_struct, 17, how, tag++, "17 x struct{int,double} (extent 40) -> resized (lb 16, extent 12)");
         pair(rs_sparse, 1000, rs_struct, 1000, how, tag++, "1000 x struct{int,double} -> resized (lb 16, extent 12)");
+        pair(pair_vec, 1, MPI_DOUBLE_INT, 1000, how, tag++, "vector of 1000 MPI_DOUBLE_INT -> MPI_DOUBLE_INT");
+        pair(pair_vec, 300, MPI_DOUBLE_INT, 300000, how, tag++, "300 x vector of 1000 MPI_DOUBLE_INT -> MPI_DOUBLE_INT");
         pair(rs_sparse, 30000, rs_struct, 30000, how, tag++, "30000 x struct{int,double} -> resized (lb 16, extent 12)");
     }
     self_send(MPI_INT, 4, vec, tag++, "MPI_INT");
@@ -381,6 +387,7 @@ int main(int argc, char **argv) {
     MPI_Type_free(&st_members);
     MPI_Type_free(&rs_struct);
     MPI_Type_free(&rs_sparse);
+    MPI_Type_free(&pair_vec);
     conf_types_free();
     MPI_OK(MPI_Comm_free(&dup));
     MPI_OK(MPI_Comm_free(&split));

@@ -260,16 +260,22 @@ pub unsafe fn mprobe(
         return rc;
     }
     // SAFETY: as above.
-    let handle = unsafe { *message };
+    let mut msg = unsafe { *message };
     // SAFETY: the probe's status.
-    if handle == consts::message_no_proc() || !unsafe { may_be_m0(stp, comm) } {
+    if msg == consts::message_no_proc() || !unsafe { may_be_m0(stp, comm) } {
         return rc;
     }
-    let mut msg = handle;
     // SAFETY: the matched message and its status.
     let e = unsafe { receive(&mut msg, &*stp, comm) };
-    // SAFETY: the status the application reads (or local).
-    unsafe { e.report(status) };
+    // `receive` freed the MPI's message (MPI_Mrecv): the MPI may hand its value to the next
+    // matched probe at once (this thread's or another's), whose stash entry would then take this
+    // one's place. The application gets a handle of sluice's own, as for a stashed message.
+    let handle = fake_message();
+    // SAFETY: the application's output argument; the status it reads (or local).
+    unsafe {
+        *message = handle;
+        e.report(status);
+    }
     let mut g = BY_MESSAGE.lock().unwrap_or_else(|e| e.into_inner());
     g.get_or_insert_with(FxHashMap::default).insert(message_key(handle), e);
     BY_MESSAGE_N.fetch_add(1, Ordering::AcqRel);
