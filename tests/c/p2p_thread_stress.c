@@ -328,6 +328,18 @@ static void kind_run(ctx_t *x) {
     case K_PROBE:
     case K_MPROBE:
         for (int i = 0; i < n; i++) isend(x, &m[i], &q[i], 0);
+        /* Matched probes: every message of the batch is probed first (in order), and received
+         * afterwards, in reverse order; several matched messages are held at once. */
+        MPI_Message msgs[BATCH];
+        for (int i = 0; i < n && (x->kind == K_IMPROBE || x->kind == K_MPROBE); i++) {
+            int flag = 0;
+            if (x->kind == K_IMPROBE)
+                POLL_FLAG("MPI_Improbe", MPI_Improbe(c->left, m[i].tag, c->comm, &flag, &msgs[i], &st), flag);
+            else
+                MPI_OK(MPI_Mprobe(c->left, m[i].tag, c->comm, &msgs[i], &st));
+            check_probe(x, &m[i], &st);
+            for (int k = 0; k < i; k++) TCHECK(msgs[k] != msgs[i], "matched messages %d and %d share a handle", k, i);
+        }
         /* received in reverse order: each probe names its own tag */
         for (int i = n - 1; i >= 0; i--) {
             int rt = PAIR_R[m[i].pair], flag = 0;
@@ -343,8 +355,7 @@ static void kind_run(ctx_t *x) {
                 MPI_OK(MPI_Recv(m[i].r.p, m[i].rc, CT[rt].t, c->left, m[i].tag, c->comm, &st));
                 check_recv(x, &m[i], &st);
             } else if (x->kind == K_IMPROBE) {
-                POLL_FLAG("MPI_Improbe", MPI_Improbe(c->left, m[i].tag, c->comm, &flag, &msg, &st), flag);
-                check_probe(x, &m[i], &st);
+                msg = msgs[i];
                 MPI_OK(MPI_Imrecv(m[i].r.p, m[i].rc, CT[rt].t, &msg, &rq));
                 TCHECK(msg == MPI_MESSAGE_NULL, "MPI_Imrecv left the message handle");
                 if (i % 2) {
@@ -360,9 +371,9 @@ static void kind_run(ctx_t *x) {
                 MPI_OK(MPI_Recv(m[i].r.p, m[i].rc, CT[rt].t, c->left, m[i].tag, c->comm, &st));
                 check_recv(x, &m[i], &st);
             } else {
-                MPI_OK(MPI_Mprobe(c->left, m[i].tag, c->comm, &msg, &st));
-                check_probe(x, &m[i], &st);
+                msg = msgs[i];
                 MPI_OK(MPI_Mrecv(m[i].r.p, m[i].rc, CT[rt].t, &msg, &st));
+                TCHECK(msg == MPI_MESSAGE_NULL, "MPI_Mrecv left the message handle");
                 check_recv(x, &m[i], &st);
             }
         }
@@ -558,8 +569,10 @@ static void *worker(void *arg) {
     x.base = 100 + x.t * TAG_SPAN;
     for (int round = 0; round < rounds; round++) {
         x.round = round;
-        /* every kind once per NKINDS rounds, in another order for each thread */
-        x.kind = (round * 7 + x.t * 5) % NKINDS;
+        /* Even rounds: all threads start the same kind (the same code paths at once); odd
+         * rounds: another kind in each thread. Every thread runs every kind once per NKINDS
+         * even rounds and once per NKINDS odd rounds. */
+        x.kind = round % 2 ? (round / 2 * 7 + x.t * 5 + 3) % NKINDS : (round / 2 * 7) % NKINDS;
         snprintf(where, sizeof where, "thread %d round %d (%s, %s)", x.t, round, KIND_NAME[x.kind], x.c->label);
         kind_run(&x);
     }
