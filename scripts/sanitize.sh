@@ -20,9 +20,10 @@
 #              (only these C programs, space-separated names), SANITIZE_SO_<mpi> (an ASan
 #              libsluice.so built elsewhere, e.g. with a patch applied, for asan-mpi).
 #
-# Findings whose stack goes through libsluice.so (or sluice's Rust code) fail the script; ASan
-# and LeakSanitizer reports entirely inside the MPIs' libraries are suppressed by
-# scripts/sanitize/{asan,lsan}.supp and listed in the summary.
+# Sanitizer reports whose stack goes through libsluice.so (or sluice's Rust code) fail the
+# script, and so do runs that fail without a report (a program's own checks, a crash); ASan and
+# LeakSanitizer reports entirely inside the MPIs' libraries are suppressed by
+# scripts/sanitize/{asan,lsan}.supp, and any that still appear are listed in the summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -45,7 +46,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_mpi_yield_when_idle=1
 
 summary=()
-sluice_findings=0
+sluice_findings=0 # sanitizer reports naming sluice
+failed_runs=0     # runs that failed without a sanitizer report (wrong results, crashes)
 note() { summary+=("$*"); echo "sanitize: $*"; }
 
 has_step() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
@@ -158,9 +160,12 @@ if has_step asan-mpi; then
                     pass=$((pass + 1))
                 else
                     fail=$((fail + 1))
-                    note "asan-mpi $label: FAILED (exit $rc; output in $dir/output.log)"
-                    if ! ls "$dir"/asan.* >/dev/null 2>&1; then
-                        sluice_findings=$((sluice_findings + 1)) # a failure without a report
+                    if ls "$dir"/asan.* >/dev/null 2>&1; then
+                        note "asan-mpi $label: FAILED with a sanitizer report (exit $rc; output in $dir/output.log)"
+                    else
+                        failed_runs=$((failed_runs + 1)) # the program's own checks failed (or it crashed)
+                        note "asan-mpi $label: FAILED without a sanitizer report: the program's checks (exit $rc; output in $dir/output.log)"
+                        grep -m3 -E 'check failed|FATAL|Segmentation' "$dir/output.log" | cut -c1-240 | sed 's/^/    /'
                     fi
                 fi
             done
@@ -186,7 +191,7 @@ if has_step asan-unit; then
             note "FINDING in sluice: asan-unit: $(grep -m1 -E 'ERROR: AddressSanitizer|unsafe precondition' "$log") ($log)"
         else
             note "asan-unit: FAILED without a sanitizer report ($log)"
-            sluice_findings=$((sluice_findings + 1))
+            failed_runs=$((failed_runs + 1))
         fi
     fi
 fi
@@ -225,7 +230,7 @@ if has_step miri; then
                 note "FINDING in sluice: miri: $(grep -m1 -E 'Undefined Behavior|unsupported operation' "$log") ($log)"
             else
                 note "miri: FAILED or timed out after $((SECONDS - t0)) s ($log)"
-                sluice_findings=$((sluice_findings + 1))
+                failed_runs=$((failed_runs + 1))
             fi
         fi
     else
@@ -236,5 +241,6 @@ fi
 echo
 echo "sanitize.sh summary:"
 printf '  %s\n' "${summary[@]}"
-echo "findings in sluice: $sluice_findings"
-[ "$sluice_findings" -eq 0 ]
+echo "sanitizer findings in sluice: $sluice_findings"
+echo "runs failed without a sanitizer report: $failed_runs"
+[ "$sluice_findings" -eq 0 ] && [ "$failed_runs" -eq 0 ]
