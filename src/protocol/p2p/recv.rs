@@ -505,49 +505,6 @@ unsafe fn sendrecv_any(
     let (Ok(sendcount), Ok(recvcount)) = (c_int::try_from(sendcount), c_int::try_from(recvcount)) else {
         return forward();
     };
-    if sl.is_none() && rl.is_none() {
-        return match rpipe {
-            // SAFETY: forwarded contract.
-            Some(d) => unsafe {
-                direct_blocking(d, status, |p, s| {
-                    next::MPI_Sendrecv(
-                        sendbuf,
-                        sendcount,
-                        sendtype,
-                        dest,
-                        sendtag,
-                        p.buf,
-                        p.int_count(),
-                        p.datatype,
-                        source,
-                        recvtag,
-                        comm,
-                        s,
-                    )
-                })
-            },
-            None => {
-                let p = plain_posting(recvbuf, recvcount.into(), recvtype);
-                // SAFETY: forwarded; the posting describes the application's receive buffer.
-                unsafe {
-                    next::MPI_Sendrecv(
-                        sendbuf,
-                        sendcount,
-                        sendtype,
-                        dest,
-                        sendtag,
-                        p.buf,
-                        p.int_count(),
-                        p.datatype,
-                        source,
-                        recvtag,
-                        comm,
-                        status,
-                    )
-                }
-            }
-        };
-    }
     // SAFETY: the application's send buffer is valid for its typemap.
     let mut sst = sl.as_ref().map(|l| unsafe { l.packed(sendbuf) });
     let (sp, sc, stype) = match (&sl, sst.as_mut()) {
