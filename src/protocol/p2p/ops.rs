@@ -193,6 +193,11 @@ pub fn detach(request: mpi::MPI_Request, op: Entry) {
     TRACKED.add(1);
 }
 
+/// Requests the application freed while active that sluice still finishes.
+pub fn detached() -> usize {
+    DETACHED_N.load(Ordering::Acquire)
+}
+
 /// Tests every detached request once (`wait`: waits for each instead, at MPI_Finalize) and
 /// finishes those that completed.
 #[inline]
