@@ -109,6 +109,8 @@ pub fn enable() -> bool {
         (Some(c), Mode::PassThrough) if !c.disable && crate::errors::mpi_is_active() => {
             set_mode(active_mode(c));
             stats::set_timing(c.stats);
+            // Switching off dropped every compiled type (`datatype::forget_all`), these too.
+            crate::protocol::datatype::compile_pair_types();
             true
         }
         (_, m) => matches!(m, Mode::Active | Mode::Instrumented),
