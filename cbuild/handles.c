@@ -26,6 +26,7 @@ MPI_Request sluice_c_request_null(void) { return MPI_REQUEST_NULL; }
 MPI_Message sluice_c_message_null(void) { return MPI_MESSAGE_NULL; }
 MPI_Message sluice_c_message_no_proc(void) { return MPI_MESSAGE_NO_PROC; }
 MPI_Errhandler sluice_c_errors_return(void) { return MPI_ERRORS_RETURN; }
+MPI_Info sluice_c_info_null(void) { return MPI_INFO_NULL; }
 MPI_Status *sluice_c_status_ignore(void) { return MPI_STATUS_IGNORE; }
 MPI_Status *sluice_c_statuses_ignore(void) { return MPI_STATUSES_IGNORE; }
 MPI_Fint *sluice_c_f_status_ignore(void) { return MPI_F_STATUS_IGNORE; }

@@ -33,6 +33,7 @@ MPI_Request sluice_c_request_null(void);
 MPI_Message sluice_c_message_null(void);
 MPI_Message sluice_c_message_no_proc(void);
 MPI_Errhandler sluice_c_errors_return(void);
+MPI_Info sluice_c_info_null(void);
 MPI_Status *sluice_c_status_ignore(void);
 MPI_Status *sluice_c_statuses_ignore(void);
 MPI_Fint *sluice_c_f_status_ignore(void);

@@ -394,8 +394,10 @@ impl Config {
     /// `SLUICE_*` variables set in `vars` that sluice does not know (likely typos).
     pub fn unknown_vars(vars: impl Iterator<Item = String>) -> Vec<String> {
         vars.filter(|k| k.starts_with("SLUICE_") && !PARAMS.iter().any(|p| p.name == k))
-            // SLUICE_MPI selects the flavor at build time; scripts may leave it exported.
-            .filter(|k| k != "SLUICE_MPI")
+            // SLUICE_MPI selects the flavor at build time; scripts may leave it exported, and
+            // SLUICE_CLUSTER_* belong to scripts/cluster.sh, whose launches pass the launcher's
+            // environment on to the ranks of the first node.
+            .filter(|k| k != "SLUICE_MPI" && !k.starts_with("SLUICE_CLUSTER_"))
             .collect()
     }
 }
@@ -529,7 +531,7 @@ mod tests {
 
     #[test]
     fn unknown_variables_are_reported() {
-        let vars = ["SLUICE_STAT", "SLUICE_LOG", "PATH", "SLUICE_MPI"].iter().map(|s| s.to_string());
+        let vars = ["SLUICE_STAT", "SLUICE_LOG", "PATH", "SLUICE_MPI", "SLUICE_CLUSTER_NODES"].iter().map(|s| s.to_string());
         assert_eq!(Config::unknown_vars(vars), vec!["SLUICE_STAT".to_string()]);
     }
 

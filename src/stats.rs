@@ -46,11 +46,15 @@ pub enum Family {
     /// Not a call family: those pipelined transfers whose chunks went through the node's
     /// shared-memory arena (`transfer::shm`), counted as `Pipeline` is.
     Shm,
+    /// Not a call family: those pipelined transfers whose peer is on another node
+    /// (`transfer::node`): their bytes crossed the network. Pipelined bytes within nodes are
+    /// `Pipeline` minus `Remote`.
+    Remote,
 }
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 14] = [
+    pub const ALL: [Family; 15] = [
         Family::Init,
         Family::P2p,
         Family::Persistent,
@@ -65,6 +69,7 @@ impl Family {
         Family::Checkpoints,
         Family::Pipeline,
         Family::Shm,
+        Family::Remote,
     ];
 
     /// Short lower-case name used in reports.
@@ -84,6 +89,7 @@ impl Family {
             Family::Checkpoints => "ddt-ckpt",
             Family::Pipeline => "p2p-pipeline",
             Family::Shm => "p2p-shm",
+            Family::Remote => "p2p-remote",
         }
     }
 }

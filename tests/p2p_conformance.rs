@@ -235,16 +235,19 @@ fn p2p_pipeline() {
             // sender and receiver.
             let transfers = job.stat_calls("p2p-pipeline").unwrap_or(0);
             assert!(transfers >= 2 * 21 * (np as u64 / 2), "{np} ranks {env:?}: {transfers} pipelined transfers\n{}", job.all());
-            // All ranks share this machine: with the arena on, every transfer uses it unless the
-            // arena is full (at least the first one finds it empty).
+            // On one node: with the arena on, every transfer uses it unless the arena is full
+            // (at least the first one finds it empty). Across nodes (ranks placed round-robin,
+            // so every pair rank ^ 1 is split): none does, and every one crosses the network.
             let shm = job.stat_calls("p2p-shm").unwrap_or(0);
+            let remote = job.stat_calls("p2p-remote").unwrap_or(0);
             let arena = env.iter().find(|(k, _)| *k == "SLUICE_SHM_ARENA").map(|(_, v)| *v);
             let ok = match arena {
-                Some("off") => shm == 0,
-                Some(_) => shm > 0 && shm <= transfers,
-                None => shm == transfers,
+                _ if cluster_nodes() > 1 => shm == 0 && remote == transfers,
+                Some("off") => shm == 0 && remote == 0,
+                Some(_) => shm > 0 && shm <= transfers && remote == 0,
+                None => shm == transfers && remote == 0,
             };
-            assert!(ok, "{np} ranks {env:?}: {shm} of {transfers} transfers through shared memory\n{}", job.all());
+            assert!(ok, "{np} ranks {env:?}: {shm} of {transfers} transfers through shared memory, {remote} across nodes\n{}", job.all());
         }
     }
     let off = launch_shim(2, &exe, &[("SLUICE_PIPELINE_THRESHOLD", "off"), ("SLUICE_STATS", "1")]);

@@ -66,6 +66,8 @@ accessor! {
     message_no_proc -> mpi::MPI_Message = sluice_c_message_no_proc;
     /// `MPI_ERRORS_RETURN`.
     errors_return -> mpi::MPI_Errhandler = sluice_c_errors_return;
+    /// `MPI_INFO_NULL`.
+    info_null -> mpi::MPI_Info = sluice_c_info_null;
     /// `MPI_STATUS_IGNORE`.
     status_ignore -> *mut mpi::MPI_Status = sluice_c_status_ignore;
     /// `MPI_STATUSES_IGNORE`.

@@ -26,9 +26,10 @@ fn after_init(rc: c_int, t0: u64, mpi_ns: u64) -> c_int {
     }
 }
 
-/// Agrees on the pipelined protocol's reserved size with every rank (collective: every rank
-/// takes part, a disabled sluice too) and starts the pipeline.
+/// Learns which ranks share a node, agrees on the pipelined protocol's reserved size with every
+/// rank (collective: every rank takes part, a disabled sluice too) and starts the pipeline.
 fn start_pipeline() -> Result<(), String> {
+    crate::transfer::node::start();
     crate::protocol::p2p::pipeline::start(runtime::config().filter(|c| !c.disable))
 }
 

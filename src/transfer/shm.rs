@@ -222,14 +222,14 @@ unsafe impl Send for PeerRegion {}
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Card {
-    host: [u8; 64],
     token: [u64; 2],
     size: u64,
     pid: i32,
     fd: i32,
 }
 
-/// Sets the channel up at `MPI_Init` (collective over `MPI_COMM_WORLD`; every rank calls it).
+/// Sets the channel up at `MPI_Init` (collective over `MPI_COMM_WORLD`; every rank calls it,
+/// after `node::start`).
 /// `size`: this process's arena in bytes (`None`: no arena; it still maps its peers').
 pub fn start(size: Option<usize>) {
     let world = consts::comm_world();
@@ -240,9 +240,7 @@ pub fn start(size: Option<usize>) {
         mpi::PMPI_Comm_size(world, &mut n);
     }
     let own = size.and_then(create);
-    let mut card = Card { host: [0; 64], token: [0; 2], size: 0, pid: std::process::id() as i32, fd: -1 };
-    // SAFETY: writes at most 63 bytes plus the terminator.
-    unsafe { libc::gethostname(card.host.as_mut_ptr().cast(), 63) };
+    let mut card = Card { token: [0; 2], size: 0, pid: std::process::id() as i32, fd: -1 };
     if let Some((m, fd, token)) = own {
         (card.token, card.size, card.fd) = (token, m.size as u64, fd);
     }
@@ -254,7 +252,9 @@ pub fn start(size: Option<usize>) {
     let mut peers = FxHashMap::default();
     let mut mapped = vec![0u8; n];
     for (r, c) in cards.iter().enumerate() {
-        if r as c_int != me && c.fd >= 0 && c.host == card.host {
+        // Only peers the MPI puts on this node (`transfer::node`): elsewhere the /proc entry is
+        // another machine's, or on an emulated cluster one the MPI would not share memory with.
+        if r as c_int != me && c.fd >= 0 && super::node::is_local(r as c_int) {
             if let Some(m) = attach_arena(c) {
                 peers.insert(r as c_int, m);
                 mapped[r] = 1;

@@ -119,13 +119,23 @@ impl Job {
     }
 }
 
-/// Launches `exe` on `np` ranks with the flavor's launcher; `env` is exported to every rank;
-/// `preload` becomes the ranks' `LD_PRELOAD` (None: bare MPI). A 180 s timeout turns a hang
-/// into a failure.
+/// Nodes of the emulated cluster the jobs run across: `SLUICE_CLUSTER_NODES`, set by
+/// scripts/test.sh once `scripts/cluster.sh up` made the nodes (0 or unset: this node only).
+/// Ranks are placed round-robin, so ranks 0 and 1 are always on different nodes.
+pub fn cluster_nodes() -> u32 {
+    std::env::var("SLUICE_CLUSTER_NODES").ok().and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+/// Launches `exe` on `np` ranks with the flavor's launcher (across the emulated cluster's nodes
+/// when [`cluster_nodes`] is nonzero); `env` is exported to every rank; `preload` becomes the
+/// ranks' `LD_PRELOAD` (None: bare MPI). A 180 s timeout turns a hang into a failure.
 pub fn launch(np: u32, exe: &Path, env: &[(&str, &str)], preload: Option<&str>) -> Job {
     let _guard = serial();
     let mut cmd = Command::new("timeout");
     cmd.arg("180");
+    if cluster_nodes() > 0 {
+        cmd.arg(repo().join("scripts/cluster.sh")).args(["run", "--"]);
+    }
     let mut vars: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     if let Some(p) = preload {
         vars.push(("LD_PRELOAD".into(), p.into()));

@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# An emulated cluster on this machine: N nodes, each a network namespace with its own host name
+# (a UTS namespace entered by every process launched on it) and its own /etc/hosts, joined by a
+# bridge; the links can be shaped with tc (rate and one-way delay). MPI launchers run inside
+# node 1 and start the other nodes' daemons through scripts/cluster-agent.sh, which enters the
+# target node as ssh would log into it. Traffic goes only to the addresses given here to the
+# nodes; the bridge has no address and no link to any other interface.
+#
+# Usage:
+#   scripts/cluster.sh up N [--rate RATE] [--delay DELAY]   nodes sl-node1..sl-nodeN
+#   scripts/cluster.sh down                                 removes everything `up` made
+#   scripts/cluster.sh status                               nodes, addresses and link shaping
+#   scripts/cluster.sh run -- mpirun|mpiexec ARGS...        a launcher, inside node 1, with the
+#                                                           cluster's hosts and transport options
+#   scripts/cluster.sh exec NODE -- COMMAND...              a command on one node
+# RATE is a tc rate (10gbit, 1gbit, 500mbit), DELAY a tc time (50us, 1ms), applied to each node's
+# link in both directions (the delay once per direction: one-way latency between two nodes is
+# DELAY). `run` places ranks round-robin over the nodes (rank r on node r mod N); a launcher
+# argument --map-by (Open MPI) or -ppn (MPICH) takes precedence.
+# Environment:
+#   SLUICE_CLUSTER_PREFIX  names of namespaces, hosts and links (default "sl-"; at most 5 chars)
+#   SLUICE_CLUSTER_NET     the nodes' /24 (default 10.211.0; node i is .(10+i)); it must not be
+#                          a network this machine already routes
+# Needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN), iproute2 and util-linux; without them `up` says so
+# and exits 77 (what the cluster tests take as "skip").
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+prefix=${SLUICE_CLUSTER_PREFIX:-sl-}
+net=${SLUICE_CLUSTER_NET:-10.211.0}
+state=/run/sluice-cluster/${prefix%-}
+bridge=${prefix}br0
+iface=${prefix}eth0
+
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+node_name() { echo "${prefix}node$1"; }
+node_addr() { echo "$net.$((10 + $1))"; }
+nodes() { cat "$state/nodes" 2>/dev/null || echo 0; }
+
+# Can this process make namespaces and links? Exit 77 with the reason if not.
+check_privileges() {
+  local why=""
+  if [ "$(id -u)" -ne 0 ]; then
+    why="not root"
+  elif ! command -v ip >/dev/null || ! command -v tc >/dev/null || ! command -v unshare >/dev/null; then
+    why="iproute2 (ip, tc) or util-linux (unshare) missing"
+  elif ! ip netns add "${prefix}probe" 2>/dev/null; then
+    why="cannot create network namespaces (ip netns add failed)"
+  else
+    ip netns del "${prefix}probe"
+  fi
+  if [ -n "$why" ]; then
+    echo "cluster.sh: cannot emulate a cluster here: $why" >&2
+    exit 77
+  fi
+}
+
+# Shapes egress of one link end: rate and (optionally) delay, one netem qdisc.
+shape() { # netns-or-"" dev rate delay
+  local ns=$1 dev=$2 rate=$3 delay=$4 args=()
+  [ -n "$delay" ] && args+=(delay "$delay")
+  [ -n "$rate" ] && args+=(rate "$rate")
+  ((${#args[@]})) || return 0
+  # A deep queue: the default 1000 packets drops bursts of a 1 MiB message at 10 Gbit/s.
+  if [ -n "$ns" ]; then
+    ip -n "$ns" link set "$dev" txqueuelen 10000
+    ip netns exec "$ns" tc qdisc replace dev "$dev" root netem "${args[@]}" limit 100000
+  else
+    ip link set "$dev" txqueuelen 10000
+    tc qdisc replace dev "$dev" root netem "${args[@]}" limit 100000
+  fi
+}
+
+cmd_up() {
+  local n=${1:-}; shift || true
+  local rate="" delay=""
+  while (($#)); do
+    case $1 in
+      --rate) rate=$2; shift 2 ;;
+      --delay) delay=$2; shift 2 ;;
+      *) die "unknown argument $1" ;;
+    esac
+  done
+  [[ $n =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 200)) || die "up needs a node count (1..200)"
+  ((${#prefix} <= 5)) || die "SLUICE_CLUSTER_PREFIX is longer than 5 characters (link names are at most 15)"
+  check_privileges
+  [ -e "$state" ] && die "a cluster is already up ($state); run 'scripts/cluster.sh down' first"
+  if ip route show | grep -q "^$net\.0/"; then
+    die "$net.0/24 is already routed on this machine; pick another with SLUICE_CLUSTER_NET"
+  fi
+  mkdir -p "$state"
+  echo 0 >"$state/nodes"
+  trap 'echo "cluster.sh: up failed; removing what it made" >&2; cmd_down >/dev/null 2>&1' ERR
+  echo "$rate" >"$state/rate"
+  echo "$delay" >"$state/delay"
+  ip link add "$bridge" type bridge
+  ip link set "$bridge" up
+  local hosts="127.0.0.1 localhost"$'\n'
+  for ((i = 1; i <= n; i++)); do hosts+="$(node_addr "$i") $(node_name "$i")"$'\n'; done
+  for ((i = 1; i <= n; i++)); do
+    local ns host peer
+    ns=$(node_name "$i") host=$ns peer=${prefix}v$i
+    ip netns add "$ns"
+    echo "$i" >"$state/nodes"
+    mkdir -p "/etc/netns/$ns"
+    printf '%s' "$hosts" >"/etc/netns/$ns/hosts"
+    echo "$host" >"/etc/netns/$ns/hostname"
+    ip link add "$peer" type veth peer name "$iface" netns "$ns"
+    ip link set "$peer" master "$bridge" up
+    ip -n "$ns" addr add "$(node_addr "$i")/24" dev "$iface"
+    ip -n "$ns" link set "$iface" up
+    ip -n "$ns" link set lo up
+    shape "$ns" "$iface" "$rate" "$delay"
+    shape "" "$peer" "$rate" ""
+  done
+  trap - ERR
+  echo "cluster up: $n nodes ($(node_name 1)..$(node_name "$n")) on $net.0/24${rate:+, rate $rate}${delay:+, delay $delay}"
+}
+
+cmd_down() {
+  local n i ns
+  n=$(nodes)
+  # Whatever still runs on a node (a launcher that hung) goes first.
+  for ((i = 1; i <= n + 1; i++)); do
+    ns=$(node_name "$i")
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+  done
+  for ((i = 1; i <= n + 1; i++)); do
+    ns=$(node_name "$i")
+    ip link del "${prefix}v$i" 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null || true
+    rm -rf "/etc/netns/$ns"
+  done
+  ip link del "$bridge" 2>/dev/null || true
+  rm -rf "$state"
+  echo "cluster down"
+}
+
+cmd_status() {
+  local n i ns
+  n=$(nodes)
+  ((n > 0)) || { echo "no cluster up"; return 1; }
+  echo "$n nodes on $net.0/24, rate $(cat "$state/rate"), delay $(cat "$state/delay")"
+  for ((i = 1; i <= n; i++)); do
+    ns=$(node_name "$i")
+    echo "$ns $(node_addr "$i") $(ip netns exec "$ns" tc qdisc show dev "$iface" | head -1)"
+  done
+}
+
+cmd_exec() {
+  local node=$1; shift
+  [ "${1:-}" = "--" ] && shift
+  exec "$here/cluster-agent.sh" "$node" "$(printf '%q ' "$@")"
+}
+
+# `run -- LAUNCHER ARGS...`: the launcher with the cluster's hosts and transport options inserted
+# after its name, started inside node 1 (where its host name is that node's).
+cmd_run() {
+  [ "${1:-}" = "--" ] && shift
+  (($#)) || die "run needs a launcher command after --"
+  local n launcher flavor hosts="" i args=()
+  n=$(nodes)
+  ((n > 0)) || die "no cluster up (scripts/cluster.sh up N)"
+  launcher=$1; shift
+  case "$(readlink -f "$(command -v "$launcher")")" in
+    *openmpi* | *orterun*) flavor=openmpi ;;
+    *mpich* | *hydra*) flavor=mpich ;;
+    *) die "cannot tell the MPI of $launcher (use mpirun.openmpi or mpiexec.mpich)" ;;
+  esac
+  local user=" $* "
+  if [ $flavor = openmpi ]; then
+    for ((i = 1; i <= n; i++)); do hosts+="${hosts:+,}$(node_name "$i"):64"; done
+    args=(--host "$hosts" --mca plm_rsh_agent "$here/cluster-agent.sh"
+      --mca oob_tcp_if_include "$net.0/24" --mca btl_tcp_if_include "$net.0/24" --mca btl tcp,self,vader)
+    [[ $user == *" --map-by "* || $user == *" -npernode "* || $user == *" --npernode "* ]] || args+=(--map-by node)
+  else
+    for ((i = 1; i <= n; i++)); do hosts+="${hosts:+,}$(node_name "$i")"; done
+    args=(-hosts "$hosts" -launcher ssh -launcher-exec "$here/cluster-agent.sh" -iface "$iface")
+  fi
+  exec "$here/cluster-agent.sh" "$(node_name 1)" "$(printf '%q ' "$launcher" "${args[@]}" "$@")"
+}
+
+case ${1:-} in
+  up) shift; cmd_up "$@" ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  run) shift; cmd_run "$@" ;;
+  exec) shift; cmd_exec "$@" ;;
+  *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
+esac

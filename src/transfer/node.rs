@@ -1,0 +1,93 @@
+//! Which world ranks share this process's node, as the MPI sees it: `MPI_Comm_split_type` with
+//! `MPI_COMM_TYPE_SHARED` at `MPI_Init`, the one place that decides where the shared-memory
+//! arena may be used (`transfer::shm`) and which transfers cross the network (statistics).
+//! Host names are not compared: on an emulated cluster (network namespaces, scripts/cluster.sh)
+//! or a container host, processes can have different names and still see each other's
+//! `/proc`, or the same name and be apart; the MPI's own grouping is what its transports use.
+
+use std::ffi::c_int;
+use std::sync::OnceLock;
+
+use crate::ffi::{consts, errclass, mpi};
+
+/// The node of every world rank, numbered by the node's lowest world rank.
+struct Nodes {
+    of: Vec<c_int>,
+    me: c_int,
+}
+
+static NODES: OnceLock<Nodes> = OnceLock::new();
+
+/// Learns the node of every world rank (collective over `MPI_COMM_WORLD`; every rank calls it
+/// once from `MPI_Init`). If the MPI cannot split, every rank is taken to be on a node of its
+/// own: nothing is shared, which is always correct.
+pub fn start() {
+    let world = consts::comm_world();
+    let (mut me, mut n) = (0, 0);
+    // SAFETY: plain queries of an active world communicator.
+    unsafe {
+        mpi::PMPI_Comm_rank(world, &mut me);
+        mpi::PMPI_Comm_size(world, &mut n);
+    }
+    let mut shared = consts::comm_null();
+    let mut leader = me;
+    // SAFETY: collective over MPI_COMM_WORLD from MPI_Init; the new communicator is freed here.
+    unsafe {
+        let info = consts::info_null();
+        if mpi::PMPI_Comm_split_type(world, mpi::MPI_COMM_TYPE_SHARED as c_int, me, info, &mut shared) == errclass::SUCCESS
+            && shared != consts::comm_null()
+        {
+            // The lowest world rank of the node names it (key = world rank: node rank 0 is it).
+            mpi::PMPI_Bcast((&mut leader as *mut c_int).cast(), 1, consts::int(), 0, shared);
+            mpi::PMPI_Comm_free(&mut shared);
+        }
+    }
+    let mut of = vec![0 as c_int; n.max(1) as usize];
+    // SAFETY: collective; one int per rank.
+    let rc = unsafe { mpi::PMPI_Allgather((&leader as *const c_int).cast(), 1, consts::int(), of.as_mut_ptr().cast(), 1, consts::int(), world) };
+    if rc != errclass::SUCCESS {
+        of = (0..n.max(1)).collect();
+    }
+    let nodes = Nodes { of, me };
+    log::debug!("node {}: {} of {} ranks, {} nodes", nodes.mine(), nodes.members().len(), nodes.of.len(), nodes.count());
+    let _ = NODES.set(nodes);
+}
+
+impl Nodes {
+    fn mine(&self) -> c_int {
+        self.of.get(self.me as usize).copied().unwrap_or(self.me)
+    }
+
+    fn members(&self) -> Vec<c_int> {
+        let mine = self.mine();
+        (0..self.of.len() as c_int).filter(|&r| self.of[r as usize] == mine).collect()
+    }
+
+    fn count(&self) -> usize {
+        self.of.iter().enumerate().filter(|&(r, &leader)| r as c_int == leader).count()
+    }
+}
+
+/// Whether world rank `rank` is on this process's node (`false` before [`start`] and for a
+/// rank outside the world).
+pub fn is_local(rank: c_int) -> bool {
+    NODES.get().is_some_and(|n| usize::try_from(rank).ok().and_then(|r| n.of.get(r)).is_some_and(|&l| l == n.mine()))
+}
+
+/// Number of nodes the world spans (1 before [`start`]).
+pub fn count() -> usize {
+    NODES.get().map_or(1, Nodes::count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodes_are_named_by_their_lowest_rank() {
+        let n = Nodes { of: vec![0, 1, 0, 1, 4], me: 2 };
+        assert_eq!(n.mine(), 0);
+        assert_eq!(n.members(), [0, 2]);
+        assert_eq!(n.count(), 3);
+    }
+}
