@@ -15,7 +15,7 @@
 #   scripts/cluster.sh exec NODE -- COMMAND...              a command on one node
 # RATE is a tc rate (10gbit, 1gbit, 500mbit), DELAY a tc time (50us, 1ms), applied to each node's
 # link in both directions (the delay once per direction: one-way latency between two nodes is
-# DELAY). `run` places ranks round-robin over the nodes (rank r on node r mod N); a launcher
+# DELAY). A delay needs the kernel's netem qdisc; kernels without it (some VMs) refuse --delay. `run` places ranks round-robin over the nodes (rank r on node r mod N); a launcher
 # argument --map-by (Open MPI) or -ppn (MPICH) takes precedence.
 # Environment:
 #   SLUICE_CLUSTER_PREFIX  names of namespaces, hosts and links (default "sl-"; at most 5 chars)
@@ -23,7 +23,7 @@
 #                          a network this machine already routes
 # Needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN), iproute2 and util-linux; without them `up` says so
 # and exits 77 (what the cluster tests take as "skip").
-set -euo pipefail
+set -Eeuo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 prefix=${SLUICE_CLUSTER_PREFIX:-sl-}
 net=${SLUICE_CLUSTER_NET:-10.211.0}
@@ -54,19 +54,40 @@ check_privileges() {
   fi
 }
 
-# Shapes egress of one link end: rate and (optionally) delay, one netem qdisc.
+# Bytes per second of a tc rate (10gbit, 500mbit, 100kbit, 1000000bit).
+rate_bytes() {
+  local r=${1,,} n unit
+  [[ $r =~ ^([0-9]+)([kmg]?)(bit|bps)$ ]] || die "cannot read rate '$1' (use e.g. 10gbit, 500mbit)"
+  n=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]}
+  case $unit in k) n=$((n * 1000)) ;; m) n=$((n * 1000000)) ;; g) n=$((n * 1000000000)) ;; esac
+  [ "${BASH_REMATCH[3]}" = bit ] && n=$((n / 8))
+  echo "$n"
+}
+
+# Shapes egress of one link end. Rate alone: a token bucket (tbf) with a 2 ms burst and a queue
+# of 100 ms (a 1 MiB message must queue, not drop, or TCP falls back to its retransmit timer).
+# A delay needs netem, which some kernels lack (sch_netem): `up` then stops with that message.
 shape() { # netns-or-"" dev rate delay
-  local ns=$1 dev=$2 rate=$3 delay=$4 args=()
-  [ -n "$delay" ] && args+=(delay "$delay")
-  [ -n "$rate" ] && args+=(rate "$rate")
-  ((${#args[@]})) || return 0
-  # A deep queue: the default 1000 packets drops bursts of a 1 MiB message at 10 Gbit/s.
-  if [ -n "$ns" ]; then
-    ip -n "$ns" link set "$dev" txqueuelen 10000
-    ip netns exec "$ns" tc qdisc replace dev "$dev" root netem "${args[@]}" limit 100000
+  local ns=$1 dev=$2 rate=$3 delay=$4 run=() qdisc=()
+  [ -n "$ns" ] && run=(ip netns exec "$ns")
+  if [ -n "$delay" ]; then
+    qdisc=(netem delay "$delay" ${rate:+rate "$rate"} limit 100000)
+  elif [ -n "$rate" ]; then
+    local burst
+    burst=$(($(rate_bytes "$rate") / 500))
+    ((burst >= 65536)) || burst=65536
+    qdisc=(tbf rate "$rate" burst "$burst" latency 100ms)
   else
-    ip link set "$dev" txqueuelen 10000
-    tc qdisc replace dev "$dev" root netem "${args[@]}" limit 100000
+    return 0
+  fi
+  "${run[@]}" ip link set "$dev" txqueuelen 10000
+  if ! "${run[@]}" tc qdisc replace dev "$dev" root "${qdisc[@]}" 2>"$state/tc.err"; then
+    if grep -q "qdisc kind is unknown" "$state/tc.err" && [ "${qdisc[0]}" = netem ]; then
+      echo "cluster.sh: this kernel has no netem qdisc (sch_netem): links cannot be given a delay here; use --rate alone" >&2
+    else
+      cat "$state/tc.err" >&2
+    fi
+    return 1
   fi
 }
 

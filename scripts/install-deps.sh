@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what sluice needs on a fresh Debian 12 machine: both MPIs side by side, their
-# Fortran wrappers, libclang for bindgen, the hardware-detection libraries, and matplotlib for
-# benchmark plots. Skips apt entirely when everything is already present.
+# Fortran wrappers, libclang for bindgen, the hardware-detection libraries, matplotlib for
+# benchmark plots, and iproute2/util-linux for the emulated cluster (scripts/cluster.sh). Skips apt entirely when everything is already present.
 set -euo pipefail
 
 PKGS=(
@@ -12,6 +12,7 @@ PKGS=(
   libhwloc-dev libudev-dev
   libibverbs-dev librdmacm-dev rdma-core
   python3-matplotlib
+  iproute2 util-linux
 )
 
 missing=()
