@@ -17,7 +17,9 @@
 #   bench_launch MPI NP CONFIG BIN ARGS...
 #                                    runs BIN on NP ranks under MPI's launcher, CONFIG bare, sluice
 #                                    (libsluice.so preloaded) or stats (and SLUICE_STATS=1); binds
-#                                    ranks to cores unless NP exceeds the cores; RUN_TIMEOUT s (300)
+#                                    ranks to cores unless NP exceeds the cores; RUN_TIMEOUT s (300);
+#                                    with BENCH_CLUSTER set, across the emulated cluster's nodes
+#                                    (scripts/cluster.sh up must have made them), unbound
 #   bench_stats_calls LOG FAMILY     calls counted for FAMILY in a SLUICE_STATS=1 report (or "")
 #   bench_stats_nonzero LOG          "family calls, ..." of every family with calls in the report
 #   busy_cores                       cores used by everything on the machine over 0.5 s
@@ -89,18 +91,23 @@ bench_mpicc() {
 }
 
 bench_launch() {
-    local mpi=$1 np=$2 cfg=$3 bin=$4 so pre=() bind=core
+    local mpi=$1 np=$2 cfg=$3 bin=$4 so pre=() bind=core via=()
     shift 4
     so=$(bench_sluice_so "$mpi")
     ((np > $(nproc))) && bind=none # more ranks than cores: nothing to bind them to
+    if [ -n "${BENCH_CLUSTER:-}" ]; then
+        # Across the emulated cluster's nodes (scripts/cluster.sh, ranks round-robin); the nodes
+        # share this machine's cores, so binding would put every node's first rank on core 0.
+        via=("$ROOT/scripts/cluster.sh" run --) bind=none
+    fi
     if [ "$mpi" = openmpi ]; then
         [ "$cfg" != bare ] && pre=(-x "LD_PRELOAD=$so")
         [ "$cfg" = stats ] && pre+=(-x SLUICE_STATS=1)
-        timeout "$RUN_TIMEOUT" mpirun.openmpi --oversubscribe --bind-to "$bind" -np "$np" "${pre[@]}" "$bin" "$@"
+        timeout "$RUN_TIMEOUT" "${via[@]}" mpirun.openmpi --oversubscribe --bind-to "$bind" -np "$np" "${pre[@]}" "$bin" "$@"
     else
         [ "$cfg" != bare ] && pre=(-env LD_PRELOAD "$so")
         [ "$cfg" = stats ] && pre+=(-env SLUICE_STATS 1)
-        timeout "$RUN_TIMEOUT" mpiexec.mpich -np "$np" -bind-to "$bind" "${pre[@]}" "$bin" "$@"
+        timeout "$RUN_TIMEOUT" "${via[@]}" mpiexec.mpich -np "$np" -bind-to "$bind" "${pre[@]}" "$bin" "$@"
     fi
 }
 

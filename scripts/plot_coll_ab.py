@@ -25,6 +25,8 @@ CASES = ["fft-dt", "fft-contig", "halo-dt", "halo-contig"]
 
 
 def bound(mpi, case):
+    if os.environ.get("AB_TARGETS") == "cluster":
+        return 0.97  # issue 23: across nodes, no case slower than the bare MPI
     return CONTIG_BOUND if case.endswith("-contig") else DT_TARGET[mpi]
 
 
