@@ -45,7 +45,8 @@ for link in $links; do
   rate=${link%%/*} delay=""
   [ "$link" != "$rate" ] && delay=${link#*/}
   name=${link//\//-}
-  "$here/cluster.sh" up 2 --rate "$rate" ${delay:+--delay "$delay"}
+  # Separate boot ids: MPICH's UCX must cross the link as TCP, not as shared memory.
+  "$here/cluster.sh" up 2 --boot-ids --rate "$rate" ${delay:+--delay "$delay"}
   for part in $parts; do
     dir=$out/$name/$part
     echo "== $link: $part"

@@ -7,7 +7,8 @@
 # nodes; the bridge has no address and no link to any other interface.
 #
 # Usage:
-#   scripts/cluster.sh up N [--rate RATE] [--delay DELAY]   nodes sl-node1..sl-nodeN
+#   scripts/cluster.sh up N [--rate RATE] [--delay DELAY] [--boot-ids]
+#                                                           nodes sl-node1..sl-nodeN
 #   scripts/cluster.sh down                                 removes everything `up` made
 #   scripts/cluster.sh status                               nodes, addresses and link shaping
 #   scripts/cluster.sh run -- mpirun|mpiexec ARGS...        a launcher, inside node 1, with the
@@ -15,7 +16,13 @@
 #   scripts/cluster.sh exec NODE -- COMMAND...              a command on one node
 # RATE is a tc rate (10gbit, 1gbit, 500mbit), DELAY a tc time (50us, 1ms), applied to each node's
 # link in both directions (the delay once per direction: one-way latency between two nodes is
-# DELAY). A delay needs the kernel's netem qdisc; kernels without it (some VMs) refuse --delay. `run` places ranks round-robin over the nodes (rank r on node r mod N); a launcher
+# DELAY). A delay needs the kernel's netem qdisc; kernels without it (some VMs) refuse --delay.
+# --boot-ids gives every node a boot id of its own. Without it the nodes share this machine's,
+# and UCX (MPICH's transport here) joins ranks of different nodes with shared memory; with it,
+# with TCP over the cluster's links, as between real machines. MPICH 4.0.2 with UCX 1.13.1 then
+# hangs in MPI_Finalize in about 1 of 10 jobs of 4 ranks here, bare MPICH as well (one rank in
+# ucp_worker_progress, the others in the PMI barrier): the benchmarks (2 ranks) use it, the
+# tests do not. Open MPI uses its own TCP transport between nodes either way. `run` places ranks round-robin over the nodes (rank r on node r mod N); a launcher
 # argument --map-by (Open MPI) or -ppn (MPICH) takes precedence.
 # Environment:
 #   SLUICE_CLUSTER_PREFIX  names of namespaces, hosts and links (default "sl-"; at most 5 chars)
@@ -93,11 +100,12 @@ shape() { # netns-or-"" dev rate delay
 
 cmd_up() {
   local n=${1:-}; shift || true
-  local rate="" delay=""
+  local rate="" delay="" boot_ids=0
   while (($#)); do
     case $1 in
       --rate) rate=$2; shift 2 ;;
       --delay) delay=$2; shift 2 ;;
+      --boot-ids) boot_ids=1; shift ;;
       *) die "unknown argument $1" ;;
     esac
   done
@@ -125,6 +133,13 @@ cmd_up() {
     mkdir -p "/etc/netns/$ns"
     printf '%s' "$hosts" >"/etc/netns/$ns/hosts"
     echo "$host" >"/etc/netns/$ns/hostname"
+    if ((boot_ids)); then
+      # A boot id of its own (cluster-agent.sh mounts it over /proc/sys/kernel/random/boot_id):
+      # UCX takes processes with the same boot id for one machine and joins them with shared
+      # memory, whatever their network namespace.
+      mkdir -p /run/sluice-cluster/boot_id
+      cat /proc/sys/kernel/random/uuid >"/run/sluice-cluster/boot_id/$ns"
+    fi
     ip link add "$peer" type veth peer name "$iface" netns "$ns"
     ip link set "$peer" master "$bridge" up
     ip -n "$ns" addr add "$(node_addr "$i")/24" dev "$iface"
@@ -149,7 +164,7 @@ cmd_down() {
     ns=$(node_name "$i")
     ip link del "${prefix}v$i" 2>/dev/null || true
     ip netns del "$ns" 2>/dev/null || true
-    rm -rf "/etc/netns/$ns"
+    rm -rf "/etc/netns/$ns" "/run/sluice-cluster/boot_id/$ns"
   done
   ip link del "$bridge" 2>/dev/null || true
   rm -rf "$state"
@@ -195,7 +210,10 @@ cmd_run() {
     [[ $user == *" --map-by "* || $user == *" -npernode "* || $user == *" --npernode "* ]] || args+=(--map-by node)
   else
     for ((i = 1; i <= n; i++)); do hosts+="${hosts:+,}$(node_name "$i")"; done
-    args=(-hosts "$hosts" -launcher ssh -launcher-exec "$here/cluster-agent.sh" -iface "$iface")
+    # MPICH here is ch4:ucx: its network transport between nodes is UCX's TCP on the cluster's
+    # interface (not the loopback, which every node has).
+    args=(-hosts "$hosts" -launcher ssh -launcher-exec "$here/cluster-agent.sh" -iface "$iface"
+      -genv UCX_NET_DEVICES "$iface")
   fi
   exec "$here/cluster-agent.sh" "$(node_name 1)" "$(printf '%q ' "$launcher" "${args[@]}" "$@")"
 }
