@@ -11,8 +11,9 @@
 #
 #   scripts/bench-cluster.sh [OUTDIR]          (default bench-out/cluster)
 # Environment:
-#   CLUSTER_LINKS      link settings, RATE or RATE/DELAY (default "10gbit 1gbit"; a delay needs
-#                      the kernel's netem, which this kernel lacks: scripts/cluster.sh says so)
+#   CLUSTER_LINKS      link settings, RATE or RATE/DELAY (default "10gbit 1gbit"; "none": the
+#                      unshaped veth, as fast as this machine's TCP stack; a delay needs the
+#                      kernel's netem, which this kernel lacks: scripts/cluster.sh says so)
 #   CLUSTER_P2P_SIZES  message sizes (default 1024,65536,1048576,4194304)
 #   CLUSTER_PARTS      "p2p coll" (default both)
 #   P2P_AB_*, COLL_AB_*, COLL_*_SIZES as for those scripts (defaults here: P2P_AB_MAX=60,
@@ -46,7 +47,9 @@ for link in $links; do
   [ "$link" != "$rate" ] && delay=${link#*/}
   name=${link//\//-}
   # Separate boot ids: MPICH's UCX must cross the link as TCP, not as shared memory.
-  "$here/cluster.sh" up 2 --boot-ids --rate "$rate" ${delay:+--delay "$delay"}
+  shaping=(--rate "$rate")
+  [ "$rate" = none ] && shaping=() # the bare veth: bounded by this machine's CPUs, not by tc
+  "$here/cluster.sh" up 2 --boot-ids "${shaping[@]}" ${delay:+--delay "$delay"}
   for part in $parts; do
     dir=$out/$name/$part
     echo "== $link: $part"

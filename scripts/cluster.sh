@@ -54,6 +54,19 @@ check_privileges() {
     why="cannot create network namespaces (ip netns add failed)"
   else
     ip netns del "${prefix}probe"
+    if ! ip link add "${prefix}probe" type bridge 2>/dev/null; then
+      why="cannot create a bridge (ip link add type bridge failed)"
+    else
+      ip link del "${prefix}probe"
+      if ! ip link add "${prefix}probe" type veth peer name "${prefix}probe1" 2>/dev/null; then
+        why="cannot create veth pairs (ip link add type veth failed)"
+      else
+        ip link del "${prefix}probe"
+      fi
+    fi
+    if [ -z "$why" ] && ! unshare --uts --mount true 2>/dev/null; then
+      why="cannot create UTS and mount namespaces (unshare failed)"
+    fi
   fi
   if [ -n "$why" ]; then
     echo "cluster.sh: cannot emulate a cluster here: $why" >&2
