@@ -137,6 +137,12 @@ pub const PARAMS: &[Param] = &[
         accepted: "empty, or the name of an intercepted C function (e.g. MPI_Send)",
         doc: "Testing only: make that function panic inside sluice to exercise the MPI_ERR_INTERN path.",
     },
+    Param {
+        name: "SLUICE_TEST_CHUNK_FAULT",
+        default: "0",
+        accepted: "0 (off), or N >= 1",
+        doc: "Testing only: the N-th pipelined chunk this process receives through the MPI is posted one byte short, so that the MPI fails it (truncation): exercises the path that completes the application's receive with the chunk's error.",
+    },
 ];
 
 /// Log verbosity.
@@ -211,6 +217,8 @@ pub struct Config {
     pub ckpt_memory: usize,
     /// `SLUICE_TEST_PANIC`.
     pub test_panic: Option<String>,
+    /// `SLUICE_TEST_CHUNK_FAULT` (0: off).
+    pub test_chunk_fault: usize,
 }
 
 /// A variable whose value could not be parsed.
@@ -360,6 +368,7 @@ impl Config {
                 ckpt_epsilon: 0.2,
                 ckpt_memory: 0,
                 test_panic: None,
+                test_chunk_fault: 0,
             });
         }
         Ok(Config {
@@ -388,6 +397,7 @@ impl Config {
             ckpt_epsilon: parse_epsilon(param("SLUICE_CKPT_EPSILON"), &value("SLUICE_CKPT_EPSILON"))?,
             ckpt_memory: parse_bytes(param("SLUICE_CKPT_MEMORY"), &value("SLUICE_CKPT_MEMORY"))?,
             test_panic: parse_fn_name(param("SLUICE_TEST_PANIC"), &value("SLUICE_TEST_PANIC"), known_fn)?,
+            test_chunk_fault: parse_bytes(param("SLUICE_TEST_CHUNK_FAULT"), &value("SLUICE_TEST_CHUNK_FAULT"))?,
         })
     }
 
@@ -435,6 +445,7 @@ mod tests {
             ckpt_epsilon: 0.2,
             ckpt_memory: 16 << 20,
             test_panic: None,
+            test_chunk_fault: 0,
         };
         assert_eq!(c, want);
     }

@@ -254,3 +254,19 @@ fn p2p_pipeline() {
     assert_ok("p2p_pipeline", "sluice, pipeline off", &off);
     assert_eq!(off.stat_calls("p2p-pipeline"), Some(0), "{}", off.all());
 }
+
+#[test]
+fn p2p_chunk_fault() {
+    // A chunk the MPI fails (SLUICE_TEST_CHUNK_FAULT) fails its receive, blocking and
+    // nonblocking, through the communicator's handler; the messages after it still arrive.
+    // Each round's message is M0 and 6 chunks: chunks 1-6 are round 1's, 7-12 round 2's.
+    let exe = compile_c("p2p_chunk_fault");
+    launch(2, &exe, &[], None).assert_pass("p2p_chunk_fault");
+    launch_shim(2, &exe, &[("SLUICE_SHM_ARENA", "off")]).assert_pass("p2p_chunk_fault");
+    for (chunk, round) in [("1", "1"), ("6", "1"), ("8", "2"), ("18", "3")] {
+        let env = [("SLUICE_SHM_ARENA", "off"), ("SLUICE_TEST_CHUNK_FAULT", chunk), ("EXPECT_FAULT", round)];
+        let job = launch_shim(2, &exe, &env);
+        job.assert_pass("p2p_chunk_fault");
+        assert!(job.stderr.contains("a chunk of a pipelined message from rank 0 failed"), "chunk {chunk}:\n{}", job.all());
+    }
+}

@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
 
-use super::{depth, m0_data, private, Header};
+use super::{chunk_posting, depth, m0_data, private, Header};
 use crate::ffi::{consts, errclass, mpi, next, request_from_key, request_key};
 use crate::protocol::p2p::ops::Op;
 use crate::protocol::p2p::Layout;
@@ -167,7 +167,7 @@ impl Incoming {
             let buf = match self.dest {
                 Dest::Bytes(base) if off + len <= self.capacity => {
                     // SAFETY: the chunk lies inside the application's contiguous buffer.
-                    unsafe { next::MPI_Irecv(base.add(off).cast(), len as c_int, consts::byte(), self.peer, self.tag, pc, &mut req) };
+                    unsafe { next::MPI_Irecv(base.add(off).cast(), chunk_posting(len) as c_int, consts::byte(), self.peer, self.tag, pc, &mut req) };
                     None
                 }
                 _ => {
@@ -175,7 +175,7 @@ impl Incoming {
                     // heap staging, whose pages stay mapped from one transfer to the next.
                     let mut b = self.spare.pop().unwrap_or_else(|| staging::take(self.chunk));
                     // SAFETY: sluice's staging of at least one chunk.
-                    unsafe { next::MPI_Irecv(b.as_mut_ptr().cast(), len as c_int, consts::byte(), self.peer, self.tag, pc, &mut req) };
+                    unsafe { next::MPI_Irecv(b.as_mut_ptr().cast(), chunk_posting(len) as c_int, consts::byte(), self.peer, self.tag, pc, &mut req) };
                     Some(b)
                 }
             };

@@ -37,6 +37,21 @@ static DEPTH: AtomicUsize = AtomicUsize::new(4);
 static TAG_UB: AtomicI32 = AtomicI32::new(32767);
 static WORLD_RANK: AtomicI32 = AtomicI32::new(-1);
 static NEXT_TAG: AtomicU32 = AtomicU32::new(0);
+/// `SLUICE_TEST_CHUNK_FAULT`: which chunk receive (1-based, per process) is posted one byte
+/// short (0: none), and how many have been posted.
+static CHUNK_FAULT: AtomicUsize = AtomicUsize::new(0);
+static CHUNKS_POSTED: AtomicUsize = AtomicUsize::new(0);
+
+/// Bytes to post for a chunk receive of `len` bytes: `len`, except for the one receive
+/// `SLUICE_TEST_CHUNK_FAULT` names, which the MPI then fails with a truncation (testing only).
+pub fn chunk_posting(len: usize) -> usize {
+    let fault = CHUNK_FAULT.load(Ordering::Relaxed);
+    if fault != 0 && CHUNKS_POSTED.fetch_add(1, Ordering::Relaxed) + 1 == fault {
+        log::warn!("SLUICE_TEST_CHUNK_FAULT: chunk receive {fault} posted one byte short");
+        return len - 1;
+    }
+    len
+}
 /// The private communicator, as an integer (see [`comm_key`]).
 static PRIVATE: Mutex<Option<usize>> = Mutex::new(None);
 
@@ -226,6 +241,7 @@ pub fn start(cfg: Option<&crate::config::Config>) -> Result<(), String> {
     WORLD_RANK.store(rank, Ordering::Relaxed);
     CHUNK.store(cfg.pipeline_chunk, Ordering::Relaxed);
     DEPTH.store(cfg.pipeline_depth, Ordering::Relaxed);
+    CHUNK_FAULT.store(cfg.test_chunk_fault, Ordering::Relaxed);
     // Collective too (every rank with the pipeline on is here).
     crate::transfer::shm::start((cfg.shm_arena != usize::MAX).then_some(cfg.shm_arena));
     // The reserved size is odd: only a byte-typed message can have it, never a power of two
