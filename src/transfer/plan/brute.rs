@@ -122,14 +122,17 @@ pub(super) fn cost(model: &Model, t: &Transfer) -> u64 {
     paths(model, t).iter().map(|p| k.saturating_pow(p.len() as u32 - 1).saturating_mul(g)).fold(0, u64::saturating_add)
 }
 
-/// The highest throughput of any plan; `None` if no plan fits the threshold.
-pub(super) fn brute_force(model: &Model, t: &Transfer) -> Option<f64> {
+/// The highest throughput of any plan and the path the full planner must choose for it: among
+/// paths reaching it (within 1e-12, rounding of the two evaluations aside), the fewest hops,
+/// then the smallest channel sequence. `None` if no plan fits the threshold.
+pub(super) fn brute_force(model: &Model, t: &Transfer) -> Option<(f64, Vec<ChannelId>)> {
     let cands = layouts(t);
     let grid = grid(t);
-    let mut best: Option<f64> = None;
+    let mut per_path: Vec<(f64, Vec<ChannelId>)> = Vec::new();
     for path in paths(model, t) {
         let inner = path.len() - 1;
         let mut pick = vec![0usize; inner];
+        let mut best: Option<f64> = None;
         loop {
             let mut ls = vec![*t.src_layout()];
             ls.extend(pick.iter().map(|&i| cands[i]));
@@ -144,6 +147,10 @@ pub(super) fn brute_force(model: &Model, t: &Transfer) -> Option<f64> {
             pick[i] += 1;
             pick[..i].fill(0);
         }
+        if let Some(v) = best {
+            per_path.push((v, path));
+        }
     }
-    best
+    let top = per_path.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    per_path.into_iter().filter(|p| p.0 >= top * (1.0 - 1e-12)).min_by(|a, b| (a.1.len(), &a.1).cmp(&(b.1.len(), &b.1))).map(|p| (top, p.1))
 }

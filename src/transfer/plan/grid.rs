@@ -6,12 +6,24 @@
 //! (`layout.rs`), so the grid precomputes, for each of the `3^dims` coefficient vectors, the set
 //! for every level `v` that cuts the grid; a lookup is then an offset into one arena.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use super::layout::{Shape, MAX_DIMS};
+
+/// Grids kept per thread: a grid depends on the extents only, and a process plans transfers of
+/// few shapes (between many memory pairs), so the last few are reused.
+const CACHED: usize = 8;
+
+thread_local! {
+    static GRIDS: RefCell<Vec<Rc<Grid>>> = const { RefCell::new(Vec::new()) };
+}
 
 /// Half-space bitsets over the block-factor grid of one shape.
 pub(super) struct Grid {
     /// `log2 |d|` per dimension (0 past `dims`: one point).
     ext: [u32; MAX_DIMS],
+    dims: usize,
     points: usize,
     words: usize,
     /// All sets, `words` words each.
@@ -22,35 +34,89 @@ pub(super) struct Grid {
 }
 
 impl Grid {
+    /// The grid of `shape`'s extents, from this thread's cache when it was built lately.
+    pub(super) fn of(shape: &Shape) -> Rc<Grid> {
+        let mut ext = [0; MAX_DIMS];
+        ext[..shape.dims()].copy_from_slice(&shape.log2_extents()[..shape.dims()]);
+        GRIDS.with_borrow_mut(|grids| {
+            if let Some(i) = grids.iter().position(|g| g.dims == shape.dims() && g.ext == ext) {
+                let g = grids.remove(i);
+                grids.push(g.clone());
+                return g;
+            }
+            let g = Rc::new(Grid::new(shape));
+            if grids.len() == CACHED {
+                grids.remove(0);
+            }
+            grids.push(g.clone());
+            g
+        })
+    }
+
     pub(super) fn new(shape: &Shape) -> Grid {
         let dims = shape.dims();
         let mut ext = [0; MAX_DIMS];
         ext[..dims].copy_from_slice(&shape.log2_extents()[..dims]);
         let points: usize = ext.iter().map(|&e| e as usize + 1).product();
-        let words = points.div_ceil(64);
-        let mut grid = Grid { ext, points, words, sets: Vec::new(), levels: Vec::new() };
-        for code in 0..3usize.pow(MAX_DIMS as u32) {
-            // Coefficients past `dims` meet u_d = 0 only: their sets repeat others (small).
+        // Up to 8 words, a power of two: the search has code for those widths (`search.rs`).
+        let words = match points.div_ceil(64) {
+            w @ 0..=8 => w.next_power_of_two(),
+            w => w,
+        };
+        let mut grid = Grid { ext, dims, points, words, sets: Vec::new(), levels: Vec::new() };
+        // Coefficient vectors over the instance's dimensions only (the planner's forms are zero
+        // past them). Codes past the middle are the negations of those before it.
+        let codes = 3usize.pow(dims as u32);
+        let mid = codes / 2;
+        for code in 0..codes {
             let coef = decode(code);
-            let lo: i64 = (0..MAX_DIMS).map(|d| (coef[d] as i64 * ext[d] as i64).min(0)).sum();
-            let hi: i64 = (0..MAX_DIMS).map(|d| (coef[d] as i64 * ext[d] as i64).max(0)).sum();
+            let lo: i64 = (0..dims).map(|d| (coef[d] as i64 * ext[d] as i64).min(0)).sum();
+            let hi: i64 = (0..dims).map(|d| (coef[d] as i64 * ext[d] as i64).max(0)).sum();
             let count = (hi - lo + 2) as usize;
-            let off = grid.sets.len();
-            grid.sets.resize(off + count * words, 0);
-            for p in 0..points {
-                let u = grid.point(p);
-                let dot: i64 = (0..MAX_DIMS).map(|d| coef[d] as i64 * u[d] as i64).sum();
-                let level = (dot - lo) as usize;
-                grid.sets[off + level * words + p / 64] |= 1 << (p % 64);
+            grid.levels.push((lo, count, grid.sets.len()));
+            grid.sets.resize(grid.sets.len() + count * words, 0);
+        }
+        // Exact levels (a . u == v) of the first half, points in index order (x fastest).
+        let half: Vec<([i64; MAX_DIMS], i64, usize)> = (0..=mid)
+            .map(|code| {
+                let (lo, _, off) = grid.levels[code];
+                (decode(code).map(i64::from), lo, off)
+            })
+            .collect();
+        let mut u = [0i64; MAX_DIMS];
+        for p in 0..points {
+            let bit = 1u64 << (p % 64);
+            for &(coef, lo, off) in &half {
+                let dot = coef[0] * u[0] + coef[1] * u[1] + coef[2] * u[2];
+                grid.sets[off + (dot - lo) as usize * words + p / 64] |= bit;
             }
-            // Level sets so far hold a . u == v; make them a . u >= v.
+            for d in 0..MAX_DIMS {
+                if u[d] < ext[d] as i64 {
+                    u[d] += 1;
+                    break;
+                }
+                u[d] = 0;
+            }
+        }
+        // a . u >= v from the exact levels; then -a . u >= v is not a . u >= 1 - v.
+        for code in 0..=mid {
+            let (_, count, off) = grid.levels[code];
             for level in (0..count - 1).rev() {
                 let (low, high) = grid.sets[off + level * words..].split_at_mut(words);
                 for (x, y) in low.iter_mut().zip(&high[..words]) {
                     *x |= *y;
                 }
             }
-            grid.levels.push((lo, count, off));
+        }
+        let full: Vec<u64> = grid.sets[grid.levels[mid].2..][..words].to_vec();
+        for code in mid + 1..codes {
+            let (_, count, off) = grid.levels[code];
+            let (_, _, from) = grid.levels[codes - 1 - code];
+            for i in 0..count {
+                for w in 0..words {
+                    grid.sets[off + i * words + w] = !grid.sets[from + (count - 1 - i) * words + w] & full[w];
+                }
+            }
         }
         grid
     }
@@ -62,7 +128,7 @@ impl Grid {
 
     /// Offset of the set `{u : coef . u >= v}`.
     pub(super) fn at_least(&self, coef: [i8; MAX_DIMS], v: i64) -> usize {
-        let (lo, count, off) = self.levels[encode(coef)];
+        let (lo, count, off) = self.levels[encode(coef, self.dims)];
         let level = (v - lo).clamp(0, count as i64 - 1) as usize;
         off + level * self.words
     }
@@ -106,8 +172,8 @@ pub(super) fn first(set: &[u64]) -> Option<usize> {
     set.iter().enumerate().find(|(_, &w)| w != 0).map(|(i, &w)| i * 64 + w.trailing_zeros() as usize)
 }
 
-fn encode(coef: [i8; MAX_DIMS]) -> usize {
-    coef.iter().rev().fold(0, |acc, &c| acc * 3 + (c + 1) as usize)
+fn encode(coef: [i8; MAX_DIMS], dims: usize) -> usize {
+    coef[..dims].iter().rev().fold(0, |acc, &c| acc * 3 + (c + 1) as usize)
 }
 
 fn decode(mut code: usize) -> [i8; MAX_DIMS] {
@@ -130,7 +196,7 @@ mod tests {
         assert_eq!(grid.points(), 5 * 4);
         for code in 0..9 {
             let coef = decode(code);
-            assert_eq!(encode(coef), code);
+            assert_eq!(encode(coef, 2), code);
             for v in -10..10 {
                 let off = grid.at_least(coef, v);
                 for p in 0..grid.points() {

@@ -168,6 +168,19 @@ impl Layout {
     }
 }
 
+impl Component {
+    /// This component's bits in a component-set mask: F is bit 0, `d_in` bit `1 + 2d`, `d_out`
+    /// bit `2 + 2d`, a whole `d` both. A prefix's size depends only on its set of components.
+    pub fn mask(self) -> u8 {
+        match self {
+            Component::Field => 1,
+            Component::In(d) => 1 << (1 + 2 * d),
+            Component::Out(d) => 1 << (2 + 2 * d),
+            Component::Dim(d) => 3 << (1 + 2 * d),
+        }
+    }
+}
+
 fn dim_name(d: u8) -> char {
     ['x', 'y', 'z'].get(d as usize).copied().unwrap_or('?')
 }
@@ -276,6 +289,21 @@ impl Affine {
         shape.lambda(self.field, self.int_at(u))
     }
 
+    /// The size of a set of components (a [`Component::mask`] union).
+    pub fn of_mask(mask: u8, shape: &Shape) -> Affine {
+        let mut a = Affine { field: mask & 1 != 0, int: 0, coef: [0; MAX_DIMS] };
+        for d in 0..MAX_DIMS {
+            if mask >> (1 + 2 * d) & 1 != 0 {
+                a.coef[d] += 1;
+            }
+            if mask >> (2 + 2 * d) & 1 != 0 {
+                a.int += shape.log2[d] as i32;
+                a.coef[d] -= 1;
+            }
+        }
+        a
+    }
+
     /// The size of the first `len` components of an expanded layout.
     pub fn of_prefix(layout: &Layout, len: usize, shape: &Shape) -> Affine {
         let mut a = Affine { field: false, int: 0, coef: [0; MAX_DIMS] };
@@ -316,13 +344,46 @@ pub fn shuffle(a: &Layout, b: &Layout, shape: &Shape) -> Affine {
     Affine::of_prefix(&a, a.components().len() - cs, shape)
 }
 
-/// The candidate intermediate layouts of a `dims`-dimensional instance and their pairwise common
-/// prefix and suffix lengths, computed once per process (630 layouts for 3-D).
+/// Layouts and what the full planner needs of every pair of them, computed once (per process
+/// for the candidates of each dimensionality: 630 layouts for 3-D).
+#[derive(Clone, Debug)]
 pub struct Candidates {
     pub layouts: Vec<Layout>,
-    /// `cp[i * k + j]`, `cs[i * k + j]` for `k = layouts.len()`.
+    /// Components per layout.
+    pub len: usize,
+    /// `cp[a * k + b]`: length of the common prefix of layouts `a` and `b` (`k` layouts).
     pub cp: Vec<u8>,
-    pub cs: Vec<u8>,
+    /// `prefix_mask[a * (len + 1) + j]`: the component set of the first `j` components of `a`.
+    pub prefix_mask: Vec<u8>,
+    /// `rest_mask[a * k + b]`: the component set of `a` before its common suffix with `b` (what
+    /// the shuffle size multiplies).
+    pub rest_mask: Vec<u8>,
+}
+
+impl Candidates {
+    /// The tables of `layouts` (expanded, all of one index space).
+    pub fn new(layouts: Vec<Layout>) -> Candidates {
+        let k = layouts.len();
+        let len = layouts.first().map_or(0, |l| l.components().len());
+        let mut prefix_mask = Vec::with_capacity(k * (len + 1));
+        for l in &layouts {
+            let mut m = 0;
+            prefix_mask.push(0);
+            for c in l.components() {
+                m |= c.mask();
+                prefix_mask.push(m);
+            }
+        }
+        let (mut cp, mut rest_mask) = (Vec::with_capacity(k * k), Vec::with_capacity(k * k));
+        for (i, a) in layouts.iter().enumerate() {
+            for b in &layouts {
+                let (p, s) = common(a, b);
+                cp.push(p as u8);
+                rest_mask.push(prefix_mask[i * (len + 1) + len - s]);
+            }
+        }
+        Candidates { layouts, len, cp, prefix_mask, rest_mask }
+    }
 }
 
 /// Every ordering of `F, x_in, x_out, ...` with each `d_in` before its `d_out` (3 for 1-D, 30
@@ -338,16 +399,7 @@ pub fn candidates(dims: usize) -> &'static Candidates {
         pool.sort();
         let mut layouts = Vec::new();
         permute(&mut Vec::new(), &mut pool, dims, &mut layouts);
-        let k = layouts.len();
-        let (mut cp, mut cs) = (vec![0; k * k], vec![0; k * k]);
-        for i in 0..k {
-            for j in 0..k {
-                let (p, s) = common(&layouts[i], &layouts[j]);
-                cp[i * k + j] = p as u8;
-                cs[i * k + j] = s as u8;
-            }
-        }
-        Candidates { layouts, cp, cs }
+        Candidates::new(layouts)
     })
 }
 
@@ -386,6 +438,17 @@ mod tests {
         assert_eq!(candidates(2).layouts.len(), 30);
         assert_eq!(candidates(3).layouts.len(), 630);
         assert!(candidates(2).layouts.contains(&Layout::aos(2).expand()));
+        // Sizes from component sets agree with sizes from prefixes.
+        let shape = Shape::new(&[1 << 5, 1 << 3], 12).unwrap();
+        let c = candidates(2);
+        for (i, l) in c.layouts.iter().enumerate() {
+            for j in 0..=c.len {
+                assert_eq!(Affine::of_mask(c.prefix_mask[i * (c.len + 1) + j], &shape), Affine::of_prefix(l, j, &shape));
+            }
+            for (b, m) in c.layouts.iter().zip(&c.rest_mask[i * c.layouts.len()..]) {
+                assert_eq!(Affine::of_mask(*m, &shape), shuffle(l, b, &shape));
+            }
+        }
     }
 
     #[test]

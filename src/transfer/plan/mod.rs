@@ -17,6 +17,7 @@ mod brute;
 mod cache;
 mod curve;
 mod file;
+mod frontier;
 mod full;
 mod grid;
 mod layout;
@@ -30,7 +31,7 @@ mod tests;
 pub use baselines::{shortest_path, simple, spdl, spsl};
 pub use cache::{PlanCache, PlanKey};
 pub use curve::{Curve, CurveError};
-pub use full::{full, MAX_HOPS};
+pub use full::{full, MAX_CHANNELS, MAX_HOPS, MAX_MEMORIES};
 pub use layout::{
     candidates, common, prefix, shuffle, Affine, Candidates, Component, Layout, LayoutError, Shape, MAX_COMPONENTS, MAX_DIMS,
 };

@@ -10,31 +10,30 @@
 //! candidate binary search of `solve.rs`.
 
 use std::borrow::Cow;
+use std::rc::Rc;
 
 use super::curve::Curve;
 use super::grid::{first, Grid};
-use super::layout::{candidates, Affine, Layout, Shape, MAX_DIMS};
+use super::layout::{candidates, Affine, Candidates, Layout, Shape, MAX_DIMS};
 use super::solve::{max_shuffle_int, min_int, next_up, search_candidates};
 
-/// Everything about one transfer's layouts that does not depend on the path: candidate
-/// layouts (with the source's and destination's), their pairwise common prefix and suffix
-/// lengths, every prefix's size and whether it fits the space threshold.
+/// Everything about one transfer's layouts that does not depend on the path: the candidate
+/// layouts (with the source's and destination's) and their pair tables, and the size of every
+/// component set with the grid set where it fits the space threshold.
 pub(super) struct Space {
     pub(super) shape: Shape,
-    pub(super) layouts: Cow<'static, [Layout]>,
-    cp: Cow<'static, [u8]>,
-    cs: Cow<'static, [u8]>,
+    tables: Cow<'static, Candidates>,
     k: usize,
     /// Components per (expanded) layout.
     len: usize,
     /// Indices of the source's and the destination's expanded layouts.
     pub(super) src: usize,
     pub(super) dst: usize,
-    /// Size of the first `j` components of layout `l`: `forms[l * (len + 1) + j]`.
-    forms: Vec<Affine>,
-    /// Grid set where that size fits the space threshold, same index.
-    fits: Vec<usize>,
-    grid: Grid,
+    /// Size of each component set (by mask).
+    sizes: Vec<Affine>,
+    /// Grid set where that size fits the space threshold.
+    fits: Vec<u32>,
+    grid: Rc<Grid>,
 }
 
 impl Space {
@@ -49,43 +48,39 @@ impl Space {
         }
         // A source or destination layout outside the candidates joins them, so that the full
         // planner searches a superset of what the simple one and the baselines use.
-        let (layouts, cp, cs): (Cow<'static, [Layout]>, Cow<'static, [u8]>, Cow<'static, [u8]>) = if extra.is_empty() {
-            (Cow::Borrowed(&c.layouts), Cow::Borrowed(&c.cp), Cow::Borrowed(&c.cs))
+        let tables = if extra.is_empty() {
+            Cow::Borrowed(c)
         } else {
-            let all: Vec<Layout> = c.layouts.iter().chain(&extra).copied().collect();
-            let (mut cp, mut cs) = (Vec::new(), Vec::new());
-            for a in &all {
-                for b in &all {
-                    let (p, s) = super::layout::common(a, b);
-                    cp.push(p as u8);
-                    cs.push(s as u8);
-                }
-            }
-            (Cow::Owned(all), Cow::Owned(cp), Cow::Owned(cs))
+            Cow::Owned(Candidates::new(c.layouts.iter().chain(&extra).copied().collect()))
         };
-        let k = layouts.len();
-        let len = 2 * shape.dims() + 1;
-        let index = |l: &Layout| layouts.iter().position(|x| x == l).unwrap_or(0);
+        let (k, len) = (tables.layouts.len(), tables.len);
+        let index = |l: &Layout| tables.layouts.iter().position(|x| x == l).unwrap_or(0);
         let (src, dst) = (index(&src), index(&dst));
-        let grid = Grid::new(&shape);
-        let mut forms = Vec::with_capacity(k * (len + 1));
-        let mut fits = Vec::with_capacity(k * (len + 1));
-        for l in layouts.iter() {
-            for j in 0..=len {
-                let f = Affine::of_prefix(l, j, &shape);
-                forms.push(f);
-                fits.push(match max_shuffle_int(threshold, &shape, f.field) {
-                    Some(max) => grid.at_least(f.coef.map(|a| -a), f.int as i64 - max),
-                    None => grid.empty(),
-                });
-            }
-        }
-        Space { shape, layouts, cp, cs, k, len, src, dst, forms, fits, grid }
+        let grid = Grid::of(&shape);
+        let sizes: Vec<Affine> = (0..1u32 << len).map(|m| Affine::of_mask(m as u8, &shape)).collect();
+        let fits = sizes
+            .iter()
+            .map(|f| match max_shuffle_int(threshold, &shape, f.field) {
+                Some(max) => grid.at_least(f.coef.map(|a| -a), f.int as i64 - max) as u32,
+                None => grid.empty() as u32,
+            })
+            .collect();
+        Space { shape, tables, k, len, src, dst, sizes, fits, grid }
+    }
+
+    pub(super) fn layout(&self, i: usize) -> Layout {
+        self.tables.layouts[i]
     }
 
     /// PREFIX of the hop from layout `a` to layout `b`.
     fn prefix(&self, a: usize, b: usize) -> &Affine {
-        &self.forms[a * (self.len + 1) + self.cp[a * self.k + b] as usize]
+        let t = &self.tables;
+        &self.sizes[t.prefix_mask[a * (self.len + 1) + t.cp[a * self.k + b] as usize] as usize]
+    }
+
+    /// Grid set where the hop from intermediate `a` to intermediate `b` fits the threshold.
+    fn fit(&self, a: usize, b: usize) -> usize {
+        self.fits[self.tables.rest_mask[a * self.k + b] as usize] as usize
     }
 }
 
@@ -102,8 +97,8 @@ pub(super) struct Found {
 /// nothing once the buffers have grown.
 pub(super) struct Search<'s> {
     sp: &'s Space,
-    /// Per hop, the least PREFIX exponent reaching the target, without and with |F|.
-    kmin: Vec<[Option<i64>; 2]>,
+    /// Per hop and component set: grid set where that prefix is large enough for the hop.
+    pre: Vec<u32>,
     /// Per intermediate buffer and layout, the reachable block factors.
     layers: Vec<u64>,
     live: Vec<bool>,
@@ -119,7 +114,7 @@ impl<'s> Search<'s> {
         let w = sp.grid.words();
         Search {
             sp,
-            kmin: Vec::new(),
+            pre: Vec::new(),
             layers: Vec::new(),
             live: Vec::new(),
             tmp: vec![0; (sp.len + 1) * w],
@@ -129,13 +124,11 @@ impl<'s> Search<'s> {
         }
     }
 
-    /// Grid set where the prefix of length `j` of layout `l` is large enough for hop `hop`.
+    /// Grid set where the first `j` components of layout `l` make a large enough request for hop
+    /// `hop`.
     fn pre(&self, hop: usize, l: usize, j: usize) -> usize {
-        let f = &self.sp.forms[l * (self.sp.len + 1) + j];
-        match self.kmin[hop][f.field as usize] {
-            Some(k) => self.sp.grid.at_least(f.coef, k - f.int as i64),
-            None => self.sp.grid.empty(),
-        }
+        let m = self.sp.tables.prefix_mask[l * (self.sp.len + 1) + j] as usize;
+        self.pre[(hop << self.sp.len) + m] as usize
     }
 
     /// Whether some layouts and block factors give every hop of the path (its curves, in order)
@@ -143,14 +136,31 @@ impl<'s> Search<'s> {
     /// [`Search::witness`].
     fn feasible(&mut self, curves: &[&Curve], t: f64) -> bool {
         let sp = self.sp;
-        let (w, k, len) = (sp.grid.words(), sp.k, sp.len);
-        self.kmin.clear();
+        self.pre.clear();
         for c in curves {
-            self.kmin.push([min_int(c, &sp.shape, false, t), min_int(c, &sp.shape, true, t)]);
+            let kmin = [min_int(c, &sp.shape, false, t), min_int(c, &sp.shape, true, t)];
+            self.pre.extend(sp.sizes.iter().map(|f| match kmin[f.field as usize] {
+                Some(k) => sp.grid.at_least(f.coef, k - f.int as i64) as u32,
+                None => sp.grid.empty() as u32,
+            }));
         }
-        let inner = curves.len() - 1;
+        match sp.grid.words() {
+            1 => self.layered::<1>(curves.len()),
+            2 => self.layered::<2>(curves.len()),
+            4 => self.layered::<4>(curves.len()),
+            8 => self.layered::<8>(curves.len()),
+            _ => self.layered::<0>(curves.len()),
+        }
+    }
+
+    /// The reachability of [`Search::feasible`] with sets of `W` words (0: any width), so that
+    /// the word loops of the usual widths compile to straight-line code.
+    fn layered<const W: usize>(&mut self, hops: usize) -> bool {
+        let sp = self.sp;
+        let (w, k, len) = (if W == 0 { sp.grid.words() } else { W }, sp.k, sp.len);
+        let inner = hops - 1;
         if inner == 0 {
-            let off = self.pre(0, sp.src, sp.cp[sp.src * k + sp.dst] as usize);
+            let off = self.pre(0, sp.src, sp.tables.cp[sp.src * k + sp.dst] as usize);
             self.last.copy_from_slice(sp.grid.set(off));
             return first(&self.last).is_some();
         }
@@ -159,7 +169,7 @@ impl<'s> Search<'s> {
         self.live.clear();
         self.live.resize(inner * k, false);
         for b in 0..k {
-            let off = self.pre(0, sp.src, sp.cp[sp.src * k + b] as usize);
+            let off = self.pre(0, sp.src, sp.tables.cp[sp.src * k + b] as usize);
             let set = sp.grid.set(off);
             self.layers[b * w..(b + 1) * w].copy_from_slice(set);
             self.live[b] = set.iter().any(|&x| x != 0);
@@ -174,33 +184,35 @@ impl<'s> Search<'s> {
                 if !self.live[(hop - 1) * k + a] {
                     continue;
                 }
-                let from = &done[((hop - 1) * k + a) * w..((hop - 1) * k + a + 1) * w];
+                let from = &done[((hop - 1) * k + a) * w..][..w];
                 for j in 0..=len {
-                    let f = &sp.forms[a * (len + 1) + j];
-                    let off = match self.kmin[hop][f.field as usize] {
-                        Some(m) => sp.grid.at_least(f.coef, m - f.int as i64),
-                        None => sp.grid.empty(),
-                    };
+                    let m = sp.tables.prefix_mask[a * (len + 1) + j] as usize;
+                    let set = sp.grid.set(self.pre[(hop << len) + m] as usize);
+                    let tmp = &mut self.tmp[j * w..][..w];
                     let mut any = 0;
-                    for ((t, &x), &y) in self.tmp[j * w..(j + 1) * w].iter_mut().zip(from).zip(sp.grid.set(off)) {
-                        *t = x & y;
-                        any |= *t;
+                    for i in 0..w {
+                        tmp[i] = from[i] & set[i];
+                        any |= tmp[i];
                     }
                     self.tmp_live[j] = any != 0;
                 }
+                let cp = &sp.tables.cp[a * k..][..k];
+                let rest = &sp.tables.rest_mask[a * k..][..k];
                 for b in 0..k {
-                    let j = sp.cp[a * k + b] as usize;
+                    let j = cp[b] as usize;
                     if !self.tmp_live[j] {
                         continue;
                     }
-                    let fit = sp.grid.set(sp.fits[a * (len + 1) + len - sp.cs[a * k + b] as usize]);
-                    for ((r, &x), &y) in next[b * w..(b + 1) * w].iter_mut().zip(&self.tmp[j * w..(j + 1) * w]).zip(fit) {
-                        *r |= x & y;
+                    let fit = sp.grid.set(sp.fits[rest[b] as usize] as usize);
+                    let tmp = &self.tmp[j * w..][..w];
+                    let r = &mut next[b * w..][..w];
+                    for i in 0..w {
+                        r[i] |= tmp[i] & fit[i];
                     }
                 }
             }
             for b in 0..k {
-                self.live[hop * k + b] = next[b * w..(b + 1) * w].iter().any(|&x| x != 0);
+                self.live[hop * k + b] = next[b * w..][..w].iter().any(|&x| x != 0);
             }
         }
         self.last.fill(0);
@@ -208,10 +220,11 @@ impl<'s> Search<'s> {
             if !self.live[(inner - 1) * k + a] {
                 continue;
             }
-            let off = self.pre(inner, a, sp.cp[a * k + sp.dst] as usize);
-            let from = &self.layers[((inner - 1) * k + a) * w..((inner - 1) * k + a + 1) * w];
-            for ((r, &x), &y) in self.last.iter_mut().zip(from).zip(sp.grid.set(off)) {
-                *r |= x & y;
+            let off = self.pre(inner, a, sp.tables.cp[a * k + sp.dst] as usize);
+            let from = &self.layers[((inner - 1) * k + a) * w..][..w];
+            let set = sp.grid.set(off);
+            for i in 0..w {
+                self.last[i] |= from[i] & set[i];
             }
         }
         first(&self.last).is_some()
@@ -221,16 +234,16 @@ impl<'s> Search<'s> {
     /// grid point, then the lowest layout index, buffer by buffer from the destination back.
     fn witness(&self, hops: usize) -> (Vec<usize>, [u32; MAX_DIMS]) {
         let sp = self.sp;
-        let (w, k, len) = (sp.grid.words(), sp.k, sp.len);
+        let (w, k) = (sp.grid.words(), sp.k);
         let p = first(&self.last).unwrap_or(0);
         let inner = hops - 1;
         let mut ls = vec![0; inner];
         let has = |layer: usize, a: usize| self.layers[(layer * k + a) * w + p / 64] >> (p % 64) & 1 == 1;
         for i in (0..inner).rev() {
             let next = if i + 1 == inner { sp.dst } else { ls[i + 1] };
-            let fits = |a: usize| i + 1 == inner || sp.grid.contains(sp.fits[a * (len + 1) + len - sp.cs[a * k + next] as usize], p);
+            let fits = |a: usize| i + 1 == inner || sp.grid.contains(sp.fit(a, next), p);
             ls[i] = (0..k)
-                .find(|&a| has(i, a) && sp.grid.contains(self.pre(i + 1, a, sp.cp[a * k + next] as usize), p) && fits(a))
+                .find(|&a| has(i, a) && sp.grid.contains(self.pre(i + 1, a, sp.tables.cp[a * k + next] as usize), p) && fits(a))
                 .unwrap_or(0);
         }
         (ls, sp.grid.point(p))
@@ -249,30 +262,33 @@ impl<'s> Search<'s> {
         Found { value: self.value(curves, &layouts, &u), layouts, u }
     }
 
-    /// The path's highest throughput if it beats `floor` (equals it, when `strict` is false).
-    pub(super) fn best(&mut self, curves: &[&Curve], floor: f64, strict: bool) -> Option<Found> {
+    /// The path's throughput with no PREFIX larger than TOTAL (each channel at a whole-instance
+    /// request): an upper bound, and the value when nothing converts.
+    pub(super) fn bound(&self, curves: &[&Curve]) -> f64 {
+        let total = self.sp.shape.total().int as i64;
+        curves.iter().map(|c| c.at_log2(self.sp.shape.lambda(true, total))).fold(f64::INFINITY, f64::min)
+    }
+
+    /// Layouts and block factors giving the path at least `t`, if any.
+    pub(super) fn reaches(&mut self, curves: &[&Curve], t: f64) -> Option<Found> {
+        if self.sp.src == self.sp.dst {
+            // Every buffer in the one layout: whole-instance requests everywhere.
+            let f = Found { value: self.bound(curves), layouts: vec![self.sp.src; curves.len() - 1], u: [0; MAX_DIMS] };
+            return (f.value >= t).then_some(f);
+        }
+        self.feasible(curves, t).then(|| self.found(curves))
+    }
+
+    /// The path's highest throughput, known to be below `ub`, if it beats `floor` (or equals it,
+    /// when `strict` is false).
+    pub(super) fn below(&mut self, curves: &[&Curve], ub: f64, floor: f64, strict: bool) -> Option<Found> {
         let sp = self.sp;
-        let total = sp.shape.total();
-        // No PREFIX exceeds TOTAL: this bound is the path's value when nothing converts.
-        let ub = curves.iter().map(|c| c.at_log2(sp.shape.lambda(true, total.int as i64))).fold(f64::INFINITY, f64::min);
-        if ub < floor || (strict && ub <= floor) {
-            return None;
-        }
-        if sp.src == sp.dst {
-            return Some(Found { value: ub, layouts: vec![sp.src; curves.len() - 1], u: [0; MAX_DIMS] });
-        }
-        if self.feasible(curves, ub) {
-            return Some(self.found(curves));
-        }
-        if ub == floor || !self.feasible(curves, if strict { next_up(floor) } else { floor.max(next_up(0.0)) }) {
-            return None;
-        }
-        let mut best = self.found(curves);
+        let mut best = self.reaches(curves, if strict { next_up(floor) } else { floor.max(next_up(0.0)) })?;
         let mut cands = std::mem::take(&mut self.cands);
         cands.clear();
         for c in curves {
             for field in [false, true] {
-                for int in 0..=total.int as i64 {
+                for int in 0..=sp.shape.total().int as i64 {
                     let v = c.at_log2(sp.shape.lambda(field, int));
                     if v > best.value && v < ub {
                         cands.push(v);
@@ -281,7 +297,7 @@ impl<'s> Search<'s> {
             }
         }
         let mut lo = best.value;
-        search_candidates(&mut cands, &mut lo, &mut best, |t| self.feasible(curves, t).then(|| self.found(curves)).map(|f| (f.value, f)));
+        search_candidates(&mut cands, &mut lo, &mut best, |t| self.reaches(curves, t).map(|f| (f.value, f)));
         self.cands = cands;
         Some(best)
     }

@@ -140,3 +140,23 @@ fn cache_hits_by_class() {
     cache.clear();
     assert!(cache.is_empty());
 }
+
+/// Section 4.4: for the Section 4.3 transfer the simple planner takes the shortest path, which
+/// has no Memcpy, and adds REG0's self-loop to transpose; here the instance (1K x 1K x 16 B =
+/// 16 MiB) fits TH, as the transfers simple is used for do.
+#[test]
+fn section_4_4_simple_adds_a_memcpy() {
+    let m = sapling();
+    let t = transpose(&m, "FBM0", "FBM1", 1 << 10, 16);
+    let s = simple(&m, &t).unwrap();
+    println!("simple:\n{}", s.explain(&m));
+    let self_loop = m.self_loop(mem(&m, "REG0"), crate::transfer::plan::model::ChannelKind::Memcpy).unwrap();
+    assert_eq!(s.channels(), [chan(&m, "FBM0", "REG0"), self_loop, chan(&m, "REG0", "SYS1"), chan(&m, "SYS1", "FBM1")]);
+    let converts: Vec<bool> = s.hops.iter().map(|h| h.from_layout.converts_to(&h.to_layout)).collect();
+    assert_eq!(converts, [false, true, false, false]);
+    assert_eq!(s.throughput, 3.0e9);
+    assert_eq!(s.explain(&m).lines().count(), 1 + s.hops.len());
+    // The baselines convert on a GPU channel with 16-byte requests.
+    assert_eq!(spsl(&m, &t).unwrap().throughput, 0.5e9);
+    assert_eq!(full(&m, &t).unwrap().throughput, 3.0e9);
+}

@@ -160,8 +160,9 @@ fn full_equals_brute_force_and_beats_the_cheap_planners() {
         let ctx = || format!("scenario {done}: {t:?}\nthreshold {}\n{m:#?}", m.threshold());
         match (brute, &plan) {
             (None, None) => {}
-            (Some(b), Some(p)) => {
+            (Some((b, path)), Some(p)) => {
                 assert!(close(b, p.throughput), "brute {b} full {}\n{}\n{}", p.throughput, p.explain(&m), ctx());
+                assert_eq!(p.channels(), path, "tie-break: full\n{}\n{}", p.explain(&m), ctx());
                 check_plan(&m, &t, p);
                 feasible += 1;
                 converting += t.converts() as usize;
