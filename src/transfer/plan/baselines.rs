@@ -100,7 +100,7 @@ pub fn simple(model: &Model, t: &Transfer) -> Option<Plan> {
             .enumerate()
             .filter(|&(_, m)| model.memory(m).kind.is_cpu())
             .find_map(|(i, m)| model.self_loop(m, ChannelKind::Memcpy).map(|c| (i, c)))?;
-        if path.iter().any(|&p| p == c) {
+        if path.contains(&c) {
             return None;
         }
         path.insert(at, c);

@@ -83,7 +83,7 @@ impl Curve {
     /// interpolated value is clamped to its segment's ends.
     pub fn at_log2(&self, lr: f64) -> f64 {
         let last = self.log_r.len() - 1;
-        if !(lr > self.log_r[0]) {
+        if lr.is_nan() || lr <= self.log_r[0] {
             return self.tp[0];
         }
         if lr >= self.log_r[last] {

@@ -24,7 +24,6 @@ pub(super) struct Grid {
     /// `log2 |d|` per dimension (0 past `dims`: one point).
     ext: [u32; MAX_DIMS],
     dims: usize,
-    points: usize,
     words: usize,
     /// All sets, `words` words each.
     sets: Vec<u64>,
@@ -63,7 +62,7 @@ impl Grid {
             w @ 0..=8 => w.next_power_of_two(),
             w => w,
         };
-        let mut grid = Grid { ext, dims, points, words, sets: Vec::new(), levels: Vec::new() };
+        let mut grid = Grid { ext, dims, words, sets: Vec::new(), levels: Vec::new() };
         // Coefficient vectors over the instance's dimensions only (the planner's forms are zero
         // past them). Codes past the middle are the negations of those before it.
         let codes = 3usize.pow(dims as u32);
@@ -113,9 +112,9 @@ impl Grid {
             let (_, count, off) = grid.levels[code];
             let (_, _, from) = grid.levels[codes - 1 - code];
             for i in 0..count {
-                for w in 0..words {
-                    grid.sets[off + i * words + w] = !grid.sets[from + (count - 1 - i) * words + w] & full[w];
-                }
+                let (src, dst) = (from + (count - 1 - i) * words, off + i * words);
+                let negated: Vec<u64> = grid.sets[src..src + words].iter().zip(&full).map(|(&x, &f)| !x & f).collect();
+                grid.sets[dst..dst + words].copy_from_slice(&negated);
             }
         }
         grid
@@ -151,19 +150,18 @@ impl Grid {
     /// The block-factor exponents of point `p` (x varies fastest: the lowest point is the one
     /// with the smallest outer exponents, then the smallest x).
     pub(super) fn point(&self, p: usize) -> [u32; MAX_DIMS] {
-        let mut u = [0; MAX_DIMS];
         let mut rest = p;
-        for d in 0..MAX_DIMS {
-            let side = self.ext[d] as usize + 1;
-            u[d] = (rest % side) as u32;
+        self.ext.map(|e| {
+            let side = e as usize + 1;
+            let x = (rest % side) as u32;
             rest /= side;
-        }
-        u
+            x
+        })
     }
 
     #[cfg(test)]
     pub(super) fn points(&self) -> usize {
-        self.points
+        self.ext.iter().map(|&e| e as usize + 1).product()
     }
 }
 

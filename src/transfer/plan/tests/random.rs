@@ -1,7 +1,8 @@
 //! The full planner against brute force on generated machines and transfers (seeded, so every
 //! run checks the same 1,000 scenarios): random memories, channels (self-loops and parallel
-//! channels included) and curves (2-5 points, dips included), 1-D and 2-D transfers with random
-//! layouts, field sizes and extents, random thresholds. Scenarios whose brute force would
+//! channels included) and curves (2-5 points, dips included), 1-D, 2-D and (few, short-pathed:
+//! 630 candidate layouts) 3-D transfers with random layouts, field sizes and extents, random
+//! thresholds. Scenarios whose brute force would
 //! evaluate more than `LIMIT` plans are skipped, which bounds paths and grids, not the kinds of
 //! cases.
 
@@ -99,8 +100,12 @@ fn scenario(rng: &mut Rng) -> (Model, Transfer) {
         .collect();
     let threshold = (rng.unit() * 14.0).exp2().round().max(1.0) as u64;
     let m = Model::new(memories, channels, threshold).unwrap();
-    let dims = if rng.chance(0.6) { 1 } else { 2 };
-    let extents: Vec<u64> = (0..dims).map(|_| 1 << rng.below(if dims == 1 { 9 } else { 5 })).collect();
+    let dims = match rng.below(20) {
+        0..=11 => 1,
+        12..=17 => 2,
+        _ => 3,
+    };
+    let extents: Vec<u64> = (0..dims).map(|_| 1 << rng.below([9, 5, 3][dims - 1])).collect();
     let src_layout = layout(rng, dims);
     let dst_layout = if rng.chance(0.25) { src_layout } else { layout(rng, dims) };
     let t = Transfer::new(MemoryId(src as u32), src_layout, MemoryId(dst as u32), dst_layout, &extents, 1 + rng.below(24)).unwrap();
@@ -146,7 +151,7 @@ fn check_plan(m: &Model, t: &Transfer, p: &Plan) {
 fn full_equals_brute_force_and_beats_the_cheap_planners() {
     let mut rng = Rng(0x150_4e7e);
     let (mut done, mut tries) = (0, 0);
-    let (mut feasible, mut converting, mut two_d, mut long) = (0, 0, 0, 0);
+    let (mut feasible, mut converting, mut two_d, mut three_d, mut long) = (0, 0, 0, 0, 0);
     while done < SCENARIOS {
         tries += 1;
         assert!(tries < 100 * SCENARIOS, "the generator rarely fits the brute-force limit");
@@ -167,6 +172,7 @@ fn full_equals_brute_force_and_beats_the_cheap_planners() {
                 feasible += 1;
                 converting += t.converts() as usize;
                 two_d += (t.shape().dims() == 2) as usize;
+                three_d += (t.shape().dims() == 3) as usize;
                 long += (p.hops.len() >= 3) as usize;
             }
             (b, p) => panic!("brute {b:?} full {:?}\n{}", p.as_ref().map(|p| p.throughput), ctx()),
@@ -182,7 +188,7 @@ fn full_equals_brute_force_and_beats_the_cheap_planners() {
         }
     }
     println!(
-        "{done} scenarios ({tries} generated): {feasible} feasible, {converting} of them converting, {two_d} 2-D, {long} with 3+ hops"
+        "{done} scenarios ({tries} generated): {feasible} feasible, {converting} of them converting, {two_d} 2-D, {three_d} 3-D, {long} with 3+ hops"
     );
-    assert!(feasible > SCENARIOS / 2 && converting > SCENARIOS / 4 && two_d > SCENARIOS / 10 && long > SCENARIOS / 20);
+    assert!(feasible > SCENARIOS / 2 && converting > SCENARIOS / 4 && two_d > SCENARIOS / 10 && three_d > 10 && long > SCENARIOS / 20);
 }
