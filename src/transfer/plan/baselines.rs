@@ -22,6 +22,10 @@ use super::solve::FixedPath;
 /// The path with the fewest hops from `src` to `dst` (a self-loop when they are the same);
 /// among those the highest slowest peak, then the lexicographically smallest.
 pub fn shortest_path(model: &Model, src: MemoryId, dst: MemoryId) -> Option<Vec<ChannelId>> {
+    let n = model.memories().len();
+    if src.0 as usize >= n || dst.0 as usize >= n {
+        return None;
+    }
     let peak = |c: ChannelId| model.channel(c).curve.peak();
     if src == dst {
         let loops = model.outgoing(src).iter().copied().filter(|&c| model.channel(c).dst == src);
@@ -31,7 +35,6 @@ pub fn shortest_path(model: &Model, src: MemoryId, dst: MemoryId) -> Option<Vec<
     }
     // Hops to dst (breadth-first over incoming channels), then the best slowest peak of a
     // shortest path from each memory, nearest first.
-    let n = model.memories().len();
     let mut dist = vec![usize::MAX; n];
     dist[dst.0 as usize] = 0;
     let mut order = vec![dst];

@@ -3,13 +3,16 @@
 //! throughput curves, a space threshold) and a transfer (source and destination memory and
 //! layout), choose the path, the layout of every intermediate buffer and the block factors with
 //! the highest predicted throughput. Pure computation: no MPI, no I/O but reading a model file.
+//! The plan is immutable; a runtime only instantiates it.
 //!
 //! - `curve`, `model`, `file`: the transfer graph and its TOML model files (`models/`).
 //! - `layout`: layouts, PREFIX and shuffle sizes as affine functions of the block factors.
 //! - `solve`: block factors for fixed layouts; `grid` + `search`: layouts and block factors
 //!   together, for one path.
-//! - `full`: the full planner over all paths; `baselines`: the simple planner, SPSL and SPDL.
+//! - `full` (+ `frontier`): the full planner over all paths; `baselines`: the simple planner,
+//!   SPSL and SPDL.
 //! - `planner`: the transfer and the plan (with `explain`); `cache`: plans by transfer class.
+//! - tests: the paper's examples, and the full planner against brute force (`brute`).
 
 mod baselines;
 #[cfg(test)]

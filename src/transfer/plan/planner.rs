@@ -126,7 +126,8 @@ impl Plan {
     }
 
     /// One line per hop, like a query planner's EXPLAIN: channel kind, memories, layouts, request
-    /// size and predicted throughput; `*` marks the hops that limit the plan.
+    /// size and predicted throughput; `*` marks the hops that limit the plan. `model` is the one
+    /// the plan was made for.
     pub fn explain(&self, model: &Model) -> String {
         let blocks: Vec<String> = self.block.iter().enumerate().map(|(d, b)| format!("b_{}={b}", ['x', 'y', 'z'][d.min(2)])).collect();
         let mut s = format!("plan: {} over {} hop(s), block {}\n", rate(self.throughput), self.hops.len(), blocks.join(" "));

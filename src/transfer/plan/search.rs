@@ -250,7 +250,7 @@ impl<'s> Search<'s> {
     }
 
     /// The exact throughput of the path with intermediate layouts `ls` at `u`.
-    pub(super) fn value(&self, curves: &[&Curve], ls: &[usize], u: &[u32; MAX_DIMS]) -> f64 {
+    fn value(&self, curves: &[&Curve], ls: &[usize], u: &[u32; MAX_DIMS]) -> f64 {
         let sp = self.sp;
         let buffers = std::iter::once(sp.src).chain(ls.iter().copied()).chain(std::iter::once(sp.dst));
         let pairs = buffers.clone().zip(buffers.skip(1));
@@ -264,7 +264,7 @@ impl<'s> Search<'s> {
 
     /// The path's throughput with no PREFIX larger than TOTAL (each channel at a whole-instance
     /// request): an upper bound, and the value when nothing converts.
-    pub(super) fn bound(&self, curves: &[&Curve]) -> f64 {
+    fn bound(&self, curves: &[&Curve]) -> f64 {
         let total = self.sp.shape.total().int as i64;
         curves.iter().map(|c| c.at_log2(self.sp.shape.lambda(true, total))).fold(f64::INFINITY, f64::min)
     }

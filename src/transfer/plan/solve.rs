@@ -74,9 +74,12 @@ pub struct FixedPath<'a> {
 
 impl<'a> FixedPath<'a> {
     /// The path along `channels` with buffer layouts `layouts` (source, intermediates,
-    /// destination: one more than channels).
+    /// destination).
+    ///
+    /// # Panics
+    /// If `layouts` is not one longer than `channels`, or a channel is not in `model`.
     pub fn new(model: &'a Model, shape: Shape, channels: &[ChannelId], layouts: &[Layout]) -> FixedPath<'a> {
-        debug_assert_eq!(layouts.len(), channels.len() + 1);
+        assert_eq!(layouts.len(), channels.len() + 1, "one layout per buffer");
         let n = channels.len();
         let hops = channels
             .iter()
