@@ -1,10 +1,12 @@
 //! The transfer layer beneath the protocols: the staging buffers the point-to-point and
 //! collective protocols pack into and receive into (with hollow ones for unread own slots),
 //! the node's shared-memory channel that pipelined transfers between ranks of one node use
-//! for their chunks, and which ranks share a node (`node`). The path planner, transfer descriptors and
-//! the pipelined runtime of the isometry design plug in here next to them.
+//! for their chunks, and which ranks share a node (`node`). The isometry design's path planner
+//! (`plan`: paths, intermediate layouts and block factors over a machine model) is here too;
+//! its transfer descriptors and pipelined runtime plug in next to them.
 
 mod hollow;
 pub mod node;
+pub mod plan;
 pub mod shm;
 pub mod staging;
