@@ -74,11 +74,6 @@ pub fn is_local(rank: c_int) -> bool {
     NODES.get().is_some_and(|n| usize::try_from(rank).ok().and_then(|r| n.of.get(r)).is_some_and(|&l| l == n.mine()))
 }
 
-/// Number of nodes the world spans (1 before [`start`]).
-pub fn count() -> usize {
-    NODES.get().map_or(1, Nodes::count)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -170,7 +170,7 @@ unsafe fn fill_m0(src: Source<'_>, total: usize, m0p: *mut u8, region: Option<&R
 #[allow(clippy::too_many_arguments)]
 unsafe fn post_chunks(src: Source<'_>, total: usize, c: usize, ctag: c_int, peer: c_int, m0: Option<Staging>, region: Option<Region>) {
     crate::stats::count(crate::stats::Family::Pipeline, total);
-    if !crate::transfer::node::is_local(peer) {
+    if crate::stats::timing_enabled() && !crate::transfer::node::is_local(peer) {
         crate::stats::count(crate::stats::Family::Remote, total);
     }
     let d = m0_data();
