@@ -78,6 +78,12 @@ pub const PARAMS: &[Param] = &[
         doc: "Collective blocks whose type's smallest contiguous block is at least this many bytes are left to the MPI's own engine: a call with no smaller block goes to the MPI unchanged, and MPI_Alltoallw/MPI_Neighbor_alltoallw pass such blocks with the application's own type while staging the others (measured with the halo exchange on both MPIs, docs/benchmarks.md); off stages every non-contiguous block.",
     },
     Param {
+        name: "SLUICE_COLL_REMOTE_SPLIT",
+        default: "auto",
+        accepted: "auto, off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 64K",
+        doc: "Staged MPI_Alltoallw/MPI_Neighbor_alltoallw blocks of at least this many bytes whose peer is on another node are laid out in two runs with a gap, so that the MPI sees a non-contiguous buffer and Open MPI's ob1 sends them by its copy pipeline instead of its RDMA protocol, which stalls in exchanges over TCP (docs/protocol.md, \"Collectives\"); auto = 64K when the MPI's point-to-point layer is Open MPI's ob1, off otherwise.",
+    },
+    Param {
         name: "SLUICE_STAGING_CACHE",
         default: "64M",
         accepted: "a byte count with optional K, M or G suffix (powers of 1024), e.g. 0, 65536, 64M",
@@ -197,6 +203,8 @@ pub struct Config {
     pub p2p_mpi_block: usize,
     /// `SLUICE_COLL_MPI_BLOCK`, bytes (`usize::MAX`: off).
     pub coll_mpi_block: usize,
+    /// `SLUICE_COLL_REMOTE_SPLIT`.
+    pub coll_remote_split: RemoteSplit,
     /// `SLUICE_STAGING_CACHE`, bytes.
     pub staging_cache: usize,
     /// `SLUICE_PIPELINE_THRESHOLD`, bytes (`usize::MAX`: off).
@@ -285,6 +293,28 @@ fn parse_bytes_or_off(p: &'static Param, v: &str) -> Result<usize, ConfigError> 
     parse_bytes(p, v)
 }
 
+/// `SLUICE_COLL_REMOTE_SPLIT`: which staged collective blocks for peers on other nodes are split
+/// (`transfer::netpath`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RemoteSplit {
+    /// At least 64 KiB when the MPI is Open MPI with its ob1 point-to-point layer.
+    Auto,
+    Off,
+    /// Blocks of at least this many bytes.
+    Above(usize),
+}
+
+fn parse_remote_split(p: &'static Param, v: &str) -> Result<RemoteSplit, ConfigError> {
+    let t = v.trim();
+    if t.eq_ignore_ascii_case("auto") {
+        return Ok(RemoteSplit::Auto);
+    }
+    if t.eq_ignore_ascii_case("off") {
+        return Ok(RemoteSplit::Off);
+    }
+    parse_bytes(p, v).map(RemoteSplit::Above)
+}
+
 /// `SLUICE_P2P_MPI_ABOVE=auto`: Open MPI moves large blocks at memory speed at every size
 /// (sluice's copies only add work there, bandwidth 0.4-0.5x at 64 KiB-1 MiB for 64-byte
 /// blocks); MPICH's engine is slower on small messages, so sluice keeps them below 512 KiB.
@@ -358,6 +388,7 @@ impl Config {
                 p2p_mpi_above: usize::MAX,
                 p2p_mpi_block: 64,
                 coll_mpi_block: usize::MAX,
+                coll_remote_split: RemoteSplit::Off,
                 staging_cache: 0,
                 pipeline_threshold: usize::MAX,
                 pipeline_chunk: 128 << 10,
@@ -381,6 +412,7 @@ impl Config {
             p2p_mpi_above: parse_mpi_above(param("SLUICE_P2P_MPI_ABOVE"), &value("SLUICE_P2P_MPI_ABOVE"))?,
             p2p_mpi_block: parse_bytes(param("SLUICE_P2P_MPI_BLOCK"), &value("SLUICE_P2P_MPI_BLOCK"))?,
             coll_mpi_block: parse_bytes_or_off(param("SLUICE_COLL_MPI_BLOCK"), &value("SLUICE_COLL_MPI_BLOCK"))?,
+            coll_remote_split: parse_remote_split(param("SLUICE_COLL_REMOTE_SPLIT"), &value("SLUICE_COLL_REMOTE_SPLIT"))?,
             staging_cache: parse_bytes(param("SLUICE_STAGING_CACHE"), &value("SLUICE_STAGING_CACHE"))?,
             pipeline_threshold: parse_bytes_in(
                 param("SLUICE_PIPELINE_THRESHOLD"),
@@ -435,6 +467,7 @@ mod tests {
             p2p_mpi_above: MPI_ABOVE_AUTO,
             p2p_mpi_block: 64,
             coll_mpi_block: 64,
+            coll_remote_split: RemoteSplit::Auto,
             staging_cache: 64 << 20,
             pipeline_threshold: 256 << 10,
             pipeline_chunk: 128 << 10,
@@ -467,6 +500,11 @@ mod tests {
         assert_eq!(parse(&[("SLUICE_COLL_MPI_BLOCK", "off")]).unwrap().coll_mpi_block, usize::MAX);
         assert_eq!(parse(&[("SLUICE_COLL_MPI_BLOCK", "1K")]).unwrap().coll_mpi_block, 1 << 10);
         assert!(parse(&[("SLUICE_COLL_MPI_BLOCK", "big")]).is_err());
+        assert_eq!(parse(&[("SLUICE_COLL_REMOTE_SPLIT", "off")]).unwrap().coll_remote_split, RemoteSplit::Off);
+        assert_eq!(parse(&[("SLUICE_COLL_REMOTE_SPLIT", "AUTO")]).unwrap().coll_remote_split, RemoteSplit::Auto);
+        assert_eq!(parse(&[("SLUICE_COLL_REMOTE_SPLIT", "1")]).unwrap().coll_remote_split, RemoteSplit::Above(1));
+        assert_eq!(parse(&[("SLUICE_COLL_REMOTE_SPLIT", "64K")]).unwrap().coll_remote_split, RemoteSplit::Above(64 << 10));
+        assert!(parse(&[("SLUICE_COLL_REMOTE_SPLIT", "split")]).is_err());
         assert_eq!(parse(&[("SLUICE_P2P_MPI_BLOCK", "x")]).unwrap_err().name, "SLUICE_P2P_MPI_BLOCK");
         assert_eq!(parse(&[("SLUICE_P2P", "sometimes")]).unwrap_err().name, "SLUICE_P2P");
         assert!(!parse(&[("SLUICE_COLL", "0")]).unwrap().coll);

@@ -50,11 +50,14 @@ pub enum Family {
     /// (`transfer::node`): their bytes crossed the network. Pipelined bytes within nodes are
     /// `Pipeline` minus `Remote`.
     Remote,
+    /// Not a call family: staged collective blocks for or from a peer on another node laid
+    /// out in two runs (`transfer::netpath`; calls = blocks, bytes = their bytes).
+    CollSplit,
 }
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 15] = [
+    pub const ALL: [Family; 16] = [
         Family::Init,
         Family::P2p,
         Family::Persistent,
@@ -70,6 +73,7 @@ impl Family {
         Family::Pipeline,
         Family::Shm,
         Family::Remote,
+        Family::CollSplit,
     ];
 
     /// Short lower-case name used in reports.
@@ -90,6 +94,7 @@ impl Family {
             Family::Pipeline => "p2p-pipeline",
             Family::Shm => "p2p-shm",
             Family::Remote => "p2p-remote",
+            Family::CollSplit => "coll-split",
         }
     }
 }

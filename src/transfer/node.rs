@@ -14,6 +14,8 @@ use crate::ffi::{consts, errclass, mpi};
 struct Nodes {
     of: Vec<c_int>,
     me: c_int,
+    /// More than one node (kept: asked once per converted collective).
+    spans: bool,
 }
 
 static NODES: OnceLock<Nodes> = OnceLock::new();
@@ -48,7 +50,8 @@ pub fn start() {
     if rc != errclass::SUCCESS {
         of = (0..n.max(1)).collect();
     }
-    let nodes = Nodes { of, me };
+    let mut nodes = Nodes { of, me, spans: false };
+    nodes.spans = nodes.count() > 1;
     log::debug!("node {}: {} of {} ranks, {} nodes", nodes.mine(), nodes.members().len(), nodes.of.len(), nodes.count());
     let _ = NODES.set(nodes);
 }
@@ -68,6 +71,11 @@ impl Nodes {
     }
 }
 
+/// Whether the job runs on more than one node (`false` before [`start`]).
+pub fn spans_nodes() -> bool {
+    NODES.get().is_some_and(|n| n.spans)
+}
+
 /// Whether world rank `rank` is on this process's node (`false` before [`start`] and for a
 /// rank outside the world).
 pub fn is_local(rank: c_int) -> bool {
@@ -80,7 +88,7 @@ mod tests {
 
     #[test]
     fn nodes_are_named_by_their_lowest_rank() {
-        let n = Nodes { of: vec![0, 1, 0, 1, 4], me: 2 };
+        let n = Nodes { of: vec![0, 1, 0, 1, 4], me: 2, spans: true };
         assert_eq!(n.mine(), 0);
         assert_eq!(n.members(), [0, 2]);
         assert_eq!(n.count(), 3);

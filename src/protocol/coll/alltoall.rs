@@ -11,7 +11,7 @@
 use std::ffi::{c_int, c_void};
 
 use super::rooted::ints;
-use super::side::{Disp, Side, Slots};
+use super::side::{Disp, Side, Slots, SplitRule};
 use super::{any_noncontiguous, intracomm, noncontiguous, run, Converted, Req, BLOCKING};
 use crate::ffi::{consts, mpi, next};
 
@@ -303,18 +303,20 @@ unsafe fn alltoallw_any(
         return call(sb, scs, sds, sts, rb, rcs, rds, rts);
     }
     let plan = || {
+        // Peer slot i is rank i, for both sides.
+        let split = SplitRule::for_peers(comm, &(0..size as c_int).collect::<Vec<_>>());
         let send = if in_place {
             None
         } else {
             // SAFETY: one entry per rank (MPI's contract).
             let (counts, displs) = unsafe { (ints(scs, size)?, ints(sds, size)?) };
             let ts = stypes?;
-            Some(Side::plan_typed(sb, size, false, |i| (counts[i], displs[i] as i64, ts[i]))?)
+            Some(Side::plan_typed(sb, size, false, split.as_ref(), |i| (counts[i], displs[i] as i64, ts[i]))?)
         };
         // SAFETY: as above.
         let (counts, displs) = unsafe { (ints(rcs, size)?, ints(rds, size)?) };
         let ts = rtypes?;
-        let recv = Side::plan_typed(rb, size, true, |i| (counts[i], displs[i] as i64, ts[i]))?;
+        let recv = Side::plan_typed(rb, size, true, split.as_ref(), |i| (counts[i], displs[i] as i64, ts[i]))?;
         let input = if send.is_none() { Slots::All } else { Slots::Nothing };
         converted(send, recv, input, Slots::All)
     };

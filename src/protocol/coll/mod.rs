@@ -161,6 +161,10 @@ unsafe fn run(mut conv: Converted, request: *mut Req, call: impl FnOnce(&Convert
             r.pack(conv.recv_input);
         }
     }
+    if crate::stats::timing_enabled() {
+        let sides = [conv.send.as_ref(), conv.recv.as_ref()];
+        sides.into_iter().flatten().flat_map(Side::split_blocks).for_each(|b| crate::stats::count(crate::stats::Family::CollSplit, b));
+    }
     let rc = call(&conv);
     if request.is_null() {
         if rc == errclass::SUCCESS {

@@ -13,7 +13,7 @@ use std::ffi::{c_int, c_void};
 
 use super::alltoall::{blocking_pair, types};
 use super::rooted::ints;
-use super::side::{Disp, Side, Slots};
+use super::side::{Disp, Side, Slots, SplitRule};
 use super::{any_noncontiguous, noncontiguous, run, Converted, Req, BLOCKING};
 use crate::ffi::{consts, errclass, mpi, next, PROC_NULL};
 
@@ -85,6 +85,56 @@ fn topology(comm: Comm) -> Option<(usize, usize, bool)> {
         return Some((i.max(0) as usize, o.max(0) as usize, false));
     }
     None
+}
+
+/// The split rules of a neighborhood w-variant's send and receive sides (`None`: no block is
+/// split, the usual case: see `SplitRule::for_peers`).
+fn split_rules(comm: Comm, nb: &Neighbors) -> (Option<SplitRule>, Option<SplitRule>) {
+    if crate::transfer::netpath::split_min().is_none() {
+        return (None, None);
+    }
+    let Some((sources, destinations)) = neighbor_ranks(comm, nb) else { return (None, None) };
+    (SplitRule::for_peers(comm, &destinations), SplitRule::for_peers(comm, &sources))
+}
+
+/// The in-neighbors (receive slots) and out-neighbors (send slots) of this rank, in the MPI's
+/// order; `None` if a query fails.
+fn neighbor_ranks(comm: Comm, nb: &Neighbors) -> Option<(Vec<c_int>, Vec<c_int>)> {
+    let (_, rank) = super::intracomm(comm)?;
+    let mut kind = 0;
+    let ok = |rc: c_int| (rc == errclass::SUCCESS).then_some(());
+    // SAFETY: a valid intracommunicator with a topology (`neighbors` succeeded); writes one int.
+    ok(unsafe { mpi::PMPI_Topo_test(comm, &mut kind) })?;
+    let (mut sources, mut destinations) = (vec![PROC_NULL; nb.indegree], vec![PROC_NULL; nb.outdegree]);
+    if kind == mpi::SLUICE_TOPO_CART as c_int {
+        for d in 0..(nb.indegree / 2) {
+            let (mut src, mut dst) = (0, 0);
+            // SAFETY: a Cartesian communicator of `indegree / 2` dimensions; writes two ints.
+            ok(unsafe { mpi::PMPI_Cart_shift(comm, d as c_int, 1, &mut src, &mut dst) })?;
+            (sources[2 * d], sources[2 * d + 1]) = (src, dst);
+        }
+        destinations.clone_from(&sources);
+    } else if kind == mpi::SLUICE_TOPO_GRAPH as c_int {
+        // SAFETY: a graph communicator; writes `indegree` ranks (its neighbor count).
+        ok(unsafe { mpi::PMPI_Graph_neighbors(comm, rank as c_int, nb.indegree as c_int, sources.as_mut_ptr()) })?;
+        destinations.clone_from(&sources);
+    } else {
+        // Weights are written only for a weighted graph; room for them either way.
+        let (mut sw, mut dw) = (vec![0 as c_int; nb.indegree.max(1)], vec![0 as c_int; nb.outdegree.max(1)]);
+        // SAFETY: a distributed-graph communicator; each array holds its degree's entries.
+        ok(unsafe {
+            mpi::PMPI_Dist_graph_neighbors(
+                comm,
+                nb.indegree as c_int,
+                sources.as_mut_ptr(),
+                sw.as_mut_ptr(),
+                nb.outdegree as c_int,
+                destinations.as_mut_ptr(),
+                dw.as_mut_ptr(),
+            )
+        })?;
+    }
+    Some((sources, destinations))
 }
 
 /// A converted neighborhood call (`None` when nothing goes through the engine).
@@ -328,8 +378,9 @@ unsafe fn alltoallw_any(
         let (st, rt) = (stypes?, rtypes?);
         // MPI_Aint displacements and a type per neighbor: only the blocks that need the engine
         // are staged (a halo's contiguous faces stay where they are).
-        let send = Side::plan_mixed(sb, nb.outdegree, false, |i| (sn[i], sd[i] as i64, st[i]))?;
-        let recv = Side::plan_mixed(rb, nb.indegree, true, |i| (rn[i], rd[i] as i64, rt[i]))?;
+        let (send_split, recv_split) = split_rules(comm, &nb);
+        let send = Side::plan_mixed(sb, nb.outdegree, false, send_split.as_ref(), |i| (sn[i], sd[i] as i64, st[i]))?;
+        let recv = Side::plan_mixed(rb, nb.indegree, true, recv_split.as_ref(), |i| (rn[i], rd[i] as i64, rt[i]))?;
         converted(&nb, send, recv)
     };
     match plan() {

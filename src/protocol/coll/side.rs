@@ -10,6 +10,10 @@
 //! displacements are addresses (`MPI_Neighbor_alltoallw`: `MPI_Aint` byte displacements and a
 //! type per peer) can mix the two ([`Side::plan_mixed`]): only the blocks that need the engine
 //! are staged, the others stay in the application's buffer with its own types.
+//!
+//! A staged block of a w-variant whose peer is on another node can be laid out in two runs with
+//! a gap ([`SplitRule`], `transfer::netpath`): the MPI then sees a non-contiguous buffer and
+//! takes the network path the application's own non-contiguous types would have taken.
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -18,6 +22,7 @@ use crate::datatype::compiled::CompiledType;
 use crate::ffi::{consts, errclass, mpi};
 use crate::protocol::datatype::lookup;
 use crate::protocol::layout::Layout;
+use crate::transfer::netpath;
 use crate::transfer::staging::{self, Staging};
 
 /// What one datatype's elements look like in memory.
@@ -117,6 +122,61 @@ impl Piece {
     }
 }
 
+/// A block's bytes in staging: the piece, where its packed stream starts in staging, and where
+/// the stream is split (0: not split; else bytes `[0, split)` at `off` and the rest at
+/// `off + split + GAP`).
+#[derive(Debug)]
+struct Staged {
+    piece: Piece,
+    off: usize,
+    split: usize,
+}
+
+impl Staged {
+    /// Up to two runs: (offset in staging, first and last byte of the stream).
+    fn runs(&self) -> impl Iterator<Item = (usize, usize, usize)> {
+        let b = self.piece.bytes();
+        let (first, second) = if self.split == 0 {
+            ((self.off, 0, b), None)
+        } else {
+            ((self.off, 0, self.split), Some((self.off + self.split + netpath::GAP, self.split, b)))
+        };
+        std::iter::once(first).chain(second).filter(|r| r.2 > r.1)
+    }
+
+    /// Staging bytes the block takes.
+    fn footprint(&self) -> usize {
+        self.piece.bytes() + if self.split == 0 { 0 } else { netpath::GAP }
+    }
+}
+
+/// Which staged blocks of a w-variant side are split (`transfer::netpath`): those of at least
+/// `min` bytes whose peer is on another node.
+#[derive(Debug)]
+pub struct SplitRule {
+    min: usize,
+    /// Per peer slot of the side.
+    remote: Vec<bool>,
+}
+
+impl SplitRule {
+    /// The rule for a side whose peer slots are `ranks` of `comm`; `None` when nothing would be
+    /// split (the setting, a job on one node, or no peer elsewhere).
+    pub fn for_peers(comm: mpi::MPI_Comm, ranks: &[c_int]) -> Option<SplitRule> {
+        let min = netpath::split_min()?;
+        let remote = netpath::remote(comm, ranks);
+        remote.iter().any(|&r| r).then_some(SplitRule { min, remote })
+    }
+
+    /// Where a staged block of `bytes` bytes for `peer` is split (0: not).
+    fn at(rule: Option<&SplitRule>, peer: usize, bytes: usize) -> usize {
+        match rule {
+            Some(r) if bytes >= r.min && bytes >= 2 && r.remote.get(peer) == Some(&true) => netpath::split_at(bytes),
+            _ => 0,
+        }
+    }
+}
+
 /// How blocks' displacements are given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Disp {
@@ -159,9 +219,11 @@ pub struct Side {
     types: Vec<mpi::MPI_Datatype>,
     /// Staging (None: in place in the application's buffer).
     staging: Option<Staging>,
-    /// The application's buffer, and per peer its piece and offset in staging.
+    /// The application's buffer, and per peer its piece and place in staging.
     user: *mut u8,
-    pieces: Vec<(Piece, usize)>,
+    pieces: Vec<Staged>,
+    /// Types sluice made for split blocks, freed with the side.
+    split_types: Vec<mpi::MPI_Datatype>,
     /// Some block needs the engine (else converting the call gains nothing).
     engine: bool,
     /// The MPI writes this side.
@@ -204,14 +266,21 @@ impl Side {
         recv: bool,
         block: impl Fn(usize) -> (c_int, i64, mpi::MPI_Datatype),
     ) -> Option<Side> {
-        Side::plan_with(buf, n, disp, uniform, recv, Shape::Bytes, block)
+        Side::plan_with(buf, n, disp, uniform, recv, Shape::Bytes, None, block)
     }
 
     /// As [`Side::plan`] for a side of `MPI_Alltoallw` (a type per peer, byte displacements):
     /// when no block needs the engine the side keeps the application's arguments even if the
     /// other side is converted. Neither MPI chooses an alltoallw algorithm by message size.
-    pub fn plan_typed(buf: *const c_void, n: usize, recv: bool, block: impl Fn(usize) -> (c_int, i64, mpi::MPI_Datatype)) -> Option<Side> {
-        Side::plan_with(buf, n, Disp::Bytes, false, recv, Shape::Typed, block)
+    /// `split`: which staged blocks are laid out in two runs.
+    pub fn plan_typed(
+        buf: *const c_void,
+        n: usize,
+        recv: bool,
+        split: Option<&SplitRule>,
+        block: impl Fn(usize) -> (c_int, i64, mpi::MPI_Datatype),
+    ) -> Option<Side> {
+        Side::plan_with(buf, n, Disp::Bytes, false, recv, Shape::Typed, split, block)
     }
 
     /// As [`Side::plan_typed`] for a side of `MPI_Neighbor_alltoallw` (`MPI_Aint` byte
@@ -219,10 +288,17 @@ impl Side {
     /// with its types and only the others are staged. Staged blocks are addressed by their
     /// displacement from the application's buffer: MPI computes `buf + displacement`, and the
     /// difference of two addresses is a valid `MPI_Aint`.
-    pub fn plan_mixed(buf: *const c_void, n: usize, recv: bool, block: impl Fn(usize) -> (c_int, i64, mpi::MPI_Datatype)) -> Option<Side> {
-        Side::plan_with(buf, n, Disp::Bytes, false, recv, Shape::Mixed, block)
+    pub fn plan_mixed(
+        buf: *const c_void,
+        n: usize,
+        recv: bool,
+        split: Option<&SplitRule>,
+        block: impl Fn(usize) -> (c_int, i64, mpi::MPI_Datatype),
+    ) -> Option<Side> {
+        Side::plan_with(buf, n, Disp::Bytes, false, recv, Shape::Mixed, split, block)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn plan_with(
         buf: *const c_void,
         n: usize,
@@ -230,6 +306,7 @@ impl Side {
         uniform: bool,
         recv: bool,
         shape: Shape,
+        split: Option<&SplitRule>,
         block: impl Fn(usize) -> (c_int, i64, mpi::MPI_Datatype),
     ) -> Option<Side> {
         let mut info: Option<TypeInfo> = None;
@@ -265,7 +342,7 @@ impl Side {
             return Some(Side::passthrough(user, &args, recv));
         }
         if shape == Shape::Mixed && pieces.iter().any(|p| !matches!(p, Piece::Empty) && !p.needs_engine()) {
-            return Side::mixed(user, pieces, &args, recv);
+            return Side::mixed(user, pieces, &args, recv, split);
         }
         let counts: Vec<c_int> = pieces.iter().map(|p| p.bytes() as c_int).collect();
         let types = vec![consts::byte(); n];
@@ -281,25 +358,48 @@ impl Side {
                     staging: None,
                     user,
                     pieces: Vec::new(),
+                    split_types: Vec::new(),
                     engine,
                     recv,
                 });
             }
         }
+        let mut counts = counts;
+        let mut types = types;
+        let mut split_types = Vec::new();
         let mut displs = Vec::with_capacity(n);
+        let mut staged = Vec::with_capacity(n);
         let mut total = 0usize;
-        for c in &counts {
+        for (peer, piece) in pieces.into_iter().enumerate() {
+            // Only a side with a type per peer can give one block a type of its own.
+            let at = if shape == Shape::Bytes { 0 } else { SplitRule::at(split, peer, piece.bytes()) };
+            let block = Staged { piece, off: total, split: at };
+            if at != 0 {
+                match netpath::split_type(block.piece.bytes(), at) {
+                    Some(t) => {
+                        (counts[peer], types[peer]) = (1, t);
+                        split_types.push(t);
+                    }
+                    None => return Side::freeing(split_types),
+                }
+            }
             displs.push(total as c_int);
-            total += *c as usize;
+            total += block.footprint();
+            staged.push(block);
             if total > c_int::MAX as usize {
-                return None;
+                return Side::freeing(split_types);
             }
         }
         let mut staging = (total > 0).then(|| if recv { staging::take_for_receive(total) } else { staging::take(total) });
         let base = staging.as_mut().map_or(user, |s| s.as_mut_ptr());
-        let pieces = pieces.into_iter().zip(displs.iter().map(|&d| d as usize)).collect();
         let aint_displs = displs.iter().map(|&d| d as mpi::MPI_Aint).collect();
-        Some(Side { base, counts, displs, aint_displs, types, staging, user, pieces, engine, recv })
+        Some(Side { base, counts, displs, aint_displs, types, staging, user, pieces: staged, split_types, engine, recv })
+    }
+
+    /// Gives up planning: frees the split types made so far; always `None`.
+    fn freeing(split_types: Vec<mpi::MPI_Datatype>) -> Option<Side> {
+        split_types.into_iter().for_each(netpath::free_type);
+        None
     }
 
     /// The application's own arguments (a w-variant side none of whose blocks needs the engine).
@@ -314,6 +414,7 @@ impl Side {
             staging: None,
             user,
             pieces: Vec::new(),
+            split_types: Vec::new(),
             engine: false,
             recv,
         }
@@ -321,32 +422,48 @@ impl Side {
 
     /// Per peer: staged bytes for the blocks that need the engine, the application's own
     /// (count, byte displacement, type) for the others.
-    fn mixed(user: *mut u8, pieces: Vec<Piece>, args: &[(c_int, i64, mpi::MPI_Datatype)], recv: bool) -> Option<Side> {
-        let mut offsets = Vec::with_capacity(pieces.len());
+    fn mixed(
+        user: *mut u8,
+        pieces: Vec<Piece>,
+        args: &[(c_int, i64, mpi::MPI_Datatype)],
+        recv: bool,
+        split: Option<&SplitRule>,
+    ) -> Option<Side> {
+        let mut staged = Vec::with_capacity(pieces.len());
         let mut total = 0usize;
-        for p in &pieces {
-            offsets.push(total);
-            if p.needs_engine() {
-                total = total.checked_add(p.bytes())?;
-            }
+        for (peer, p) in pieces.into_iter().enumerate() {
+            let (piece, at) = if p.needs_engine() {
+                let at = SplitRule::at(split, peer, p.bytes());
+                (p, at)
+            } else {
+                (Piece::Empty, 0) // the MPI moves it in place
+            };
+            let block = Staged { piece, off: total, split: at };
+            total = total.checked_add(block.footprint())?;
+            staged.push(block);
         }
         let mut staging = if recv { staging::take_for_receive(total) } else { staging::take(total) };
         let st = staging.as_mut_ptr();
-        let n = pieces.len();
-        let (mut counts, mut aint_displs, mut types, mut kept) =
-            (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
-        for ((p, off), &(count, d, t)) in pieces.into_iter().zip(offsets).zip(args) {
-            if p.needs_engine() {
-                counts.push(p.bytes() as c_int);
-                // The staged block's address relative to the application's buffer.
-                aint_displs.push((st as isize).wrapping_add(off as isize).wrapping_sub(user as isize) as mpi::MPI_Aint);
-                types.push(consts::byte());
-                kept.push((p, off));
-            } else {
+        let n = staged.len();
+        let (mut counts, mut aint_displs, mut types, mut split_types) =
+            (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::new());
+        for (block, &(count, d, t)) in staged.iter().zip(args) {
+            if matches!(block.piece, Piece::Empty) {
                 counts.push(count);
                 aint_displs.push(d as mpi::MPI_Aint);
                 types.push(t);
-                kept.push((Piece::Empty, off)); // the MPI moves it in place
+                continue;
+            }
+            // The staged block's address relative to the application's buffer.
+            aint_displs.push((st as isize).wrapping_add(block.off as isize).wrapping_sub(user as isize) as mpi::MPI_Aint);
+            if block.split == 0 {
+                counts.push(block.piece.bytes() as c_int);
+                types.push(consts::byte());
+            } else {
+                let Some(t) = netpath::split_type(block.piece.bytes(), block.split) else { return Side::freeing(split_types) };
+                counts.push(1);
+                types.push(t);
+                split_types.push(t);
             }
         }
         Some(Side {
@@ -357,7 +474,8 @@ impl Side {
             types,
             staging: Some(staging),
             user,
-            pieces: kept,
+            pieces: staged,
+            split_types,
             engine: true,
             recv,
         })
@@ -406,10 +524,15 @@ impl Side {
     /// nothing for them, so their staged bytes are neither packed nor unpacked).
     pub fn drop_peers(&mut self, peers: &[usize]) {
         for &p in peers {
-            if let Some((piece, _)) = self.pieces.get_mut(p) {
-                *piece = Piece::Empty;
+            if let Some(block) = self.pieces.get_mut(p) {
+                block.piece = Piece::Empty;
             }
         }
+    }
+
+    /// The bytes of each staged block laid out in two runs (statistics: `coll-split`).
+    pub fn split_blocks(&self) -> impl Iterator<Item = usize> + '_ {
+        self.pieces.iter().filter(|b| b.split != 0).map(|b| b.piece.bytes())
     }
 
     /// Copies/packs the application's blocks of `slots` into staging.
@@ -419,17 +542,24 @@ impl Side {
     pub unsafe fn pack(&mut self, slots: Slots) {
         let Some(st) = self.staging.as_mut() else { return };
         let out = st.bytes_mut();
-        for (peer, (piece, off)) in self.pieces.iter().enumerate() {
+        for (peer, block) in self.pieces.iter().enumerate() {
             if !slots.has(peer) {
                 continue;
             }
-            let dst = &mut out[*off..*off + piece.bytes()];
-            // SAFETY: the caller guarantees the blocks are readable; `dst` is sluice's memory.
-            unsafe {
-                match piece {
-                    Piece::Empty => {}
-                    Piece::Run { at, bytes } => std::ptr::copy_nonoverlapping(self.user.wrapping_offset(*at), dst.as_mut_ptr(), *bytes),
-                    Piece::Engine { at, layout, .. } => layout.pack_into(self.user.wrapping_offset(*at).cast(), dst),
+            let whole = block.split == 0;
+            for (off, first, last) in block.runs() {
+                let dst = &mut out[off..off + (last - first)];
+                // SAFETY: the caller guarantees the blocks are readable; `dst` is sluice's
+                // memory; `first..last` lies in the block's stream.
+                unsafe {
+                    match &block.piece {
+                        Piece::Empty => {}
+                        Piece::Run { at, .. } => {
+                            std::ptr::copy_nonoverlapping(self.user.wrapping_offset(*at + first as isize), dst.as_mut_ptr(), dst.len())
+                        }
+                        Piece::Engine { at, layout, .. } if whole => layout.pack_into(self.user.wrapping_offset(*at).cast(), dst),
+                        Piece::Engine { at, layout, .. } => layout.pack_range(self.user.wrapping_offset(*at).cast(), first, last, dst),
+                    }
                 }
             }
         }
@@ -451,7 +581,11 @@ impl Side {
         /// and ran the kernel's per-element loop: twice the time of unpacking the same bytes
         /// (profile in docs/benchmarks.md, "What moved the Open MPI transpose").
         const CHUNK: usize = 256 << 10;
-        let (Some((from, _)), Some((to, _))) = (self.pieces.get(peer), dst.pieces.get(dst_peer)) else { return false };
+        let (Some(Staged { piece: from, split: 0, .. }), Some(Staged { piece: to, split: 0, .. })) =
+            (self.pieces.get(peer), dst.pieces.get(dst_peer))
+        else {
+            return false; // not staged, or split (never: own blocks stay on this node)
+        };
         let n = from.bytes();
         if n == 0 || n != to.bytes() {
             return false;
@@ -482,8 +616,8 @@ impl Side {
             }
             first = last;
         }
-        self.pieces[peer].0 = Piece::Empty;
-        dst.pieces[dst_peer].0 = Piece::Empty;
+        self.pieces[peer].piece = Piece::Empty;
+        dst.pieces[dst_peer].piece = Piece::Empty;
         true
     }
 
@@ -515,20 +649,33 @@ impl Side {
     pub unsafe fn unpack(&mut self, slots: Slots) {
         let Some(st) = self.staging.as_ref() else { return };
         let input = st.bytes();
-        for (peer, (piece, off)) in self.pieces.iter().enumerate() {
+        for (peer, block) in self.pieces.iter().enumerate() {
             if !slots.has(peer) {
                 continue;
             }
-            let src = &input[*off..*off + piece.bytes()];
-            // SAFETY: the caller guarantees the blocks are writable; `src` is sluice's memory.
-            unsafe {
-                match piece {
-                    Piece::Empty => {}
-                    Piece::Run { at, bytes } => std::ptr::copy_nonoverlapping(src.as_ptr(), self.user.wrapping_offset(*at), *bytes),
-                    Piece::Engine { at, layout, .. } => layout.unpack_from(src, self.user.wrapping_offset(*at).cast()),
+            let whole = block.split == 0;
+            for (off, first, last) in block.runs() {
+                let src = &input[off..off + (last - first)];
+                // SAFETY: the caller guarantees the blocks are writable; `src` is sluice's
+                // memory; `first..last` lies in the block's stream.
+                unsafe {
+                    match &block.piece {
+                        Piece::Empty => {}
+                        Piece::Run { at, .. } => {
+                            std::ptr::copy_nonoverlapping(src.as_ptr(), self.user.wrapping_offset(*at + first as isize), src.len())
+                        }
+                        Piece::Engine { at, layout, .. } if whole => layout.unpack_from(src, self.user.wrapping_offset(*at).cast()),
+                        Piece::Engine { at, layout, .. } => layout.unpack_range(src, first, self.user.wrapping_offset(*at).cast()),
+                    }
                 }
             }
         }
+    }
+}
+
+impl Drop for Side {
+    fn drop(&mut self) {
+        self.split_types.drain(..).for_each(netpath::free_type);
     }
 }
 
