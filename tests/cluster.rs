@@ -35,7 +35,13 @@ fn leftovers() -> Vec<String> {
     }
     for dir in ["/etc/netns", "/run/sluice-cluster"] {
         if let Ok(entries) = std::fs::read_dir(dir) {
-            left.extend(entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with(PREFIX) || n == "slt").map(|n| format!("{dir}/{n}")));
+            left.extend(
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(PREFIX) || n == "slt")
+                    .map(|n| format!("{dir}/{n}")),
+            );
         }
     }
     left
@@ -73,12 +79,22 @@ fn four_nodes_up_run_and_down() {
     let so = shim();
     let mut run = cluster(&["run", "--"]);
     if FLAVOR == "openmpi" {
-        run.args(["mpirun.openmpi", "--oversubscribe", "--allow-run-as-root", "-np", "8", "-x"]).arg(format!("LD_PRELOAD={}", so.display())).args(["-x", "SLUICE_STATS=1"]);
+        run.args(["mpirun.openmpi", "--oversubscribe", "--allow-run-as-root", "-np", "8", "-x"])
+            .arg(format!("LD_PRELOAD={}", so.display()))
+            .args(["-x", "SLUICE_STATS=1"]);
     } else {
         run.args(["mpiexec.mpich", "-np", "8", "-env", "LD_PRELOAD"]).arg(&so).args(["-env", "SLUICE_STATS", "1"]);
     }
     run.arg(&exe);
-    let job = collect(Command::new("timeout").arg("120").arg(run.get_program()).args(run.get_args()).envs(run.get_envs().filter_map(|(k, v)| Some((k, v?)))).output().unwrap());
+    let job = collect(
+        Command::new("timeout")
+            .arg("120")
+            .arg(run.get_program())
+            .args(run.get_args())
+            .envs(run.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .output()
+            .unwrap(),
+    );
     job.assert_pass("cluster_nodes");
     // Rank r on node r mod 4 (round-robin), two ranks per node as the MPI sees it.
     for r in 0..8 {

@@ -102,8 +102,8 @@ pub fn remote(comm: mpi::MPI_Comm, ranks: &[c_int]) -> Vec<bool> {
     let ok = unsafe {
         mpi::PMPI_Comm_group(comm, &mut gc) == errclass::SUCCESS && {
             let ok = mpi::PMPI_Comm_group(consts::comm_world(), &mut gw) == errclass::SUCCESS && {
-                let ok = mpi::PMPI_Group_translate_ranks(gc, ranks.len() as c_int, ranks.as_ptr(), gw, world.as_mut_ptr())
-                    == errclass::SUCCESS;
+                let ok =
+                    mpi::PMPI_Group_translate_ranks(gc, ranks.len() as c_int, ranks.as_ptr(), gw, world.as_mut_ptr()) == errclass::SUCCESS;
                 mpi::PMPI_Group_free(&mut gw);
                 ok
             };

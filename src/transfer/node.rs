@@ -46,7 +46,8 @@ pub fn start() {
     }
     let mut of = vec![0 as c_int; n.max(1) as usize];
     // SAFETY: collective; one int per rank.
-    let rc = unsafe { mpi::PMPI_Allgather((&leader as *const c_int).cast(), 1, consts::int(), of.as_mut_ptr().cast(), 1, consts::int(), world) };
+    let rc =
+        unsafe { mpi::PMPI_Allgather((&leader as *const c_int).cast(), 1, consts::int(), of.as_mut_ptr().cast(), 1, consts::int(), world) };
     if rc != errclass::SUCCESS {
         of = (0..n.max(1)).collect();
     }
