@@ -16,7 +16,10 @@
 #   scripts/cluster.sh exec NODE -- COMMAND...              a command on one node
 # RATE is a tc rate (10gbit, 1gbit, 500mbit), DELAY a tc time (50us, 1ms), applied to each node's
 # link in both directions (the delay once per direction: one-way latency between two nodes is
-# DELAY). A delay needs the kernel's netem qdisc; kernels without it (some VMs) refuse --delay.
+# DELAY). The delay is netem's where the kernel has that qdisc; where it does not (some VMs, this
+# project's), each node's link is a pair of TAP devices joined by scripts/delayline.c, a user-space
+# relay that holds the node's outgoing frames for DELAY (built with cc at `up`), with an MTU of
+# 65,000 so that the relay forwards few, large frames.
 # --boot-ids gives every node a boot id of its own. Without it the nodes share this machine's,
 # and UCX (MPICH's transport here) joins ranks of different nodes with shared memory; with it,
 # with TCP over the cluster's links, as between real machines. MPICH 4.0.2 with UCX 1.13.1 then
@@ -86,7 +89,7 @@ rate_bytes() {
 
 # Shapes egress of one link end. Rate alone: a token bucket (tbf) with a 2 ms burst and a queue
 # of 100 ms (a 1 MiB message must queue, not drop, or TCP falls back to its retransmit timer).
-# A delay needs netem, which some kernels lack (sch_netem): `up` then stops with that message.
+# A delay here is netem's; `up` uses the user-space delay line instead where netem is missing.
 shape() { # netns-or-"" dev rate delay
   local ns=$1 dev=$2 rate=$3 delay=$4 run=() qdisc=()
   [ -n "$ns" ] && run=(ip netns exec "$ns")
@@ -109,6 +112,44 @@ shape() { # netns-or-"" dev rate delay
     fi
     return 1
   fi
+}
+
+# Whether this kernel has the netem qdisc (tried on a veth pair of a scratch namespace).
+netem_available() {
+  local ns=${prefix}probe ok=1
+  ip netns add "$ns" 2>/dev/null || return 1
+  ip -n "$ns" link add p0 type veth peer name p1 2>/dev/null &&
+    ip netns exec "$ns" tc qdisc add dev p0 root netem delay 1ms 2>/dev/null || ok=0
+  ip netns del "$ns" 2>/dev/null || true
+  ((ok))
+}
+
+# Nanoseconds of a tc time (50us, 1ms, 100ns, 0.5ms, 2s).
+time_ns() {
+  local t=${1,,}
+  [[ $t =~ ^([0-9]+)(\.[0-9]+)?(ns|us|usec|ms|msec|s|sec)$ ]] || die "cannot read delay '$1' (use e.g. 50us, 1ms)"
+  local scale
+  case ${BASH_REMATCH[3]} in ns) scale=1 ;; us | usec) scale=1000 ;; ms | msec) scale=1000000 ;; *) scale=1000000000 ;; esac
+  awk -v v="${BASH_REMATCH[1]}${BASH_REMATCH[2]}" -v s="$scale" 'BEGIN { printf "%d\n", v * s }'
+}
+
+# A node's link through the user-space delay line: TAP `bridge_end` on the bridge, TAP `iface`
+# in the node, and the relay between them, its pid in the state directory.
+delayed_link() { # i ns bridge_end delay_ns
+  local i=$1 ns=$2 end=$3 d=$4
+  ip tuntap add dev "$end" mode tap
+  ip link set "$end" mtu 65000
+  ip link set "$end" master "$bridge" up
+  ip -n "$ns" tuntap add dev "$iface" mode tap
+  ip -n "$ns" link set "$iface" mtu 65000
+  setsid "$state/delayline" "$end" "/run/netns/$ns" "$iface" "$d" </dev/null >>"$state/delayline.log" 2>&1 &
+  echo $! >"$state/delayline.$i.pid"
+  # Attached when both TAP devices have a carrier; frames sent before would be lost.
+  local tries=0
+  while ip -o link show "$end" | grep -q NO-CARRIER || ip -n "$ns" -o link show "$iface" | grep -q NO-CARRIER; do
+    ((++tries <= 200)) || die "the delay line of $ns did not start (see $state/delayline.log)"
+    sleep 0.01
+  done
 }
 
 cmd_up() {
@@ -134,7 +175,15 @@ cmd_up() {
   trap 'echo "cluster.sh: up failed; removing what it made" >&2; cmd_down >/dev/null 2>&1' ERR
   echo "$rate" >"$state/rate"
   echo "$delay" >"$state/delay"
+  local line_ns=""
+  if [ -n "$delay" ] && ! netem_available; then
+    line_ns=$(time_ns "$delay")
+    command -v cc >/dev/null || die "this kernel has no netem qdisc and there is no C compiler to build the user-space delay line"
+    cc -O2 -Wall -o "$state/delayline" "$here/delayline.c"
+    echo "user-space delay line (no netem)" >"$state/delay-how"
+  fi
   ip link add "$bridge" type bridge
+  [ -n "$line_ns" ] && ip link set "$bridge" mtu 65000
   ip link set "$bridge" up
   local hosts="127.0.0.1 localhost"$'\n'
   for ((i = 1; i <= n; i++)); do hosts+="$(node_addr "$i") $(node_name "$i")"$'\n'; done
@@ -153,12 +202,17 @@ cmd_up() {
       mkdir -p /run/sluice-cluster/boot_id
       cat /proc/sys/kernel/random/uuid >"/run/sluice-cluster/boot_id/$ns"
     fi
-    ip link add "$peer" type veth peer name "$iface" netns "$ns"
-    ip link set "$peer" master "$bridge" up
+    if [ -n "$line_ns" ]; then
+      delayed_link "$i" "$ns" "$peer" "$line_ns"
+    else
+      ip link add "$peer" type veth peer name "$iface" netns "$ns"
+      ip link set "$peer" master "$bridge" up
+    fi
     ip -n "$ns" addr add "$(node_addr "$i")/24" dev "$iface"
     ip -n "$ns" link set "$iface" up
     ip -n "$ns" link set lo up
-    shape "$ns" "$iface" "$rate" "$delay"
+    # With the delay line, the delay is its business and tc only shapes the rate.
+    if [ -n "$line_ns" ]; then shape "$ns" "$iface" "$rate" ""; else shape "$ns" "$iface" "$rate" "$delay"; fi
     shape "" "$peer" "$rate" ""
   done
   trap - ERR
@@ -168,7 +222,12 @@ cmd_up() {
 cmd_down() {
   local n i ns
   n=$(nodes)
-  # Whatever still runs on a node (a launcher that hung) goes first.
+  # The delay lines (they hold their nodes' TAP devices), then whatever still runs on a node (a
+  # launcher that hung).
+  local pid
+  for pid in "$state"/delayline.*.pid; do
+    [ -e "$pid" ] && kill -9 "$(cat "$pid")" 2>/dev/null || true
+  done
   for ((i = 1; i <= n + 1; i++)); do
     ns=$(node_name "$i")
     ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
@@ -188,7 +247,7 @@ cmd_status() {
   local n i ns
   n=$(nodes)
   ((n > 0)) || { echo "no cluster up"; return 1; }
-  echo "$n nodes on $net.0/24, rate $(cat "$state/rate"), delay $(cat "$state/delay")"
+  echo "$n nodes on $net.0/24, rate $(cat "$state/rate"), delay $(cat "$state/delay")$(sed 's/^/ by /' "$state/delay-how" 2>/dev/null)"
   for ((i = 1; i <= n; i++)); do
     ns=$(node_name "$i")
     echo "$ns $(node_addr "$i") $(ip netns exec "$ns" tc qdisc show dev "$iface" | head -1)"

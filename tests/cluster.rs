@@ -56,6 +56,38 @@ impl Drop for Down {
     }
 }
 
+/// tests/c/cluster_nodes.c on the cluster that is up, `np` ranks, sluice preloaded, statistics on.
+fn run_cluster_nodes(np: u32) -> Job {
+    let exe = compile_c("cluster_nodes");
+    let so = shim();
+    let np = np.to_string();
+    let mut run = cluster(&["run", "--"]);
+    if FLAVOR == "openmpi" {
+        run.args(["mpirun.openmpi", "--oversubscribe", "--allow-run-as-root", "-np", &np, "-x"])
+            .arg(format!("LD_PRELOAD={}", so.display()))
+            .args(["-x", "SLUICE_STATS=1"]);
+    } else {
+        run.args(["mpiexec.mpich", "-np", &np, "-env", "LD_PRELOAD"]).arg(&so).args(["-env", "SLUICE_STATS", "1"]);
+    }
+    run.arg(&exe);
+    let job = collect(
+        Command::new("timeout")
+            .arg("120")
+            .arg(run.get_program())
+            .args(run.get_args())
+            .envs(run.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .output()
+            .unwrap(),
+    );
+    job.assert_pass("cluster_nodes");
+    job
+}
+
+/// The fastest round trip between rank 0 and rank 1 the program measured, in microseconds.
+fn rtt_us(job: &Job) -> f64 {
+    job.stdout.lines().find_map(|l| l.strip_prefix("rtt_us ")?.trim().parse().ok()).unwrap_or_else(|| panic!("no rtt_us line:\n{}", job.all()))
+}
+
 #[test]
 fn four_nodes_up_run_and_down() {
     let _guard = serial();
@@ -75,27 +107,7 @@ fn four_nodes_up_run_and_down() {
     assert_eq!(st.matches("tbf").count(), 4, "every node's link is shaped:\n{st}");
     assert_eq!(st.matches("rate 10Gbit").count(), 4, "{st}");
 
-    let exe = compile_c("cluster_nodes");
-    let so = shim();
-    let mut run = cluster(&["run", "--"]);
-    if FLAVOR == "openmpi" {
-        run.args(["mpirun.openmpi", "--oversubscribe", "--allow-run-as-root", "-np", "8", "-x"])
-            .arg(format!("LD_PRELOAD={}", so.display()))
-            .args(["-x", "SLUICE_STATS=1"]);
-    } else {
-        run.args(["mpiexec.mpich", "-np", "8", "-env", "LD_PRELOAD"]).arg(&so).args(["-env", "SLUICE_STATS", "1"]);
-    }
-    run.arg(&exe);
-    let job = collect(
-        Command::new("timeout")
-            .arg("120")
-            .arg(run.get_program())
-            .args(run.get_args())
-            .envs(run.get_envs().filter_map(|(k, v)| Some((k, v?))))
-            .output()
-            .unwrap(),
-    );
-    job.assert_pass("cluster_nodes");
+    let job = run_cluster_nodes(8);
     // Rank r on node r mod 4 (round-robin), two ranks per node as the MPI sees it.
     for r in 0..8 {
         let want = format!("node {r} {PREFIX}node{} 2", r % 4 + 1);
@@ -111,4 +123,35 @@ fn four_nodes_up_run_and_down() {
     assert_eq!(leftovers(), Vec::<String>::new(), "cluster.sh down left these behind");
     let ps = Command::new("pgrep").args(["-f", "cluster_nodes_c"]).output().unwrap();
     assert!(ps.stdout.is_empty(), "processes left behind: {}", String::from_utf8_lossy(&ps.stdout));
+}
+
+#[test]
+fn delayed_links_add_their_delay_and_leave_nothing_behind() {
+    // --delay: netem where the kernel has it, else the user-space delay line
+    // (scripts/delayline.c between TAP devices). Either way a round trip between two nodes
+    // takes at least twice the one-way delay, and `down` stops the delay lines.
+    let _guard = serial();
+    let _ = cluster(&["down"]).output();
+    let up = cluster(&["up", "2", "--rate", "1gbit", "--delay", "300us"]).output().expect("cluster.sh");
+    if up.status.code() == Some(77) {
+        eprintln!("SKIPPED: {}", text(&up).trim());
+        return;
+    }
+    let down = Down;
+    assert!(up.status.success(), "cluster.sh up 2 --delay failed:\n{}", text(&up));
+    let st = text(&cluster(&["status"]).output().unwrap());
+    assert!(st.contains("delay 300us"), "{st}");
+    let job = run_cluster_nodes(2);
+    let rtt = rtt_us(&job);
+    eprintln!("round trip with 300 us each way: {rtt:.1} us ({st})");
+    // MPICH's UCX joins the nodes with shared memory unless they have boot ids of their own
+    // (--boot-ids, which the tests leave out: scripts/cluster.sh says why), so only Open MPI's
+    // messages cross the links here.
+    if FLAVOR == "openmpi" {
+        assert!(rtt >= 600.0, "a round trip of {rtt} us is shorter than the two delays:\n{}", job.all());
+    }
+    drop(down);
+    assert_eq!(leftovers(), Vec::<String>::new(), "cluster.sh down left these behind");
+    let ps = Command::new("pgrep").args(["-f", "sluice-cluster/slt/delayline"]).output().unwrap();
+    assert!(ps.stdout.is_empty(), "delay lines left behind: {}", String::from_utf8_lossy(&ps.stdout));
 }
