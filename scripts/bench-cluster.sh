@@ -11,9 +11,9 @@
 #
 #   scripts/bench-cluster.sh [OUTDIR]          (default bench-out/cluster)
 # Environment:
-#   CLUSTER_LINKS      link settings, RATE or RATE/DELAY (default "10gbit 1gbit"; "none": the
-#                      unshaped veth, as fast as this machine's TCP stack; a delay needs the
-#                      kernel's netem, which this kernel lacks: scripts/cluster.sh says so)
+#   CLUSTER_LINKS      link settings, RATE or RATE/DELAY (default "10gbit 1gbit/50us"; "none":
+#                      the unshaped veth, as fast as this machine's TCP stack; a delay is
+#                      netem's, or scripts/delayline.c's where the kernel has no netem)
 #   CLUSTER_P2P_SIZES  message sizes (default 1024,65536,1048576,4194304)
 #   CLUSTER_PARTS      "p2p coll" (default both)
 #   P2P_AB_*, COLL_AB_*, COLL_*_SIZES as for those scripts (defaults here: P2P_AB_MAX=60,
@@ -25,7 +25,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 out=${1:-$root/bench-out/cluster}
-links=${CLUSTER_LINKS:-10gbit 1gbit}
+links=${CLUSTER_LINKS:-10gbit 1gbit/50us}
 sizes=${CLUSTER_P2P_SIZES:-1024,65536,1048576,4194304}
 parts=${CLUSTER_PARTS:-p2p coll}
 mkdir -p "$out"
