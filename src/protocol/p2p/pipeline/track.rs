@@ -172,7 +172,12 @@ fn take(req: Req) -> Taken {
 
 fn restore(req: Req, e: Entry) {
     let mut g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    g.get_or_insert_with(FxHashMap::default).insert(request_key(req), Some(e));
+    if g.get_or_insert_with(FxHashMap::default).insert(request_key(req), Some(e)).is_none() {
+        // Only the thread holding a slot removes it (`take_out` and `take_out_when_free` wait
+        // for it): the request may be freed and its handle reused once the slot is gone, so the
+        // entry just put back is stale. A diagnostic, as in `arm`.
+        log::error!("request {:#x} put back into the pipelined-receive table after its entry was removed", request_key(req));
+    }
 }
 
 /// Takes the entry of `req` out of the table altogether, before an MPI call that may complete
@@ -769,7 +774,15 @@ pub unsafe fn request_free(request: *mut Req, inner: impl FnOnce(*mut Req) -> c_
             }
         },
         Gate::Plain => {
-            forget(r); // a persistent receive's entry goes with it
+            // A persistent receive's entry goes with it. `gate` has put the entry back, so
+            // another thread's progress (holding the handle from a key list it took while the
+            // receive was active) may have taken it out meanwhile: removing its empty slot now
+            // and letting the MPI free the request would make that thread put the entry back
+            // under a handle the MPI may already have given to another thread's new request (a
+            // stale entry, uncounted: the counts then fall below the table and completion calls
+            // skip requests sluice tracks; the thread stress soak's rare MPICH failures). Wait
+            // until it is back, as for a freed receive above.
+            drop(take_out_when_free(r));
             inner(request)
         }
     }
