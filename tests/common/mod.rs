@@ -155,10 +155,16 @@ pub fn launch(np: u32, exe: &Path, env: &[(&str, &str)], preload: Option<&str>) 
     collect(cmd.output().expect("launcher"))
 }
 
-/// Launches with the shim preloaded.
+/// Launches with the shim preloaded. `SLUICE_CLUSTER_JOB_ENV` (`NAME=VALUE,...`, set by
+/// scripts/test.sh for a second pass of some suites across nodes) adds settings to every such
+/// job, below the test's own: the suites then run at the minimum pipeline thresholds too.
 pub fn launch_shim(np: u32, exe: &Path, env: &[(&str, &str)]) -> Job {
     let so = shim();
-    launch(np, exe, env, Some(so.to_str().unwrap()))
+    let extra = std::env::var("SLUICE_CLUSTER_JOB_ENV").unwrap_or_default();
+    let mut all: Vec<(&str, &str)> =
+        extra.split(',').filter_map(|kv| kv.split_once('=')).filter(|(k, _)| !env.iter().any(|(e, _)| e == k)).collect();
+    all.extend_from_slice(env);
+    launch(np, exe, &all, Some(so.to_str().unwrap()))
 }
 
 pub fn collect(out: Output) -> Job {
