@@ -85,7 +85,10 @@ fn run_cluster_nodes(np: u32) -> Job {
 
 /// The fastest round trip between rank 0 and rank 1 the program measured, in microseconds.
 fn rtt_us(job: &Job) -> f64 {
-    job.stdout.lines().find_map(|l| l.strip_prefix("rtt_us ")?.trim().parse().ok()).unwrap_or_else(|| panic!("no rtt_us line:\n{}", job.all()))
+    job.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("rtt_us ")?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no rtt_us line:\n{}", job.all()))
 }
 
 #[test]

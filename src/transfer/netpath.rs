@@ -94,27 +94,10 @@ fn selected_pml() -> Option<String> {
 /// For each rank of `comm` in `ranks`, whether it is on another node (`MPI_PROC_NULL` and
 /// ranks the MPI cannot translate: `false`).
 pub fn remote(comm: mpi::MPI_Comm, ranks: &[c_int]) -> Vec<bool> {
-    let mut world = vec![crate::ffi::UNDEFINED; ranks.len()];
-    // SAFETY: MPI_Group is a plain handle (pointer or int); all-zero is overwritten below.
-    let (mut gc, mut gw): (mpi::MPI_Group, mpi::MPI_Group) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
-    // SAFETY: group handles are created and freed here; `ranks.len()` ranks translated into
-    // `world` of the same length. MPI_PROC_NULL translates to MPI_PROC_NULL.
-    let ok = unsafe {
-        mpi::PMPI_Comm_group(comm, &mut gc) == errclass::SUCCESS && {
-            let ok = mpi::PMPI_Comm_group(consts::comm_world(), &mut gw) == errclass::SUCCESS && {
-                let ok =
-                    mpi::PMPI_Group_translate_ranks(gc, ranks.len() as c_int, ranks.as_ptr(), gw, world.as_mut_ptr()) == errclass::SUCCESS;
-                mpi::PMPI_Group_free(&mut gw);
-                ok
-            };
-            mpi::PMPI_Group_free(&mut gc);
-            ok
-        }
-    };
-    if !ok {
-        return vec![false; ranks.len()];
+    match super::node::world_ranks(comm, ranks) {
+        Some(world) => world.iter().map(|&w| w >= 0 && !super::node::is_local(w)).collect(),
+        None => vec![false; ranks.len()],
     }
-    world.iter().map(|&w| w >= 0 && !super::node::is_local(w)).collect()
 }
 
 /// A committed datatype of `bytes` bytes in two runs, `[0, at)` and `[at + GAP, bytes + GAP)`

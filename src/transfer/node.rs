@@ -77,6 +77,30 @@ pub fn spans_nodes() -> bool {
     NODES.get().is_some_and(|n| n.spans)
 }
 
+/// Translates `ranks` of `comm` into `MPI_COMM_WORLD` ranks (`MPI_UNDEFINED` where a rank is
+/// not in the world, e.g. a spawned process; `MPI_PROC_NULL` stays itself); `None` if the MPI
+/// refuses.
+pub fn world_ranks(comm: mpi::MPI_Comm, ranks: &[c_int]) -> Option<Vec<c_int>> {
+    let mut world = vec![crate::ffi::UNDEFINED; ranks.len()];
+    // SAFETY: MPI_Group is a plain handle (pointer or int); all-zero is overwritten below.
+    let (mut gc, mut gw): (mpi::MPI_Group, mpi::MPI_Group) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    // SAFETY: group handles are created and freed here; `ranks.len()` ranks are translated into
+    // `world`, of the same length.
+    let ok = unsafe {
+        mpi::PMPI_Comm_group(comm, &mut gc) == errclass::SUCCESS && {
+            let ok = mpi::PMPI_Comm_group(consts::comm_world(), &mut gw) == errclass::SUCCESS && {
+                let ok =
+                    mpi::PMPI_Group_translate_ranks(gc, ranks.len() as c_int, ranks.as_ptr(), gw, world.as_mut_ptr()) == errclass::SUCCESS;
+                mpi::PMPI_Group_free(&mut gw);
+                ok
+            };
+            mpi::PMPI_Group_free(&mut gc);
+            ok
+        }
+    };
+    ok.then_some(world)
+}
+
 /// Whether world rank `rank` is on this process's node (`false` before [`start`] and for a
 /// rank outside the world).
 pub fn is_local(rank: c_int) -> bool {

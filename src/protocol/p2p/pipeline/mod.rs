@@ -368,18 +368,7 @@ pub fn true_lb(datatype: mpi::MPI_Datatype) -> isize {
 /// Translates `rank` of intracommunicator `comm` into its `MPI_COMM_WORLD` rank (`None`: not
 /// in the world, e.g. a spawned process).
 pub fn world_rank_of(comm: mpi::MPI_Comm, rank: c_int) -> Option<c_int> {
-    // SAFETY: MPI_Group is a plain handle (pointer or int); all-zero is overwritten below.
-    let (mut gc, mut gw): (mpi::MPI_Group, mpi::MPI_Group) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
-    let mut out = crate::ffi::UNDEFINED;
-    // SAFETY: group handles are created and freed here; one rank translated.
-    unsafe {
-        mpi::PMPI_Comm_group(comm, &mut gc);
-        mpi::PMPI_Comm_group(consts::comm_world(), &mut gw);
-        mpi::PMPI_Group_translate_ranks(gc, 1, &rank, gw, &mut out);
-        mpi::PMPI_Group_free(&mut gc);
-        mpi::PMPI_Group_free(&mut gw);
-    }
-    (out >= 0).then_some(out)
+    crate::transfer::node::world_ranks(comm, &[rank]).and_then(|w| w.first().copied()).filter(|&w| w >= 0)
 }
 
 #[cfg(test)]
