@@ -138,6 +138,12 @@ pub const PARAMS: &[Param] = &[
         doc: "Bytes all datatypes' checkpoint tables may take together (per process); least recently used tables are evicted first.",
     },
     Param {
+        name: "SLUICE_GPU",
+        default: "auto",
+        accepted: "auto or off",
+        doc: "Device buffers in MPI calls (docs/gpu.md): auto = when a CUDA driver is present, every intercepted call checks its buffers and stages device memory through pinned host memory, so a non-CUDA-aware MPI never sees a device pointer (the fast path is closed then); off = never (a host-only application on a GPU node pays nothing).",
+    },
+    Param {
         name: "SLUICE_TEST_PANIC",
         default: "",
         accepted: "empty, or the name of an intercepted C function (e.g. MPI_Send)",
@@ -223,6 +229,8 @@ pub struct Config {
     pub ckpt_epsilon: f64,
     /// `SLUICE_CKPT_MEMORY`, bytes.
     pub ckpt_memory: usize,
+    /// `SLUICE_GPU`: look for device buffers when a CUDA driver is present.
+    pub gpu: bool,
     /// `SLUICE_TEST_PANIC`.
     pub test_panic: Option<String>,
     /// `SLUICE_TEST_CHUNK_FAULT` (0: off).
@@ -283,6 +291,15 @@ fn parse_bytes(p: &'static Param, v: &str) -> Result<usize, ConfigError> {
     };
     let n: usize = digits.parse().map_err(|_| err())?;
     n.checked_mul(1usize << shift).ok_or_else(err)
+}
+
+/// `auto` (true) or `off` (false).
+fn parse_auto_off(p: &'static Param, v: &str) -> Result<bool, ConfigError> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "auto" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(ConfigError { name: p.name, value: v.to_string(), accepted: p.accepted }),
+    }
 }
 
 /// `off`, or a byte count (`off` is `usize::MAX`: no operation is that large).
@@ -398,6 +415,7 @@ impl Config {
                 parallel_min: usize::MAX,
                 ckpt_epsilon: 0.2,
                 ckpt_memory: 0,
+                gpu: false,
                 test_panic: None,
                 test_chunk_fault: 0,
             });
@@ -428,6 +446,7 @@ impl Config {
             parallel_min: parse_bytes_or_off(param("SLUICE_PARALLEL_MIN"), &value("SLUICE_PARALLEL_MIN"))?,
             ckpt_epsilon: parse_epsilon(param("SLUICE_CKPT_EPSILON"), &value("SLUICE_CKPT_EPSILON"))?,
             ckpt_memory: parse_bytes(param("SLUICE_CKPT_MEMORY"), &value("SLUICE_CKPT_MEMORY"))?,
+            gpu: parse_auto_off(param("SLUICE_GPU"), &value("SLUICE_GPU"))?,
             test_panic: parse_fn_name(param("SLUICE_TEST_PANIC"), &value("SLUICE_TEST_PANIC"), known_fn)?,
             test_chunk_fault: parse_bytes(param("SLUICE_TEST_CHUNK_FAULT"), &value("SLUICE_TEST_CHUNK_FAULT"))?,
         })
@@ -477,6 +496,7 @@ mod tests {
             parallel_min: usize::MAX,
             ckpt_epsilon: 0.2,
             ckpt_memory: 16 << 20,
+            gpu: true,
             test_panic: None,
             test_chunk_fault: 0,
         };

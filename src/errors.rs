@@ -39,6 +39,8 @@ pub fn class_name(class: c_int) -> &'static str {
         ERR_INTERN => "MPI_ERR_INTERN",
         ERR_OTHER => "MPI_ERR_OTHER",
         ERR_TRUNCATE => "MPI_ERR_TRUNCATE",
+        ERR_BUFFER => "MPI_ERR_BUFFER",
+        ERR_COMM => "MPI_ERR_COMM",
         _ => "MPI error",
     }
 }

@@ -48,9 +48,10 @@ pub fn config() -> Option<&'static Config> {
     CONFIG.get()
 }
 
-/// The mode a started, enabled sluice runs in.
+/// The mode a started, enabled sluice runs in. Device buffers (`transfer::gpu` armed) need the
+/// full path too: the fast path would hand them to the MPI unchecked.
 fn active_mode(c: &Config) -> Mode {
-    if c.stats || c.test_panic.is_some() {
+    if c.stats || c.test_panic.is_some() || crate::transfer::gpu::armed() {
         Mode::Instrumented
     } else {
         Mode::Active
@@ -89,6 +90,9 @@ pub fn start() -> Result<(), crate::config::ConfigError> {
     stats::set_timing(cfg.stats);
     crate::transfer::staging::set_budget(cfg.staging_cache);
     crate::protocol::hints::create_keyvals();
+    if crate::transfer::gpu::arm(cfg.gpu) {
+        log::info!("CUDA driver present: device buffers are staged through host memory (SLUICE_GPU=off to skip the checks)");
+    }
     log::info!("sluice {} active ({} build)", env!("CARGO_PKG_VERSION"), crate::ffi::FLAVOR);
     set_mode(active_mode(&cfg));
     let _ = CONFIG.set(cfg);

@@ -30,58 +30,58 @@ macro_rules! for_each_interposed {
 
             // ---- point-to-point: blocking -------------------------------------------------------
             P2p fn MPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
-                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::send };
+                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::device::p2p::send };
             P2p fn MPI_Bsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
-                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::bsend };
+                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::device::p2p::bsend };
             P2p fn MPI_Ssend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
-                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::ssend };
+                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::device::p2p::ssend };
             P2p fn MPI_Rsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
-                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::rsend };
+                tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::device::p2p::rsend };
             P2p fn MPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int,
-                tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) err(comm) fast(receive(count, datatype)) => { $crate::protocol::p2p::recv::recv };
+                tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) err(comm) fast(receive(count, datatype)) => { $crate::protocol::device::p2p::recv };
             P2p fn MPI_Sendrecv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                 dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int,
                 recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm,
-                status: *mut MPI_Status) err(comm) bytes(sendcount, sendtype) fast(sendrecv(sendcount, sendtype, recvcount, recvtype)) => { $crate::protocol::p2p::recv::sendrecv };
+                status: *mut MPI_Status) err(comm) bytes(sendcount, sendtype) fast(sendrecv(sendcount, sendtype, recvcount, recvtype)) => { $crate::protocol::device::p2p::sendrecv };
             P2p fn MPI_Sendrecv_replace(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
                 dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm,
-                status: *mut MPI_Status) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::recv::sendrecv_replace };
+                status: *mut MPI_Status) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::device::p2p::sendrecv_replace };
 
             // ---- point-to-point: nonblocking ----------------------------------------------------
             P2p fn MPI_Isend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
                 tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::isend };
+                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::device::p2p::isend };
             P2p fn MPI_Ibsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
                 tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::ibsend };
+                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::device::p2p::ibsend };
             P2p fn MPI_Issend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
                 tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::issend };
+                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::device::p2p::issend };
             P2p fn MPI_Irsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
                 tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::irsend };
+                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::device::p2p::irsend };
             P2p fn MPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int,
-                tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm) fast(receive(count, datatype)) => { $crate::protocol::p2p::recv::irecv };
+                tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm) fast(receive(count, datatype)) => { $crate::protocol::device::p2p::irecv };
 
             // ---- point-to-point: persistent -----------------------------------------------------
             Persistent fn MPI_Send_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                fast(message(count, datatype)) => { $crate::protocol::p2p::send::send_init };
+                fast(message(count, datatype)) => { $crate::protocol::device::p2p::send_init };
             Persistent fn MPI_Bsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                fast(message(count, datatype)) => { $crate::protocol::p2p::send::bsend_init };
+                fast(message(count, datatype)) => { $crate::protocol::device::p2p::bsend_init };
             Persistent fn MPI_Ssend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                fast(message(count, datatype)) => { $crate::protocol::p2p::send::ssend_init };
+                fast(message(count, datatype)) => { $crate::protocol::device::p2p::ssend_init };
             Persistent fn MPI_Rsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                fast(message(count, datatype)) => { $crate::protocol::p2p::send::rsend_init };
+                fast(message(count, datatype)) => { $crate::protocol::device::p2p::rsend_init };
             Persistent fn MPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
                 source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                fast(persistent_receive(count, datatype)) => { $crate::protocol::p2p::recv::recv_init };
-            Persistent fn MPI_Start(request: *mut MPI_Request) err(world) => { $crate::protocol::p2p::complete::start };
+                fast(persistent_receive(count, datatype)) => { $crate::protocol::device::p2p::recv_init };
+            Persistent fn MPI_Start(request: *mut MPI_Request) err(world) => { $crate::protocol::device::pending::start };
             Persistent fn MPI_Startall(count: c_int, requests: *mut MPI_Request) err(world)
-                => { $crate::protocol::p2p::complete::startall };
+                => { $crate::protocol::device::pending::startall };
 
             // ---- probes and matched receives ----------------------------------------------------
             Probe fn MPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status)
@@ -93,32 +93,32 @@ macro_rules! for_each_interposed {
             Probe fn MPI_Improbe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int,
                 message: *mut MPI_Message, status: *mut MPI_Status) err(comm) => { $crate::protocol::p2p::complete::improbe };
             Probe fn MPI_Mrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
-                message: *mut MPI_Message, status: *mut MPI_Status) err(world) => { $crate::protocol::p2p::recv::mrecv };
+                message: *mut MPI_Message, status: *mut MPI_Status) err(world) => { $crate::protocol::device::p2p::mrecv };
             Probe fn MPI_Imrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
-                message: *mut MPI_Message, request: *mut MPI_Request) err(world) => { $crate::protocol::p2p::recv::imrecv };
+                message: *mut MPI_Message, request: *mut MPI_Request) err(world) => { $crate::protocol::device::p2p::imrecv };
 
             // ---- completion ---------------------------------------------------------------------
             Completion fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) err(world)
-                fast(completion()) => { $crate::protocol::p2p::complete::wait };
+                fast(completion()) => { $crate::protocol::device::pending::wait };
             Completion fn MPI_Waitall(count: c_int, requests: *mut MPI_Request,
-                statuses: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::p2p::complete::waitall };
+                statuses: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::device::pending::waitall };
             Completion fn MPI_Waitany(count: c_int, requests: *mut MPI_Request, index: *mut c_int,
-                status: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::p2p::complete::waitany };
+                status: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::device::pending::waitany };
             Completion fn MPI_Waitsome(incount: c_int, requests: *mut MPI_Request,
                 outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status) err(world)
-                fast(completion()) => { $crate::protocol::p2p::complete::waitsome };
+                fast(completion()) => { $crate::protocol::device::pending::waitsome };
             Completion fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int,
-                status: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::p2p::complete::test };
+                status: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::device::pending::test };
             Completion fn MPI_Testall(count: c_int, requests: *mut MPI_Request, flag: *mut c_int,
-                statuses: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::p2p::complete::testall };
+                statuses: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::device::pending::testall };
             Completion fn MPI_Testany(count: c_int, requests: *mut MPI_Request, index: *mut c_int,
-                flag: *mut c_int, status: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::p2p::complete::testany };
+                flag: *mut c_int, status: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::device::pending::testany };
             Completion fn MPI_Testsome(incount: c_int, requests: *mut MPI_Request,
                 outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status) err(world)
-                fast(completion()) => { $crate::protocol::p2p::complete::testsome };
-            Completion fn MPI_Request_free(request: *mut MPI_Request) err(world) fast(request_free()) => { $crate::protocol::p2p::complete::request_free };
+                fast(completion()) => { $crate::protocol::device::pending::testsome };
+            Completion fn MPI_Request_free(request: *mut MPI_Request) err(world) fast(request_free()) => { $crate::protocol::device::pending::request_free };
             Completion fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int,
-                status: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::p2p::complete::request_get_status };
+                status: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::device::pending::request_get_status };
             Completion fn MPI_Cancel(request: *mut MPI_Request) err(world) fast(completion())
                 => { $crate::protocol::p2p::complete::cancel };
             Completion fn MPI_Get_count(status: *const MPI_Status, datatype: MPI_Datatype,
@@ -151,120 +151,120 @@ macro_rules! for_each_interposed {
             // ---- collectives (data movement; reductions are not intercepted) -----------------
             Coll fn MPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root:
                 c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) => {
-                $crate::protocol::coll::rooted::bcast };
+                $crate::protocol::device::coll::bcast };
             Coll fn MPI_Gather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                 recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm:
-                MPI_Comm) err(comm) => { $crate::protocol::coll::rooted::gather };
+                MPI_Comm) err(comm) => { $crate::protocol::device::coll::gather };
             Coll fn MPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                 recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype:
                 MPI_Datatype, root: c_int, comm: MPI_Comm) err(comm) => {
-                $crate::protocol::coll::rooted::gatherv };
+                $crate::protocol::device::coll::gatherv };
             Coll fn MPI_Scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                 recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm:
-                MPI_Comm) err(comm) => { $crate::protocol::coll::rooted::scatter };
+                MPI_Comm) err(comm) => { $crate::protocol::device::coll::scatter };
             Coll fn MPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const
                 c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype:
                 MPI_Datatype, root: c_int, comm: MPI_Comm) err(comm) => {
-                $crate::protocol::coll::rooted::scatterv };
+                $crate::protocol::device::coll::scatterv };
             Coll fn MPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                 recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-                err(comm) => { $crate::protocol::coll::alltoall::allgather };
+                err(comm) => { $crate::protocol::device::coll::allgather };
             Coll fn MPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                 recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype:
                 MPI_Datatype, comm: MPI_Comm) err(comm) => {
-                $crate::protocol::coll::alltoall::allgatherv };
+                $crate::protocol::device::coll::allgatherv };
             Coll fn MPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                 recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-                err(comm) => { $crate::protocol::coll::alltoall::alltoall };
+                err(comm) => { $crate::protocol::device::coll::alltoall };
             Coll fn MPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const
                 c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
                 rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) err(comm) => {
-                $crate::protocol::coll::alltoall::alltoallv };
+                $crate::protocol::device::coll::alltoallv };
             Coll fn MPI_Alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const
                 c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const
                 c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm)
-                err(comm) => { $crate::protocol::coll::alltoall::alltoallw };
+                err(comm) => { $crate::protocol::device::coll::alltoallw };
             Coll fn MPI_Neighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype:
                 MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm:
-                MPI_Comm) err(comm) => { $crate::protocol::coll::neighbor::neighbor_allgather };
+                MPI_Comm) err(comm) => { $crate::protocol::device::coll::neighbor_allgather };
             Coll fn MPI_Neighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype:
                 MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
                 recvtype: MPI_Datatype, comm: MPI_Comm) err(comm) => {
-                $crate::protocol::coll::neighbor::neighbor_allgatherv };
+                $crate::protocol::device::coll::neighbor_allgatherv };
             Coll fn MPI_Neighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype:
                 MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm:
-                MPI_Comm) err(comm) => { $crate::protocol::coll::neighbor::neighbor_alltoall };
+                MPI_Comm) err(comm) => { $crate::protocol::device::coll::neighbor_alltoall };
             Coll fn MPI_Neighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int,
                 sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts:
                 *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-                err(comm) => { $crate::protocol::coll::neighbor::neighbor_alltoallv };
+                err(comm) => { $crate::protocol::device::coll::neighbor_alltoallv };
             Coll fn MPI_Neighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int,
                 sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void,
                 recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype,
-                comm: MPI_Comm) err(comm) => { $crate::protocol::coll::neighbor::neighbor_alltoallw
+                comm: MPI_Comm) err(comm) => { $crate::protocol::device::coll::neighbor_alltoallw
                 };
             Coll fn MPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root:
                 c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm) bytes(count, datatype)
-                => { $crate::protocol::coll::rooted::ibcast };
+                => { $crate::protocol::device::coll::ibcast };
             Coll fn MPI_Igather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                 recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm:
                 MPI_Comm, request: *mut MPI_Request) err(comm) => {
-                $crate::protocol::coll::rooted::igather };
+                $crate::protocol::device::coll::igather };
             Coll fn MPI_Igatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                 recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype:
                 MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm) => {
-                $crate::protocol::coll::rooted::igatherv };
+                $crate::protocol::device::coll::igatherv };
             Coll fn MPI_Iscatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                 recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm:
                 MPI_Comm, request: *mut MPI_Request) err(comm) => {
-                $crate::protocol::coll::rooted::iscatter };
+                $crate::protocol::device::coll::iscatter };
             Coll fn MPI_Iscatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const
                 c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype:
                 MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm) => {
-                $crate::protocol::coll::rooted::iscatterv };
+                $crate::protocol::device::coll::iscatterv };
             Coll fn MPI_Iallgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                 recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
                 request: *mut MPI_Request) err(comm) => {
-                $crate::protocol::coll::alltoall::iallgather };
+                $crate::protocol::device::coll::iallgather };
             Coll fn MPI_Iallgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype:
                 MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
                 recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) err(comm) => {
-                $crate::protocol::coll::alltoall::iallgatherv };
+                $crate::protocol::device::coll::iallgatherv };
             Coll fn MPI_Ialltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
                 recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
                 request: *mut MPI_Request) err(comm) => {
-                $crate::protocol::coll::alltoall::ialltoall };
+                $crate::protocol::device::coll::ialltoall };
             Coll fn MPI_Ialltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const
                 c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
                 rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut
-                MPI_Request) err(comm) => { $crate::protocol::coll::alltoall::ialltoallv };
+                MPI_Request) err(comm) => { $crate::protocol::device::coll::ialltoallv };
             Coll fn MPI_Ialltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const
                 c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const
                 c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
                 request: *mut MPI_Request) err(comm) => {
-                $crate::protocol::coll::alltoall::ialltoallw };
+                $crate::protocol::device::coll::ialltoallw };
             Coll fn MPI_Ineighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype:
                 MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm:
                 MPI_Comm, request: *mut MPI_Request) err(comm) => {
-                $crate::protocol::coll::neighbor::ineighbor_allgather };
+                $crate::protocol::device::coll::ineighbor_allgather };
             Coll fn MPI_Ineighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype:
                 MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int,
                 recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) err(comm) => {
-                $crate::protocol::coll::neighbor::ineighbor_allgatherv };
+                $crate::protocol::device::coll::ineighbor_allgatherv };
             Coll fn MPI_Ineighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype:
                 MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm:
                 MPI_Comm, request: *mut MPI_Request) err(comm) => {
-                $crate::protocol::coll::neighbor::ineighbor_alltoall };
+                $crate::protocol::device::coll::ineighbor_alltoall };
             Coll fn MPI_Ineighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int,
                 sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts:
                 *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
                 request: *mut MPI_Request) err(comm) => {
-                $crate::protocol::coll::neighbor::ineighbor_alltoallv };
+                $crate::protocol::device::coll::ineighbor_alltoallv };
             Coll fn MPI_Ineighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int,
                 sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void,
                 recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype,
                 comm: MPI_Comm, request: *mut MPI_Request) err(comm) => {
-                $crate::protocol::coll::neighbor::ineighbor_alltoallw };
+                $crate::protocol::device::coll::ineighbor_alltoallw };
         }}
     };
 }
@@ -279,59 +279,59 @@ macro_rules! for_each_interposed_large_count {
         $callback! {
             $($main)*
             P2p fn MPI_Send_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
-                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::send_c };
+                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::device::p2p::send_c };
             P2p fn MPI_Bsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
-                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::bsend_c };
+                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::device::p2p::bsend_c };
             P2p fn MPI_Ssend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
-                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::ssend_c };
+                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::device::p2p::ssend_c };
             P2p fn MPI_Rsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
-                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::rsend_c };
+                dest: c_int, tag: c_int, comm: MPI_Comm) err(comm) bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::device::p2p::rsend_c };
             P2p fn MPI_Recv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,
                 source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) err(comm)
-                fast(receive(count, datatype)) => { $crate::protocol::p2p::recv::large_count::recv_c };
+                fast(receive(count, datatype)) => { $crate::protocol::device::p2p::large_count::recv_c };
             P2p fn MPI_Sendrecv_c(sendbuf: *const c_void, sendcount: MPI_Count,
                 sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void,
                 recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
                 comm: MPI_Comm, status: *mut MPI_Status) err(comm) bytes(sendcount, sendtype)
-                fast(sendrecv(sendcount, sendtype, recvcount, recvtype)) => { $crate::protocol::p2p::recv::large_count::sendrecv_c };
+                fast(sendrecv(sendcount, sendtype, recvcount, recvtype)) => { $crate::protocol::device::p2p::large_count::sendrecv_c };
             P2p fn MPI_Sendrecv_replace_c(buf: *mut c_void, count: MPI_Count,
                 datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int,
                 comm: MPI_Comm, status: *mut MPI_Status) err(comm) bytes(count, datatype)
-                fast(message(count, datatype)) => { $crate::protocol::p2p::recv::large_count::sendrecv_replace_c };
+                fast(message(count, datatype)) => { $crate::protocol::device::p2p::large_count::sendrecv_replace_c };
             P2p fn MPI_Isend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::isend_c };
+                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::device::p2p::isend_c };
             P2p fn MPI_Ibsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::ibsend_c };
+                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::device::p2p::ibsend_c };
             P2p fn MPI_Issend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::issend_c };
+                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::device::p2p::issend_c };
             P2p fn MPI_Irsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::p2p::send::irsend_c };
+                bytes(count, datatype) fast(message(count, datatype)) => { $crate::protocol::device::p2p::irsend_c };
             P2p fn MPI_Irecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,
                 source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                fast(receive(count, datatype)) => { $crate::protocol::p2p::recv::large_count::irecv_c };
+                fast(receive(count, datatype)) => { $crate::protocol::device::p2p::large_count::irecv_c };
             Persistent fn MPI_Send_init_c(buf: *const c_void, count: MPI_Count,
                 datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
-                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::p2p::send::send_init_c };
+                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::device::p2p::send_init_c };
             Persistent fn MPI_Bsend_init_c(buf: *const c_void, count: MPI_Count,
                 datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
-                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::p2p::send::bsend_init_c };
+                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::device::p2p::bsend_init_c };
             Persistent fn MPI_Ssend_init_c(buf: *const c_void, count: MPI_Count,
                 datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
-                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::p2p::send::ssend_init_c };
+                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::device::p2p::ssend_init_c };
             Persistent fn MPI_Rsend_init_c(buf: *const c_void, count: MPI_Count,
                 datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
-                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::p2p::send::rsend_init_c };
+                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::device::p2p::rsend_init_c };
             Persistent fn MPI_Recv_init_c(buf: *mut c_void, count: MPI_Count,
                 datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm,
-                request: *mut MPI_Request) err(comm) fast(persistent_receive(count, datatype)) => { $crate::protocol::p2p::recv::large_count::recv_init_c };
+                request: *mut MPI_Request) err(comm) fast(persistent_receive(count, datatype)) => { $crate::protocol::device::p2p::large_count::recv_init_c };
             Probe fn MPI_Mrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,
-                message: *mut MPI_Message, status: *mut MPI_Status) err(world) => { $crate::protocol::p2p::recv::large_count::mrecv_c };
+                message: *mut MPI_Message, status: *mut MPI_Status) err(world) => { $crate::protocol::device::p2p::large_count::mrecv_c };
             Probe fn MPI_Imrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype,
-                message: *mut MPI_Message, request: *mut MPI_Request) err(world) => { $crate::protocol::p2p::recv::large_count::imrecv_c };
+                message: *mut MPI_Message, request: *mut MPI_Request) err(world) => { $crate::protocol::device::p2p::large_count::imrecv_c };
             Completion fn MPI_Get_count_c(status: *const MPI_Status, datatype: MPI_Datatype,
                 count: *mut MPI_Count) err(world) => forward;
             Completion fn MPI_Get_elements_c(status: *const MPI_Status, datatype: MPI_Datatype,

@@ -39,6 +39,8 @@ pub mod errclass {
     pub const ERR_TRUNCATE: c_int = super::mpi::MPI_ERR_TRUNCATE as c_int;
     pub const ERR_IN_STATUS: c_int = super::mpi::MPI_ERR_IN_STATUS as c_int;
     pub const ERR_PENDING: c_int = super::mpi::MPI_ERR_PENDING as c_int;
+    pub const ERR_BUFFER: c_int = super::mpi::MPI_ERR_BUFFER as c_int;
+    pub const ERR_COMM: c_int = super::mpi::MPI_ERR_COMM as c_int;
 }
 
 /// `MPI_PROC_NULL` and `MPI_UNDEFINED` as `c_int`.

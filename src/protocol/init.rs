@@ -64,6 +64,7 @@ pub unsafe fn finalize() -> c_int {
     if runtime::config().is_some_and(|c| c.stats) && errors::mpi_is_active() {
         gather_and_print_stats();
     }
+    crate::protocol::device::pending::finalize();
     finish_p2p();
     crate::protocol::hints::free_keyvals();
     crate::protocol::parallel::shutdown();

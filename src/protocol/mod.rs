@@ -5,6 +5,7 @@
 //! completion family for non-contiguous datatypes) and collectives (`coll`: data-movement
 //! collectives with non-contiguous datatypes run on bytes). `layout` is the engine's view of a
 //! typed buffer, shared by both protocols.
+//! `device` stages device (GPU) buffers through host memory around the handlers of both.
 //! `byte_twin` gives a compiled type's layout as `MPI_BYTE`s, for receives left to the MPI.
 //! `hints` (the datatype attribute keyvals) and `parallel` (when MPI_Pack/MPI_Unpack run on
 //! several workers) serve `datatype`.
@@ -12,6 +13,7 @@
 pub mod byte_twin;
 pub mod coll;
 pub mod datatype;
+pub mod device;
 pub mod hints;
 pub mod init;
 pub mod layout;

@@ -167,7 +167,17 @@ impl Incoming {
             let buf = match self.dest {
                 Dest::Bytes(base) if off + len <= self.capacity => {
                     // SAFETY: the chunk lies inside the application's contiguous buffer.
-                    unsafe { next::MPI_Irecv(base.add(off).cast(), chunk_posting(len) as c_int, consts::byte(), self.peer, self.tag, pc, &mut req) };
+                    unsafe {
+                        next::MPI_Irecv(
+                            base.add(off).cast(),
+                            chunk_posting(len) as c_int,
+                            consts::byte(),
+                            self.peer,
+                            self.tag,
+                            pc,
+                            &mut req,
+                        )
+                    };
                     None
                 }
                 _ => {
@@ -175,7 +185,17 @@ impl Incoming {
                     // heap staging, whose pages stay mapped from one transfer to the next.
                     let mut b = self.spare.pop().unwrap_or_else(|| staging::take(self.chunk));
                     // SAFETY: sluice's staging of at least one chunk.
-                    unsafe { next::MPI_Irecv(b.as_mut_ptr().cast(), chunk_posting(len) as c_int, consts::byte(), self.peer, self.tag, pc, &mut req) };
+                    unsafe {
+                        next::MPI_Irecv(
+                            b.as_mut_ptr().cast(),
+                            chunk_posting(len) as c_int,
+                            consts::byte(),
+                            self.peer,
+                            self.tag,
+                            pc,
+                            &mut req,
+                        )
+                    };
                     Some(b)
                 }
             };

@@ -1,0 +1,305 @@
+//! Data-movement collectives with device buffers: the send and receive arguments are staged
+//! (their spans follow each call's counts, displacements, root and topology), the collective
+//! protocol's handler runs on the host copies, and the receive side goes back to the device
+//! when the call (blocking) or its request (nonblocking, [`super::pending`]) completes.
+//!
+//! Intercommunicators with device buffers are refused (`MPI_ERR_COMM`, naming the call): their
+//! argument significance differs and is not served yet.
+
+// MPI signatures have as many arguments as the standard gives them.
+#![allow(clippy::too_many_arguments)]
+// MPI_Aint and MPI_Count are `i64` in MPICH but `isize`/`c_long` in Open MPI: the casts that are
+// no-ops for one flavor are needed by the other.
+#![allow(clippy::unnecessary_cast)]
+
+use std::ffi::{c_int, c_void};
+
+use super::{flush_all, host_or, pending, stage, Span};
+use crate::errors;
+use crate::ffi::{consts, errclass, mpi};
+use crate::protocol::coll::{alltoall, neighbor, rooted};
+use crate::transfer::gpu;
+
+type Dt = mpi::MPI_Datatype;
+type Comm = mpi::MPI_Comm;
+type Req = mpi::MPI_Request;
+
+/// Size of and rank in an intracommunicator (`None`: an intercommunicator or a failed query).
+fn intra(comm: Comm) -> Option<(i64, i64)> {
+    let (mut inter, mut size, mut rank) = (0, 0, 0);
+    // SAFETY: each call writes one int; a bad handle fails the query.
+    let ok = unsafe {
+        comm != consts::comm_null()
+            && mpi::PMPI_Comm_test_inter(comm, &mut inter) == errclass::SUCCESS
+            && inter == 0
+            && mpi::PMPI_Comm_size(comm, &mut size) == errclass::SUCCESS
+            && mpi::PMPI_Comm_rank(comm, &mut rank) == errclass::SUCCESS
+    };
+    ok.then_some((size as i64, rank as i64))
+}
+
+/// `count * n` elements of `dt`.
+fn uniform(count: c_int, n: i64, dt: Dt) -> Option<Span> {
+    Span::of(0, (count as i64).checked_mul(n)?, dt)
+}
+
+/// Blocks `counts[i]` of `dt` at `displs[i]` extents, `i < n`.
+fn varying(counts: *const c_int, displs: *const c_int, n: i64, dt: Dt) -> Option<Span> {
+    if counts.is_null() || displs.is_null() || n < 0 {
+        return None;
+    }
+    let (mut lb, mut extent): (mpi::MPI_Count, mpi::MPI_Count) = (0, 0);
+    // SAFETY: writes two MPI_Count; a bad handle fails the query.
+    if unsafe { mpi::PMPI_Type_get_extent_x(dt, &mut lb, &mut extent) } != errclass::SUCCESS {
+        return None;
+    }
+    let mut span = Span::EMPTY;
+    for i in 0..n as usize {
+        // SAFETY: the application's arrays of (at least) `n` entries, as MPI requires.
+        let (c, d) = unsafe { (*counts.add(i), *displs.add(i)) };
+        span = span.union(Span::of((d as i64).checked_mul(extent as i64)?, c.into(), dt)?);
+    }
+    Some(span)
+}
+
+/// Blocks `counts[i]` of `types[i]` at `displs[i]` bytes, `i < n` (the `w` forms).
+fn typed<D: Copy + TryInto<i64>>(counts: *const c_int, displs: *const D, types: *const Dt, n: i64) -> Option<Span> {
+    if counts.is_null() || displs.is_null() || types.is_null() || n < 0 {
+        return None;
+    }
+    let mut span = Span::EMPTY;
+    for i in 0..n as usize {
+        // SAFETY: the application's arrays of (at least) `n` entries, as MPI requires.
+        let (c, d, t) = unsafe { (*counts.add(i), *displs.add(i), *types.add(i)) };
+        span = span.union(Span::of(d.try_into().ok()?, c.into(), t)?);
+    }
+    Some(span)
+}
+
+/// This rank's in- and out-degree in `comm`'s topology.
+fn degrees(comm: Comm) -> Option<(i64, i64)> {
+    neighbor::degrees(comm).map(|(i, o)| (i as i64, o as i64))
+}
+
+/// Runs one collective with its send and receive arguments staged. `request` null: blocking
+/// (outputs copied back before returning); else the staged copies live with the request.
+///
+/// # Safety
+/// The application's arguments; `f` is the host call on (possibly) replaced buffer addresses.
+unsafe fn run(
+    call: &'static str,
+    comm: Comm,
+    sb: *const c_void,
+    send_span: impl FnOnce() -> Option<Span>,
+    rb: *mut c_void,
+    recv_span: impl FnOnce() -> Option<Span>,
+    request: *mut Req,
+    f: impl FnOnce(*const c_void, *mut c_void) -> c_int,
+) -> c_int {
+    let device = |p: *const c_void| p != consts::in_place().cast_const() && gpu::device_range(p as usize).is_some();
+    if (device(sb) || device(rb.cast_const())) && intra(comm).is_none() {
+        let msg = format!("{call}: device buffers in collectives on intercommunicators are not supported");
+        return errors::raise(comm, errclass::ERR_COMM, &msg);
+    }
+    // SAFETY: forwarded contract.
+    let s = match unsafe { stage(call, sb, send_span, false, comm) } {
+        Ok(s) => s,
+        Err(rc) => return rc,
+    };
+    // SAFETY: forwarded contract.
+    let r = match unsafe { stage(call, rb, recv_span, true, comm) } {
+        Ok(r) => r,
+        Err(rc) => return rc,
+    };
+    let rc = f(host_or(&s, sb), host_or(&r, rb));
+    let mut stages: Vec<_> = s.into_iter().chain(r).collect();
+    if request.is_null() {
+        return flush_all(call, &mut stages, rc, comm);
+    }
+    if rc == errclass::SUCCESS && !stages.is_empty() {
+        // SAFETY: the host call wrote the request.
+        pending::track(call, unsafe { *request }, stages, false);
+    }
+    rc
+}
+
+/// Defines a blocking collective and its nonblocking form over [`run`]: `send(expr)` and
+/// `recv(expr)` give the spans (evaluated only for device buffers).
+macro_rules! pair {
+    ($name:ident / $iname:ident, $call:literal / $icall:literal, $host:path, $ihost:path,
+     ($($a:ident: $t:ty),*), [$sb:ident, $rb:ident, $comm:ident], send($sspan:expr), recv($rspan:expr)) => {
+        #[doc = concat!("`", $call, "` with device buffers or not.")]
+        ///
+        /// # Safety
+        /// As the MPI function.
+        pub unsafe fn $name($($a: $t),*) -> c_int {
+            if !gpu::armed() {
+                // SAFETY: forwarded contract.
+                return unsafe { $host($($a),*) };
+            }
+            // SAFETY: forwarded contract; the host call gets the staged copies.
+            unsafe { run($call, $comm, $sb, || $sspan, $rb, || $rspan, std::ptr::null_mut(), |$sb, $rb| $host($($a),*)) }
+        }
+
+        #[doc = concat!("`", $icall, "` with device buffers or not.")]
+        ///
+        /// # Safety
+        /// As the MPI function.
+        pub unsafe fn $iname($($a: $t,)* request: *mut Req) -> c_int {
+            if !gpu::armed() {
+                // SAFETY: forwarded contract.
+                return unsafe { $ihost($($a,)* request) };
+            }
+            // SAFETY: forwarded contract; the host call gets the staged copies.
+            unsafe { run($icall, $comm, $sb, || $sspan, $rb, || $rspan, request, |$sb, $rb| $ihost($($a,)* request)) }
+        }
+    };
+}
+
+/// `MPI_Bcast` with a device buffer or not (staged as a receive everywhere: the root's copy
+/// comes back unchanged).
+///
+/// # Safety
+/// As `MPI_Bcast`.
+pub unsafe fn bcast(buf: *mut c_void, count: c_int, t: Dt, root: c_int, comm: Comm) -> c_int {
+    if !gpu::armed() {
+        // SAFETY: forwarded contract.
+        return unsafe { rooted::bcast(buf, count, t, root, comm) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe {
+        run(
+            "MPI_Bcast",
+            comm,
+            std::ptr::null(),
+            || None,
+            buf,
+            || Span::of(0, count.into(), t),
+            std::ptr::null_mut(),
+            |_, b| rooted::bcast(b, count, t, root, comm),
+        )
+    }
+}
+
+/// `MPI_Ibcast` with a device buffer or not.
+///
+/// # Safety
+/// As `MPI_Ibcast`.
+pub unsafe fn ibcast(buf: *mut c_void, count: c_int, t: Dt, root: c_int, comm: Comm, request: *mut Req) -> c_int {
+    if !gpu::armed() {
+        // SAFETY: forwarded contract.
+        return unsafe { rooted::ibcast(buf, count, t, root, comm, request) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe {
+        run(
+            "MPI_Ibcast",
+            comm,
+            std::ptr::null(),
+            || None,
+            buf,
+            || Span::of(0, count.into(), t),
+            request,
+            |_, b| rooted::ibcast(b, count, t, root, comm, request),
+        )
+    }
+}
+
+/// Whether this rank is `root` of `comm`.
+fn is_root(comm: Comm, root: c_int) -> bool {
+    intra(comm).is_some_and(|(_, rank)| rank == root as i64)
+}
+
+/// Processes in `comm` (0 for a failed query).
+fn size(comm: Comm) -> i64 {
+    intra(comm).map_or(0, |(n, _)| n)
+}
+
+pair!(gather / igather, "MPI_Gather" / "MPI_Igather", rooted::gather, rooted::igather,
+    (sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, root: c_int, comm: Comm),
+    [sb, rb, comm],
+    send(Span::of(0, sc.into(), st)),
+    recv(if is_root(comm, root) { uniform(rc, size(comm), rt) } else { Some(Span::EMPTY) }));
+
+pair!(gatherv / igatherv, "MPI_Gatherv" / "MPI_Igatherv", rooted::gatherv, rooted::igatherv,
+    (sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Dt, root: c_int, comm: Comm),
+    [sb, rb, comm],
+    send(Span::of(0, sc.into(), st)),
+    recv(if is_root(comm, root) { varying(rcs, rds, size(comm), rt) } else { Some(Span::EMPTY) }));
+
+pair!(scatter / iscatter, "MPI_Scatter" / "MPI_Iscatter", rooted::scatter, rooted::iscatter,
+    (sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, root: c_int, comm: Comm),
+    [sb, rb, comm],
+    send(if is_root(comm, root) { uniform(sc, size(comm), st) } else { Some(Span::EMPTY) }),
+    recv(Span::of(0, rc.into(), rt)));
+
+pair!(scatterv / iscatterv, "MPI_Scatterv" / "MPI_Iscatterv", rooted::scatterv, rooted::iscatterv,
+    (sb: *const c_void, scs: *const c_int, sds: *const c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, root: c_int, comm: Comm),
+    [sb, rb, comm],
+    send(if is_root(comm, root) { varying(scs, sds, size(comm), st) } else { Some(Span::EMPTY) }),
+    recv(Span::of(0, rc.into(), rt)));
+
+pair!(allgather / iallgather, "MPI_Allgather" / "MPI_Iallgather", alltoall::allgather, alltoall::iallgather,
+    (sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, comm: Comm),
+    [sb, rb, comm],
+    send(Span::of(0, sc.into(), st)),
+    recv(uniform(rc, size(comm), rt)));
+
+pair!(allgatherv / iallgatherv, "MPI_Allgatherv" / "MPI_Iallgatherv", alltoall::allgatherv, alltoall::iallgatherv,
+    (sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Dt, comm: Comm),
+    [sb, rb, comm],
+    send(Span::of(0, sc.into(), st)),
+    recv(varying(rcs, rds, size(comm), rt)));
+
+pair!(alltoall / ialltoall, "MPI_Alltoall" / "MPI_Ialltoall", alltoall::alltoall, alltoall::ialltoall,
+    (sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, comm: Comm),
+    [sb, rb, comm],
+    send(uniform(sc, size(comm), st)),
+    recv(uniform(rc, size(comm), rt)));
+
+pair!(alltoallv / ialltoallv, "MPI_Alltoallv" / "MPI_Ialltoallv", alltoall::alltoallv, alltoall::ialltoallv,
+    (sb: *const c_void, scs: *const c_int, sds: *const c_int, st: Dt, rb: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Dt, comm: Comm),
+    [sb, rb, comm],
+    send(varying(scs, sds, size(comm), st)),
+    recv(varying(rcs, rds, size(comm), rt)));
+
+pair!(alltoallw / ialltoallw, "MPI_Alltoallw" / "MPI_Ialltoallw", alltoall::alltoallw, alltoall::ialltoallw,
+    (sb: *const c_void, scs: *const c_int, sds: *const c_int, sts: *const Dt, rb: *mut c_void, rcs: *const c_int, rds: *const c_int, rts: *const Dt, comm: Comm),
+    [sb, rb, comm],
+    send(typed(scs, sds, sts, size(comm))),
+    recv(typed(rcs, rds, rts, size(comm))));
+
+pair!(neighbor_allgather / ineighbor_allgather, "MPI_Neighbor_allgather" / "MPI_Ineighbor_allgather",
+    neighbor::neighbor_allgather, neighbor::ineighbor_allgather,
+    (sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, comm: Comm),
+    [sb, rb, comm],
+    send(Span::of(0, sc.into(), st)),
+    recv(degrees(comm).and_then(|(i, _)| uniform(rc, i, rt))));
+
+pair!(neighbor_allgatherv / ineighbor_allgatherv, "MPI_Neighbor_allgatherv" / "MPI_Ineighbor_allgatherv",
+    neighbor::neighbor_allgatherv, neighbor::ineighbor_allgatherv,
+    (sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Dt, comm: Comm),
+    [sb, rb, comm],
+    send(Span::of(0, sc.into(), st)),
+    recv(degrees(comm).and_then(|(i, _)| varying(rcs, rds, i, rt))));
+
+pair!(neighbor_alltoall / ineighbor_alltoall, "MPI_Neighbor_alltoall" / "MPI_Ineighbor_alltoall",
+    neighbor::neighbor_alltoall, neighbor::ineighbor_alltoall,
+    (sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, comm: Comm),
+    [sb, rb, comm],
+    send(degrees(comm).and_then(|(_, o)| uniform(sc, o, st))),
+    recv(degrees(comm).and_then(|(i, _)| uniform(rc, i, rt))));
+
+pair!(neighbor_alltoallv / ineighbor_alltoallv, "MPI_Neighbor_alltoallv" / "MPI_Ineighbor_alltoallv",
+    neighbor::neighbor_alltoallv, neighbor::ineighbor_alltoallv,
+    (sb: *const c_void, scs: *const c_int, sds: *const c_int, st: Dt, rb: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Dt, comm: Comm),
+    [sb, rb, comm],
+    send(degrees(comm).and_then(|(_, o)| varying(scs, sds, o, st))),
+    recv(degrees(comm).and_then(|(i, _)| varying(rcs, rds, i, rt))));
+
+pair!(neighbor_alltoallw / ineighbor_alltoallw, "MPI_Neighbor_alltoallw" / "MPI_Ineighbor_alltoallw",
+    neighbor::neighbor_alltoallw, neighbor::ineighbor_alltoallw,
+    (sb: *const c_void, scs: *const c_int, sds: *const mpi::MPI_Aint, sts: *const Dt, rb: *mut c_void, rcs: *const c_int, rds: *const mpi::MPI_Aint, rts: *const Dt, comm: Comm),
+    [sb, rb, comm],
+    send(degrees(comm).and_then(|(_, o)| typed(scs, sds, sts, o))),
+    recv(degrees(comm).and_then(|(i, _)| typed(rcs, rds, rts, i))));

@@ -1,0 +1,513 @@
+//! Point-to-point calls with device buffers: each handler stages its buffer (see the module
+//! above) and calls the point-to-point protocol's handler of the same name on the host copy.
+//! Blocking calls copy outputs back before returning; nonblocking and persistent ones leave
+//! their staged copies with the request ([`super::pending`]).
+
+// MPI signatures have as many arguments as the standard gives them.
+#![allow(clippy::too_many_arguments)]
+// MPI_Aint and MPI_Count are `i64` in MPICH but `isize`/`c_long` in Open MPI: the casts that are
+// no-ops for one flavor are needed by the other.
+#![allow(clippy::unnecessary_cast)]
+
+use std::ffi::{c_int, c_void};
+
+use super::{flush_all, host_or, pending, stage, Span};
+use crate::ffi::{consts, errclass, mpi};
+use crate::protocol::p2p::{recv, send};
+use crate::transfer::gpu;
+
+type Dt = mpi::MPI_Datatype;
+type Comm = mpi::MPI_Comm;
+type Req = mpi::MPI_Request;
+type Status = mpi::MPI_Status;
+
+/// A blocking call with one buffer argument (`output`: the call writes it).
+///
+/// # Safety
+/// `buf`, `count` and `dt` are the application's arguments; `f` is the host call.
+unsafe fn one(call: &str, buf: *const c_void, count: i64, dt: Dt, output: bool, comm: Comm, f: impl FnOnce(*mut c_void) -> c_int) -> c_int {
+    if !gpu::armed() {
+        return f(buf.cast_mut());
+    }
+    // SAFETY: forwarded contract.
+    match unsafe { stage(call, buf, || Span::of(0, count, dt), output, comm) } {
+        Err(rc) => rc,
+        Ok(None) => f(buf.cast_mut()),
+        Ok(Some(mut s)) => {
+            let rc = f(s.buf());
+            flush_all(call, std::slice::from_mut(&mut s), rc, comm)
+        }
+    }
+}
+
+/// A nonblocking or persistent call with one buffer argument: the staged copy lives with the
+/// request the host call returns.
+///
+/// # Safety
+/// As [`one`]; `request` is the application's output pointer.
+unsafe fn with_request(
+    call: &'static str,
+    buf: *const c_void,
+    count: i64,
+    dt: Dt,
+    output: bool,
+    comm: Comm,
+    request: *mut Req,
+    persistent: bool,
+    f: impl FnOnce(*mut c_void) -> c_int,
+) -> c_int {
+    if !gpu::armed() {
+        return f(buf.cast_mut());
+    }
+    // SAFETY: forwarded contract.
+    match unsafe { stage(call, buf, || Span::of(0, count, dt), output, comm) } {
+        Err(rc) => rc,
+        Ok(None) => f(buf.cast_mut()),
+        Ok(Some(s)) => {
+            let rc = f(s.buf());
+            if rc == errclass::SUCCESS && !request.is_null() {
+                // SAFETY: the host call wrote the request.
+                pending::track(call, unsafe { *request }, vec![s], persistent);
+            }
+            rc
+        }
+    }
+}
+
+/// Defines the device-aware handlers of one send mode (int and large-count variants).
+macro_rules! send_mode {
+    ($blocking:ident / $blocking_c:ident, $nonblocking:ident / $nonblocking_c:ident, $init:ident / $init_c:ident,
+     $n0:literal, $n1:literal, $n2:literal) => {
+        #[doc = concat!("`", $n0, "` with a device buffer or not.")]
+        ///
+        /// # Safety
+        /// As the MPI call of the same name.
+        pub unsafe fn $blocking(buf: *const c_void, count: c_int, datatype: Dt, dest: c_int, tag: c_int, comm: Comm) -> c_int {
+            // SAFETY: forwarded contract.
+            unsafe { one($n0, buf, count.into(), datatype, false, comm, |b| send::$blocking(b, count, datatype, dest, tag, comm)) }
+        }
+
+        #[doc = concat!("`", $n1, "` with a device buffer or not.")]
+        ///
+        /// # Safety
+        /// As the MPI call of the same name.
+        pub unsafe fn $nonblocking(
+            buf: *const c_void,
+            count: c_int,
+            datatype: Dt,
+            dest: c_int,
+            tag: c_int,
+            comm: Comm,
+            request: *mut Req,
+        ) -> c_int {
+            // SAFETY: forwarded contract.
+            unsafe {
+                with_request($n1, buf, count.into(), datatype, false, comm, request, false, |b| {
+                    send::$nonblocking(b, count, datatype, dest, tag, comm, request)
+                })
+            }
+        }
+
+        #[doc = concat!("`", $n2, "` with a device buffer or not (filled again at every start).")]
+        ///
+        /// # Safety
+        /// As the MPI call of the same name.
+        pub unsafe fn $init(
+            buf: *const c_void,
+            count: c_int,
+            datatype: Dt,
+            dest: c_int,
+            tag: c_int,
+            comm: Comm,
+            request: *mut Req,
+        ) -> c_int {
+            // SAFETY: forwarded contract.
+            unsafe {
+                with_request($n2, buf, count.into(), datatype, false, comm, request, true, |b| {
+                    send::$init(b, count, datatype, dest, tag, comm, request)
+                })
+            }
+        }
+
+        #[cfg(sluice_large_count)]
+        #[doc = concat!("`", $n0, "_c` with a device buffer or not.")]
+        ///
+        /// # Safety
+        /// As the MPI call of the same name.
+        pub unsafe fn $blocking_c(buf: *const c_void, count: mpi::MPI_Count, datatype: Dt, dest: c_int, tag: c_int, comm: Comm) -> c_int {
+            // SAFETY: forwarded contract.
+            unsafe { one($n0, buf, count as i64, datatype, false, comm, |b| send::$blocking_c(b, count, datatype, dest, tag, comm)) }
+        }
+
+        #[cfg(sluice_large_count)]
+        #[doc = concat!("`", $n1, "_c` with a device buffer or not.")]
+        ///
+        /// # Safety
+        /// As the MPI call of the same name.
+        pub unsafe fn $nonblocking_c(
+            buf: *const c_void,
+            count: mpi::MPI_Count,
+            datatype: Dt,
+            dest: c_int,
+            tag: c_int,
+            comm: Comm,
+            request: *mut Req,
+        ) -> c_int {
+            // SAFETY: forwarded contract.
+            unsafe {
+                with_request($n1, buf, count as i64, datatype, false, comm, request, false, |b| {
+                    send::$nonblocking_c(b, count, datatype, dest, tag, comm, request)
+                })
+            }
+        }
+
+        #[cfg(sluice_large_count)]
+        #[doc = concat!("`", $n2, "_c` with a device buffer or not.")]
+        ///
+        /// # Safety
+        /// As the MPI call of the same name.
+        pub unsafe fn $init_c(
+            buf: *const c_void,
+            count: mpi::MPI_Count,
+            datatype: Dt,
+            dest: c_int,
+            tag: c_int,
+            comm: Comm,
+            request: *mut Req,
+        ) -> c_int {
+            // SAFETY: forwarded contract.
+            unsafe {
+                with_request($n2, buf, count as i64, datatype, false, comm, request, true, |b| {
+                    send::$init_c(b, count, datatype, dest, tag, comm, request)
+                })
+            }
+        }
+    };
+}
+
+send_mode!(send / send_c, isend / isend_c, send_init / send_init_c, "MPI_Send", "MPI_Isend", "MPI_Send_init");
+send_mode!(bsend / bsend_c, ibsend / ibsend_c, bsend_init / bsend_init_c, "MPI_Bsend", "MPI_Ibsend", "MPI_Bsend_init");
+send_mode!(ssend / ssend_c, issend / issend_c, ssend_init / ssend_init_c, "MPI_Ssend", "MPI_Issend", "MPI_Ssend_init");
+send_mode!(rsend / rsend_c, irsend / irsend_c, rsend_init / rsend_init_c, "MPI_Rsend", "MPI_Irsend", "MPI_Rsend_init");
+
+/// `MPI_Recv` with a device buffer or not.
+///
+/// # Safety
+/// As `MPI_Recv`.
+pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, status: *mut Status) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { one("MPI_Recv", buf, count.into(), datatype, true, comm, |b| recv::recv(b, count, datatype, source, tag, comm, status)) }
+}
+
+/// `MPI_Irecv` with a device buffer or not.
+///
+/// # Safety
+/// As `MPI_Irecv`.
+pub unsafe fn irecv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_request("MPI_Irecv", buf, count.into(), datatype, true, comm, request, false, |b| {
+            recv::irecv(b, count, datatype, source, tag, comm, request)
+        })
+    }
+}
+
+/// `MPI_Recv_init` with a device buffer or not.
+///
+/// # Safety
+/// As `MPI_Recv_init`.
+pub unsafe fn recv_init(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_request("MPI_Recv_init", buf, count.into(), datatype, true, comm, request, true, |b| {
+            recv::recv_init(b, count, datatype, source, tag, comm, request)
+        })
+    }
+}
+
+/// `MPI_Mrecv` with a device buffer or not (errors on `MPI_COMM_WORLD`: a message handle names
+/// no communicator sluice can read).
+///
+/// # Safety
+/// As `MPI_Mrecv`.
+pub unsafe fn mrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut mpi::MPI_Message, status: *mut Status) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        one("MPI_Mrecv", buf, count.into(), datatype, true, consts::comm_world(), |b| recv::mrecv(b, count, datatype, message, status))
+    }
+}
+
+/// `MPI_Imrecv` with a device buffer or not.
+///
+/// # Safety
+/// As `MPI_Imrecv`.
+pub unsafe fn imrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut mpi::MPI_Message, request: *mut Req) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_request("MPI_Imrecv", buf, count.into(), datatype, true, consts::comm_world(), request, false, |b| {
+            recv::imrecv(b, count, datatype, message, request)
+        })
+    }
+}
+
+/// `MPI_Sendrecv` with device buffers or not (each side staged on its own).
+///
+/// # Safety
+/// As `MPI_Sendrecv`.
+pub unsafe fn sendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: Dt,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: Dt,
+    source: c_int,
+    recvtag: c_int,
+    comm: Comm,
+    status: *mut Status,
+) -> c_int {
+    if !gpu::armed() {
+        // SAFETY: forwarded contract.
+        return unsafe {
+            recv::sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+        };
+    }
+    const CALL: &str = "MPI_Sendrecv";
+    // SAFETY: the application's arguments.
+    let s = match unsafe { stage(CALL, sendbuf, || Span::of(0, sendcount.into(), sendtype), false, comm) } {
+        Ok(s) => s,
+        Err(rc) => return rc,
+    };
+    // SAFETY: as above.
+    let mut r = match unsafe { stage(CALL, recvbuf, || Span::of(0, recvcount.into(), recvtype), true, comm) } {
+        Ok(r) => r,
+        Err(rc) => return rc,
+    };
+    // SAFETY: forwarded contract, on host copies of the device buffers.
+    let rc = unsafe {
+        recv::sendrecv(
+            host_or(&s, sendbuf),
+            sendcount,
+            sendtype,
+            dest,
+            sendtag,
+            host_or(&r, recvbuf),
+            recvcount,
+            recvtype,
+            source,
+            recvtag,
+            comm,
+            status,
+        )
+    };
+    flush_all(CALL, r.as_mut_slice(), rc, comm)
+}
+
+/// `MPI_Sendrecv_replace` with a device buffer or not.
+///
+/// # Safety
+/// As `MPI_Sendrecv_replace`.
+pub unsafe fn sendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Dt,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: Comm,
+    status: *mut Status,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        one("MPI_Sendrecv_replace", buf, count.into(), datatype, true, comm, |b| {
+            recv::sendrecv_replace(b, count, datatype, dest, sendtag, source, recvtag, comm, status)
+        })
+    }
+}
+
+/// The large-count receives (MPICH).
+#[cfg(sluice_large_count)]
+pub mod large_count {
+    use super::*;
+    use crate::protocol::p2p::recv::large_count as host;
+
+    /// `MPI_Recv_c`.
+    ///
+    /// # Safety
+    /// As `MPI_Recv_c`.
+    pub unsafe fn recv_c(
+        buf: *mut c_void,
+        count: mpi::MPI_Count,
+        datatype: Dt,
+        source: c_int,
+        tag: c_int,
+        comm: Comm,
+        status: *mut Status,
+    ) -> c_int {
+        // SAFETY: forwarded contract.
+        unsafe {
+            one("MPI_Recv_c", buf, count as i64, datatype, true, comm, |b| host::recv_c(b, count, datatype, source, tag, comm, status))
+        }
+    }
+
+    /// `MPI_Irecv_c`.
+    ///
+    /// # Safety
+    /// As `MPI_Irecv_c`.
+    pub unsafe fn irecv_c(
+        buf: *mut c_void,
+        count: mpi::MPI_Count,
+        datatype: Dt,
+        source: c_int,
+        tag: c_int,
+        comm: Comm,
+        request: *mut Req,
+    ) -> c_int {
+        // SAFETY: forwarded contract.
+        unsafe {
+            with_request("MPI_Irecv_c", buf, count as i64, datatype, true, comm, request, false, |b| {
+                host::irecv_c(b, count, datatype, source, tag, comm, request)
+            })
+        }
+    }
+
+    /// `MPI_Recv_init_c`.
+    ///
+    /// # Safety
+    /// As `MPI_Recv_init_c`.
+    pub unsafe fn recv_init_c(
+        buf: *mut c_void,
+        count: mpi::MPI_Count,
+        datatype: Dt,
+        source: c_int,
+        tag: c_int,
+        comm: Comm,
+        request: *mut Req,
+    ) -> c_int {
+        // SAFETY: forwarded contract.
+        unsafe {
+            with_request("MPI_Recv_init_c", buf, count as i64, datatype, true, comm, request, true, |b| {
+                host::recv_init_c(b, count, datatype, source, tag, comm, request)
+            })
+        }
+    }
+
+    /// `MPI_Mrecv_c`.
+    ///
+    /// # Safety
+    /// As `MPI_Mrecv_c`.
+    pub unsafe fn mrecv_c(
+        buf: *mut c_void,
+        count: mpi::MPI_Count,
+        datatype: Dt,
+        message: *mut mpi::MPI_Message,
+        status: *mut Status,
+    ) -> c_int {
+        // SAFETY: forwarded contract.
+        unsafe {
+            one("MPI_Mrecv_c", buf, count as i64, datatype, true, consts::comm_world(), |b| {
+                host::mrecv_c(b, count, datatype, message, status)
+            })
+        }
+    }
+
+    /// `MPI_Imrecv_c`.
+    ///
+    /// # Safety
+    /// As `MPI_Imrecv_c`.
+    pub unsafe fn imrecv_c(
+        buf: *mut c_void,
+        count: mpi::MPI_Count,
+        datatype: Dt,
+        message: *mut mpi::MPI_Message,
+        request: *mut Req,
+    ) -> c_int {
+        // SAFETY: forwarded contract.
+        unsafe {
+            with_request("MPI_Imrecv_c", buf, count as i64, datatype, true, consts::comm_world(), request, false, |b| {
+                host::imrecv_c(b, count, datatype, message, request)
+            })
+        }
+    }
+
+    /// `MPI_Sendrecv_c`.
+    ///
+    /// # Safety
+    /// As `MPI_Sendrecv_c`.
+    pub unsafe fn sendrecv_c(
+        sendbuf: *const c_void,
+        sendcount: mpi::MPI_Count,
+        sendtype: Dt,
+        dest: c_int,
+        sendtag: c_int,
+        recvbuf: *mut c_void,
+        recvcount: mpi::MPI_Count,
+        recvtype: Dt,
+        source: c_int,
+        recvtag: c_int,
+        comm: Comm,
+        status: *mut Status,
+    ) -> c_int {
+        const CALL: &str = "MPI_Sendrecv_c";
+        if !gpu::armed() {
+            // SAFETY: forwarded contract.
+            return unsafe {
+                host::sendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+            };
+        }
+        // SAFETY: the application's arguments.
+        let s = match unsafe { stage(CALL, sendbuf, || Span::of(0, sendcount as i64, sendtype), false, comm) } {
+            Ok(s) => s,
+            Err(rc) => return rc,
+        };
+        // SAFETY: as above.
+        let mut r = match unsafe { stage(CALL, recvbuf, || Span::of(0, recvcount as i64, recvtype), true, comm) } {
+            Ok(r) => r,
+            Err(rc) => return rc,
+        };
+        // SAFETY: forwarded contract, on host copies of the device buffers.
+        let rc = unsafe {
+            host::sendrecv_c(
+                host_or(&s, sendbuf),
+                sendcount,
+                sendtype,
+                dest,
+                sendtag,
+                host_or(&r, recvbuf),
+                recvcount,
+                recvtype,
+                source,
+                recvtag,
+                comm,
+                status,
+            )
+        };
+        flush_all(CALL, r.as_mut_slice(), rc, comm)
+    }
+
+    /// `MPI_Sendrecv_replace_c`.
+    ///
+    /// # Safety
+    /// As `MPI_Sendrecv_replace_c`.
+    pub unsafe fn sendrecv_replace_c(
+        buf: *mut c_void,
+        count: mpi::MPI_Count,
+        datatype: Dt,
+        dest: c_int,
+        sendtag: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: Comm,
+        status: *mut Status,
+    ) -> c_int {
+        // SAFETY: forwarded contract.
+        unsafe {
+            one("MPI_Sendrecv_replace_c", buf, count as i64, datatype, true, comm, |b| {
+                host::sendrecv_replace_c(b, count, datatype, dest, sendtag, source, recvtag, comm, status)
+            })
+        }
+    }
+}

@@ -1,0 +1,416 @@
+/* Device buffers in MPI calls, under sluice on an MPI that knows nothing of GPUs.
+ *
+ * Every case runs twice with the same ranks and the same sluice: once on host buffers, once on
+ * device buffers (cuMemAlloc). Each run ends with a blob: every byte of every buffer of the case
+ * (device ones copied back), the return codes and the status fields the case reads. The two
+ * blobs must be equal: the application cannot tell a device buffer from a host one, data in the
+ * gaps of non-contiguous types and past short messages included. Then the errors only device
+ * buffers have (a datatype that reaches past the allocation).
+ *
+ * Needs >= 2 ranks (point-to-point cases between ranks 0 and 1; collectives on all). Prints
+ * SKIP and exits 0 where no CUDA driver or device is present. */
+#include "check.h"
+#include "gpu_cuda.h"
+#include <stdint.h>
+#include <string.h>
+
+static int rank, nprocs;
+static int on_device; /* which run: buffers from cuMemAlloc (1) or malloc (0) */
+/* GPU_MPI_HOST_TWICE=1 without a GPU: both runs on host memory, which checks that the cases
+ * themselves are deterministic (the test of the test). */
+static int host_twice;
+
+/* ---- buffers ------------------------------------------------------------------------------ */
+#define MAXB 16
+static struct { void *p; size_t n; } bufs[MAXB];
+static int nbufs;
+
+static void pattern(unsigned char *p, size_t n, unsigned seed) {
+    uint32_t x = seed * 2654435761u + 12345u;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        p[i] = (unsigned char)(x >> 16);
+    }
+}
+
+/* Writes a fresh pattern into a buffer of the case (host or device). */
+static void bfill(void *p, size_t n, unsigned seed) {
+    unsigned char *tmp = malloc(n);
+    pattern(tmp, n, seed);
+    if (on_device && !host_twice) {
+        if (cu_MemcpyHtoD((CUdeviceptr)(uintptr_t)p, tmp, n) != 0) { fprintf(stderr, "HtoD failed\n"); MPI_Abort(MPI_COMM_WORLD, 3); }
+    } else {
+        memcpy(p, tmp, n);
+    }
+    free(tmp);
+}
+
+/* A buffer of n bytes holding the pattern of `seed` (the same bytes in both runs). */
+static void *balloc(size_t n, unsigned seed) {
+    void *p;
+    if (on_device && !host_twice) {
+        CUdeviceptr d;
+        if (cu_MemAlloc(&d, n) != 0) { fprintf(stderr, "cuMemAlloc(%zu) failed\n", n); MPI_Abort(MPI_COMM_WORLD, 3); }
+        p = (void *)(uintptr_t)d;
+    } else {
+        p = malloc(n);
+    }
+    bufs[nbufs].p = p;
+    bufs[nbufs].n = n;
+    nbufs++;
+    bfill(p, n, seed + 1000u * (unsigned)rank);
+    return p;
+}
+
+/* ---- the blob of one run ------------------------------------------------------------------ */
+static unsigned char *blob;
+static size_t blob_len, blob_cap;
+
+static void put(const void *p, size_t n) {
+    if (blob_len + n > blob_cap) {
+        blob_cap = (blob_len + n) * 2;
+        blob = realloc(blob, blob_cap);
+    }
+    memcpy(blob + blob_len, p, n);
+    blob_len += n;
+}
+
+static void put_int(int v) { put(&v, sizeof v); }
+
+/* The fields of a status an application reads (source, tag, error, count in bytes). */
+static void put_status(const MPI_Status *st) {
+    int count = -7;
+    MPI_Get_count(st, MPI_BYTE, &count);
+    put_int(st->MPI_SOURCE);
+    put_int(st->MPI_TAG);
+    put_int(count);
+}
+
+/* Appends a buffer's current bytes (host or device). */
+static void snap(const void *p, size_t n) {
+    unsigned char *tmp = malloc(n);
+    if (on_device && !host_twice) {
+        cu_CtxSynchronize();
+        if (cu_MemcpyDtoH(tmp, (CUdeviceptr)(uintptr_t)p, n) != 0) { fprintf(stderr, "DtoH failed\n"); MPI_Abort(MPI_COMM_WORLD, 3); }
+    } else {
+        memcpy(tmp, p, n);
+    }
+    put(tmp, n);
+    free(tmp);
+}
+
+/* Appends every buffer's bytes and frees them. */
+static void finish_buffers(void) {
+    for (int i = 0; i < nbufs; i++) {
+        unsigned char *tmp = malloc(bufs[i].n);
+        if (on_device && !host_twice) {
+            cu_CtxSynchronize();
+            if (cu_MemcpyDtoH(tmp, (CUdeviceptr)(uintptr_t)bufs[i].p, bufs[i].n) != 0) { fprintf(stderr, "DtoH failed\n"); MPI_Abort(MPI_COMM_WORLD, 3); }
+            cu_MemFree((CUdeviceptr)(uintptr_t)bufs[i].p);
+        } else {
+            memcpy(tmp, bufs[i].p, bufs[i].n);
+            free(bufs[i].p);
+        }
+        put(tmp, bufs[i].n);
+        free(tmp);
+    }
+    nbufs = 0;
+}
+
+static void run_case(const char *name, void (*fn)(void)) {
+    unsigned char *host_blob = NULL;
+    size_t host_len = 0;
+    for (on_device = 0; on_device < 2; on_device++) {
+        blob_len = 0;
+        MPI_Barrier(MPI_COMM_WORLD);
+        fn();
+        finish_buffers();
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (!on_device) {
+            host_blob = malloc(blob_len ? blob_len : 1);
+            memcpy(host_blob, blob, blob_len);
+            host_len = blob_len;
+        }
+    }
+    EXPECT(blob_len == host_len, "%s: rank %d: device run gave %zu result bytes, host run %zu", name, rank, blob_len, host_len);
+    if (blob_len == host_len) {
+        for (size_t i = 0; i < blob_len; i++) {
+            if (blob[i] != host_blob[i]) {
+                EXPECT(0, "%s: rank %d: result byte %zu differs (device %u, host %u)", name, rank, i, blob[i], host_blob[i]);
+                break;
+            }
+        }
+    }
+    free(host_blob);
+    if (rank == 0) printf("case %s done\n", name);
+}
+
+/* ---- types ---------------------------------------------------------------------------------- */
+static MPI_Datatype vec8;  /* 4096 blocks of 8 doubles, stride 16: 256 KiB of data in 512 KiB */
+static MPI_Datatype vec1;  /* 100000 single ints at stride 3 (1.2 MB span): pipelined */
+static MPI_Datatype resized; /* struct {int; double} resized with a lower bound of -8 */
+
+static void make_types(void) {
+    MPI_Type_vector(4096, 8, 16, MPI_DOUBLE, &vec8);
+    MPI_Type_commit(&vec8);
+    MPI_Type_vector(100000, 1, 3, MPI_INT, &vec1);
+    MPI_Type_commit(&vec1);
+    int bl[2] = {1, 1};
+    MPI_Aint d[2] = {0, 8};
+    MPI_Datatype ts[2] = {MPI_INT, MPI_DOUBLE}, st;
+    MPI_Type_create_struct(2, bl, d, ts, &st);
+    MPI_Type_create_resized(st, -8, 32, &resized);
+    MPI_Type_commit(&resized);
+    MPI_Type_free(&st);
+}
+
+/* ---- point-to-point cases (ranks 0 and 1) ------------------------------------------------------ */
+static void p2p_contiguous(void) {
+    static const int counts[] = {1, 4096, 300000};
+    for (int k = 0; k < 3; k++) {
+        int n = counts[k];
+        int *b = balloc((size_t)n * 4, 10 + k);
+        MPI_Status st;
+        if (rank == 0) put_int(MPI_Send(b, n, MPI_INT, 1, k, MPI_COMM_WORLD));
+        if (rank == 1) {
+            put_int(MPI_Recv(b, n, MPI_INT, 0, k, MPI_COMM_WORLD, &st));
+            put_status(&st);
+        }
+    }
+}
+
+static void p2p_vector_both_ways(void) {
+    size_t span = 4096 * 16 * 8;
+    double *v = balloc(span, 20);
+    double *c = balloc(4096 * 8 * 8, 21);
+    MPI_Status st;
+    if (rank == 0) {
+        put_int(MPI_Send(v, 1, vec8, 1, 1, MPI_COMM_WORLD));
+        put_int(MPI_Recv(v, 1, vec8, 1, 2, MPI_COMM_WORLD, &st)); /* gaps must stay */
+        put_status(&st);
+    } else if (rank == 1) {
+        put_int(MPI_Recv(c, 4096 * 8, MPI_DOUBLE, 0, 1, MPI_COMM_WORLD, &st));
+        put_status(&st);
+        put_int(MPI_Send(c, 4096 * 8, MPI_DOUBLE, 0, 2, MPI_COMM_WORLD));
+    }
+    /* a large strided type, pipelined by sluice */
+    int *w = balloc(300000 * 4, 22);
+    if (rank == 0) put_int(MPI_Send(w, 1, vec1, 1, 3, MPI_COMM_WORLD));
+    if (rank == 1) {
+        put_int(MPI_Recv(w, 1, vec1, 0, 3, MPI_COMM_WORLD, &st));
+        put_status(&st);
+    }
+    /* a type with a negative lower bound: the buffer address is 8 bytes into the allocation */
+    char *r = balloc(17 * 32 + 8, 23);
+    if (rank == 0) put_int(MPI_Send(r + 8, 17, resized, 1, 4, MPI_COMM_WORLD));
+    if (rank == 1) {
+        put_int(MPI_Recv(r + 8, 17, resized, 0, 4, MPI_COMM_WORLD, &st));
+        put_status(&st);
+    }
+}
+
+static void p2p_nonblocking(void) {
+    double *v = balloc(4096 * 16 * 8, 30);
+    int *a = balloc(300000 * 4, 31);
+    int *s = balloc(64, 32);
+    MPI_Request rq[3];
+    MPI_Status sts[3];
+    if (rank == 0) {
+        put_int(MPI_Isend(v, 1, vec8, 1, 5, MPI_COMM_WORLD, &rq[0]));
+        put_int(MPI_Isend(a, 300000, MPI_INT, 1, 6, MPI_COMM_WORLD, &rq[1]));
+        put_int(MPI_Issend(s, 16, MPI_INT, 1, 7, MPI_COMM_WORLD, &rq[2]));
+        put_int(MPI_Waitall(3, rq, sts));
+    } else if (rank == 1) {
+        put_int(MPI_Irecv(s, 16, MPI_INT, 0, 7, MPI_COMM_WORLD, &rq[2]));
+        put_int(MPI_Irecv(a, 300000, MPI_INT, 0, 6, MPI_COMM_WORLD, &rq[1]));
+        put_int(MPI_Irecv(v, 1, vec8, 0, 5, MPI_COMM_WORLD, &rq[0]));
+        int left = 3;
+        while (left > 0) {
+            int idx, flag = 0;
+            MPI_Status st;
+            int trc = MPI_Testany(3, rq, &idx, &flag, &st);
+            if (flag && idx != MPI_UNDEFINED) {
+                put_int(trc);
+                put_int(idx);
+                put_status(&st);
+                left--;
+            }
+        }
+    }
+    /* Request_get_status, then Wait */
+    int *g = balloc(1000 * 4, 33);
+    if (rank == 0) put_int(MPI_Send(g, 1000, MPI_INT, 1, 8, MPI_COMM_WORLD));
+    if (rank == 1) {
+        MPI_Request r;
+        MPI_Status st;
+        int flag = 0;
+        put_int(MPI_Irecv(g, 1000, MPI_INT, 0, 8, MPI_COMM_WORLD, &r));
+        while (!flag) MPI_Request_get_status(r, &flag, &st);
+        put_status(&st);
+        put_int(MPI_Wait(&r, &st));
+    }
+}
+
+static void p2p_persistent(void) {
+    double *v = balloc(4096 * 16 * 8, 40);
+    MPI_Request r;
+    MPI_Status st;
+    if (rank == 0) MPI_Send_init(v, 1, vec8, 1, 9, MPI_COMM_WORLD, &r);
+    if (rank == 1) MPI_Recv_init(v, 1, vec8, 0, 9, MPI_COMM_WORLD, &r);
+    for (int round = 0; round < 3; round++) {
+        if (rank == 0) bfill(v, 4096 * 16 * 8, 41 + round); /* new data every round */
+        if (rank <= 1) {
+            put_int(MPI_Start(&r));
+            put_int(MPI_Wait(&r, &st));
+            if (rank == 1) put_status(&st);
+            if (rank == 1) snap(v, 4096 * 16 * 8); /* every round's data arrived */
+        }
+    }
+    if (rank <= 1) MPI_Request_free(&r);
+}
+
+static void p2p_sendrecv_probe_truncate(void) {
+    double *v = balloc(4096 * 16 * 8, 50);
+    MPI_Status st;
+    if (rank <= 1) {
+        put_int(MPI_Sendrecv_replace(v, 1, vec8, 1 - rank, 10, 1 - rank, 10, MPI_COMM_WORLD, &st));
+        put_status(&st);
+    }
+    int *m = balloc(5000 * 4, 51);
+    if (rank == 0) MPI_Send(m, 5000, MPI_INT, 1, 11, MPI_COMM_WORLD);
+    if (rank == 1) {
+        MPI_Message msg;
+        put_int(MPI_Mprobe(0, 11, MPI_COMM_WORLD, &msg, &st));
+        put_status(&st);
+        put_int(MPI_Mrecv(m, 5000, MPI_INT, &msg, &st));
+        put_status(&st);
+    }
+    /* truncation: the class and what the MPI leaves in the buffer must be the host run's */
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    int *t = balloc(2000 * 4, 52);
+    if (rank == 0) MPI_Send(t, 2000, MPI_INT, 1, 12, c);
+    if (rank == 1) {
+        int rc = MPI_Recv(t, 1000, MPI_INT, 0, 12, c, &st), cls;
+        MPI_Error_class(rc, &cls);
+        put_int(cls);
+    }
+    MPI_Comm_free(&c);
+}
+
+/* ---- collectives (all ranks) ----------------------------------------------------------------- */
+static void coll_rooted(void) {
+    double *v = balloc(4096 * 16 * 8, 60);
+    put_int(MPI_Bcast(v, 1, vec8, 0, MPI_COMM_WORLD));
+    int *s = balloc(1000 * 4, 61);
+    int *g = balloc((size_t)nprocs * 1100 * 4, 62);
+    int counts[64], displs[64];
+    for (int i = 0; i < nprocs; i++) {
+        counts[i] = 1000 - 10 * i;
+        displs[i] = 1100 * i + 7; /* gaps between the blocks must stay */
+    }
+    put_int(MPI_Gatherv(s, counts[rank], MPI_INT, g, counts, displs, MPI_INT, 1, MPI_COMM_WORLD));
+    int *sc = balloc((size_t)nprocs * 500 * 4, 63);
+    if (rank == 0) put_int(MPI_Scatter(sc, 500, MPI_INT, MPI_IN_PLACE, 500, MPI_INT, 0, MPI_COMM_WORLD));
+    else put_int(MPI_Scatter(NULL, 500, MPI_INT, sc, 500, MPI_INT, 0, MPI_COMM_WORLD));
+}
+
+static void coll_alltoall(void) {
+    int *s = balloc(3000 * 4, 70);
+    int *r = balloc((size_t)nprocs * 3000 * 4, 71);
+    put_int(MPI_Allgather(s, 3000, MPI_INT, r, 3000, MPI_INT, MPI_COMM_WORLD));
+    /* each peer's block is one vec8 on the send side, contiguous doubles on the receive side */
+    MPI_Datatype vblk;
+    MPI_Type_vector(256, 8, 16, MPI_DOUBLE, &vblk);
+    MPI_Datatype vres;
+    MPI_Type_create_resized(vblk, 0, 256 * 16 * 8, &vres);
+    MPI_Type_commit(&vres);
+    double *vs = balloc((size_t)nprocs * 256 * 16 * 8, 72);
+    double *vr = balloc((size_t)nprocs * 256 * 8 * 8, 73);
+    put_int(MPI_Alltoall(vs, 1, vres, vr, 256 * 8, MPI_DOUBLE, MPI_COMM_WORLD));
+    /* nonblocking, v-form */
+    int sc[64], sd[64], rc[64], rd[64];
+    for (int i = 0; i < nprocs; i++) {
+        sc[i] = 100 + i;
+        sd[i] = 400 * i;
+        rc[i] = 100 + rank;
+        rd[i] = 400 * i + 3;
+    }
+    int *a = balloc((size_t)nprocs * 400 * 4, 74);
+    int *b = balloc((size_t)nprocs * 400 * 4, 75);
+    MPI_Request q;
+    put_int(MPI_Ialltoallv(a, sc, sd, MPI_INT, b, rc, rd, MPI_INT, MPI_COMM_WORLD, &q));
+    put_int(MPI_Wait(&q, MPI_STATUS_IGNORE));
+    MPI_Type_free(&vres);
+    MPI_Type_free(&vblk);
+}
+
+static void coll_neighbor(void) {
+    MPI_Comm ring;
+    int dims[1] = {nprocs}, periods[1] = {1};
+    MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring);
+    double *s = balloc(2 * 4096 * 16 * 8, 80);
+    double *r = balloc(2 * 4096 * 8 * 8, 81);
+    MPI_Datatype vres;
+    MPI_Type_create_resized(vec8, 0, 4096 * 16 * 8, &vres);
+    MPI_Type_commit(&vres);
+    put_int(MPI_Neighbor_alltoall(s, 1, vres, r, 4096 * 8, MPI_DOUBLE, ring));
+    MPI_Type_free(&vres);
+    MPI_Comm_free(&ring);
+}
+
+/* ---- errors only device buffers have ------------------------------------------------------------- */
+static void device_errors(void) {
+    on_device = 1;
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    if (rank == 0) {
+        CUdeviceptr d;
+        cu_MemAlloc(&d, 4096);
+        /* 2048 ints from a 4096-byte allocation: sluice refuses before the MPI reads past it */
+        int rc = MPI_Send((void *)(uintptr_t)d, 2048, MPI_INT, 1, 13, c), cls = -1;
+        MPI_Error_class(rc, &cls);
+        EXPECT(cls == MPI_ERR_BUFFER, "send past the device allocation gave class %d, want MPI_ERR_BUFFER (%d)", cls, MPI_ERR_BUFFER);
+        cu_MemFree(d);
+    }
+    MPI_Comm_free(&c);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    MPI_Comm local;
+    int local_rank;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &local_rank);
+    const char *why = gpu_open(local_rank);
+    host_twice = why != NULL && getenv("GPU_MPI_HOST_TWICE") != NULL;
+    if (host_twice) why = NULL;
+    int ok = why == NULL, all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (!all_ok || nprocs < 2 || nprocs > 64) {
+        if (rank == 0) printf("SKIP gpu_mpi: %s\n", why ? why : (nprocs < 2 ? "needs 2 ranks" : "no GPU on some rank"));
+        MPI_Finalize();
+        return 0;
+    }
+    make_types();
+    run_case("p2p_contiguous", p2p_contiguous);
+    run_case("p2p_vector_both_ways", p2p_vector_both_ways);
+    run_case("p2p_nonblocking", p2p_nonblocking);
+    run_case("p2p_persistent", p2p_persistent);
+    run_case("p2p_sendrecv_probe_truncate", p2p_sendrecv_probe_truncate);
+    run_case("coll_rooted", coll_rooted);
+    run_case("coll_alltoall", coll_alltoall);
+    run_case("coll_neighbor", coll_neighbor);
+    if (!host_twice) device_errors();
+    MPI_Type_free(&vec8);
+    MPI_Type_free(&vec1);
+    MPI_Type_free(&resized);
+    MPI_Comm_free(&local);
+    int rc = report_verdict("gpu_mpi");
+    MPI_Finalize();
+    return rc;
+}
