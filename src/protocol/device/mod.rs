@@ -121,6 +121,17 @@ impl Staged {
         unsafe { gpu::to_host(self.host.as_ptr(), self.dev, self.len, &self.range) }
     }
 
+    /// Bytes staged (the span's length).
+    pub fn bytes(&self) -> usize {
+        self.len
+    }
+
+    /// Copies the first `n` bytes of the host copy back (an output staged without filling).
+    pub fn flush_prefix(&mut self, n: usize) -> Result<(), gpu::CudaError> {
+        // SAFETY: as in `fill`, for at most `len` bytes.
+        unsafe { gpu::to_device(self.dev, self.host.as_ptr(), n.min(self.len), &self.range) }
+    }
+
     /// Copies the host copy back to the device (outputs only).
     pub fn flush(&mut self) -> Result<(), gpu::CudaError> {
         if !self.output {
@@ -144,6 +155,23 @@ pub unsafe fn stage(
     buf: *const c_void,
     span: impl FnOnce() -> Option<Span>,
     output: bool,
+    comm: mpi::MPI_Comm,
+) -> Result<Option<Staged>, c_int> {
+    // SAFETY: forwarded contract.
+    unsafe { stage_as(call, buf, span, output, true, comm) }
+}
+
+/// [`stage`], with the copy into host memory left out unless `fill` (a receive whose delivered
+/// bytes are a prefix of its span needs none: [`Staged::flush_prefix`] copies only those back).
+///
+/// # Safety
+/// As [`stage`].
+pub unsafe fn stage_as(
+    call: &str,
+    buf: *const c_void,
+    span: impl FnOnce() -> Option<Span>,
+    output: bool,
+    fill: bool,
     comm: mpi::MPI_Comm,
 ) -> Result<Option<Staged>, c_int> {
     if buf == consts::in_place().cast_const() {
@@ -175,8 +203,16 @@ pub unsafe fn stage(
         return Err(errors::raise(comm, errclass::ERR_BUFFER, &msg));
     }
     let mut s = Staged { dev: first, len: span.len(), lo: span.lo, host: HostBuffer::new(span.len(), &range), range, output };
-    s.fill().map_err(|e| copy_failed(call, comm, &e))?;
+    if fill {
+        s.fill().map_err(|e| copy_failed(call, comm, &e))?;
+    }
     Ok(Some(s))
+}
+
+/// Whether a receive of `dt` elements fills a prefix of its span: one run of bytes in stream
+/// order (the pipelined protocol's test, which also rules out types with permuted blocks).
+pub fn fills_prefix(dt: mpi::MPI_Datatype) -> bool {
+    crate::protocol::p2p::pipeline::is_contiguous(dt)
 }
 
 /// Raises a failed device copy of `call` on `comm`.

@@ -11,7 +11,8 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::{flush_all, host_or, pending, stage, Span};
+use super::{copy_failed, fills_prefix, flush_all, host_or, pending, stage, stage_as, Span};
+use crate::protocol::p2p::{blank_status, delivered_bytes, status_or};
 use crate::ffi::{consts, errclass, mpi};
 use crate::protocol::p2p::{recv, send};
 use crate::transfer::gpu;
@@ -36,6 +37,59 @@ unsafe fn one(call: &str, buf: *const c_void, count: i64, dt: Dt, output: bool, 
         Ok(Some(mut s)) => {
             let rc = f(s.buf());
             flush_all(call, std::slice::from_mut(&mut s), rc, comm)
+        }
+    }
+}
+
+/// A blocking receive into one buffer: `f` gets the host address and a status to fill. A buffer
+/// whose receive fills a prefix of its span ([`fills_prefix`]) is not copied in first; only the
+/// bytes the MPI delivered (its status says how many; on truncation what the MPI leaves in the
+/// buffer) go back. Others are staged as any output.
+///
+/// # Safety
+/// As [`one`]; `status` is the application's (possibly `MPI_STATUS_IGNORE`).
+unsafe fn receive(
+    call: &str,
+    buf: *mut c_void,
+    count: i64,
+    dt: Dt,
+    comm: Comm,
+    status: *mut Status,
+    f: impl FnOnce(*mut c_void, *mut Status) -> c_int,
+) -> c_int {
+    if !gpu::armed() {
+        return f(buf, status);
+    }
+    let mut prefix = false;
+    let span = || {
+        let s = Span::of(0, count, dt)?;
+        prefix = fills_prefix(dt);
+        Some(s)
+    };
+    // SAFETY: forwarded contract. The fill is decided after the span (the closure runs first).
+    let staged = unsafe { stage_as(call, buf, span, true, false, comm) };
+    match staged {
+        Err(rc) => rc,
+        Ok(None) => f(buf, status),
+        Ok(Some(mut s)) => {
+            if !prefix {
+                if let Err(e) = s.fill() {
+                    return copy_failed(call, comm, &e);
+                }
+            }
+            let mut local = blank_status();
+            let stp = status_or(status, &mut local);
+            let rc = f(s.buf(), stp);
+            let done = if prefix {
+                // SAFETY: the MPI filled `stp` for this completed receive.
+                s.flush_prefix(unsafe { delivered_bytes(rc, stp, s.bytes()) })
+            } else {
+                s.flush()
+            };
+            match done {
+                Ok(()) => rc,
+                Err(e) => copy_failed(call, comm, &e),
+            }
         }
     }
 }
@@ -196,7 +250,7 @@ send_mode!(rsend / rsend_c, irsend / irsend_c, rsend_init / rsend_init_c, "MPI_R
 /// As `MPI_Recv`.
 pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, status: *mut Status) -> c_int {
     // SAFETY: forwarded contract.
-    unsafe { one("MPI_Recv", buf, count.into(), datatype, true, comm, |b| recv::recv(b, count, datatype, source, tag, comm, status)) }
+    unsafe { receive("MPI_Recv", buf, count.into(), datatype, comm, status, |b, st| recv::recv(b, count, datatype, source, tag, comm, st)) }
 }
 
 /// `MPI_Irecv` with a device buffer or not.
@@ -280,29 +334,12 @@ pub unsafe fn sendrecv(
         Ok(s) => s,
         Err(rc) => return rc,
     };
-    // SAFETY: as above.
-    let mut r = match unsafe { stage(CALL, recvbuf, || Span::of(0, recvcount.into(), recvtype), true, comm) } {
-        Ok(r) => r,
-        Err(rc) => return rc,
-    };
     // SAFETY: forwarded contract, on host copies of the device buffers.
-    let rc = unsafe {
-        recv::sendrecv(
-            host_or(&s, sendbuf),
-            sendcount,
-            sendtype,
-            dest,
-            sendtag,
-            host_or(&r, recvbuf),
-            recvcount,
-            recvtype,
-            source,
-            recvtag,
-            comm,
-            status,
-        )
-    };
-    flush_all(CALL, r.as_mut_slice(), rc, comm)
+    unsafe {
+        receive(CALL, recvbuf, recvcount.into(), recvtype, comm, status, |b, st| {
+            recv::sendrecv(host_or(&s, sendbuf), sendcount, sendtype, dest, sendtag, b, recvcount, recvtype, source, recvtag, comm, st)
+        })
+    }
 }
 
 /// `MPI_Sendrecv_replace` with a device buffer or not.
@@ -463,29 +500,12 @@ pub mod large_count {
             Ok(s) => s,
             Err(rc) => return rc,
         };
-        // SAFETY: as above.
-        let mut r = match unsafe { stage(CALL, recvbuf, || Span::of(0, recvcount as i64, recvtype), true, comm) } {
-            Ok(r) => r,
-            Err(rc) => return rc,
-        };
         // SAFETY: forwarded contract, on host copies of the device buffers.
-        let rc = unsafe {
-            host::sendrecv_c(
-                host_or(&s, sendbuf),
-                sendcount,
-                sendtype,
-                dest,
-                sendtag,
-                host_or(&r, recvbuf),
-                recvcount,
-                recvtype,
-                source,
-                recvtag,
-                comm,
-                status,
-            )
-        };
-        flush_all(CALL, r.as_mut_slice(), rc, comm)
+        unsafe {
+            receive(CALL, recvbuf, recvcount as i64, recvtype, comm, status, |b, st| {
+                host::sendrecv_c(host_or(&s, sendbuf), sendcount, sendtype, dest, sendtag, b, recvcount, recvtype, source, recvtag, comm, st)
+            })
+        }
     }
 
     /// `MPI_Sendrecv_replace_c`.
