@@ -220,24 +220,27 @@ static POOL: Mutex<(Vec<HostBuffer>, usize)> = Mutex::new((Vec::new(), 0));
 /// Most pinned bytes kept idle in [`POOL`].
 const POOL_BYTES: usize = 256 << 20;
 
+/// The capacity [`HostBuffer::new`] gives a request of `len` bytes.
+fn size_class(len: usize) -> usize {
+    len.max(4096).checked_next_power_of_two().unwrap_or(len)
+}
+
 impl HostBuffer {
     /// A buffer of at least `len` bytes (contents unspecified), pinned in `range`'s context
-    /// when the driver allows it.
+    /// when the driver allows it. Sizes are rounded up to a power of two (at least a page), so
+    /// that an idle buffer of the same class serves the next request: pinning costs far more
+    /// than the copy of a small message.
     pub fn new(len: usize, range: &DeviceRange) -> HostBuffer {
-        let len = len.max(1);
+        let cap = size_class(len);
         {
             let mut g = POOL.lock().unwrap_or_else(|e| e.into_inner());
             let (list, total) = &mut *g;
-            // Smallest idle buffer that fits, if it is not more than twice too large.
-            if let Some(i) =
-                list.iter().enumerate().filter(|(_, b)| b.cap >= len && b.cap / 2 <= len).min_by_key(|(_, b)| b.cap).map(|(i, _)| i)
-            {
+            if let Some(i) = list.iter().position(|b| b.cap == cap) {
                 let b = list.swap_remove(i);
                 *total -= b.cap;
                 return b;
             }
         }
-        let cap = len.next_multiple_of(4096);
         let pinned = with_lane(range, |_| {
             let mut p: *mut c_void = std::ptr::null_mut();
             // SAFETY: allocates `cap` bytes of portable pinned memory in the current context.
@@ -302,6 +305,15 @@ mod tests {
         ARMED.store(false, Ordering::Relaxed);
         let x = [0u8; 16];
         assert_eq!(device_range(x.as_ptr() as usize), None);
+    }
+
+    #[test]
+    fn size_classes_are_powers_of_two_from_a_page() {
+        assert_eq!(size_class(0), 4096);
+        assert_eq!(size_class(8), 4096);
+        assert_eq!(size_class(4097), 8192);
+        assert_eq!(size_class(1 << 20), 1 << 20);
+        assert_eq!(size_class((1 << 20) + 1), 2 << 20);
     }
 
     #[test]
