@@ -32,6 +32,9 @@ pub enum Family {
     /// Data-movement collectives (Bcast, Gather(v), Scatter(v), Allgather(v), Alltoall(v,w),
     /// the neighborhood ones) and their nonblocking forms.
     Coll,
+    /// Reductions and scans (and their nonblocking forms), `MPI_Reduce_local`: intercepted only
+    /// to stage device buffers.
+    Reduce,
     /// Not a call family: pack/unpack operations served by sluice's datatype engine (calls =
     /// operations, bytes = packed bytes), whichever MPI call asked for them.
     Engine,
@@ -57,7 +60,7 @@ pub enum Family {
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 16] = [
+    pub const ALL: [Family; 17] = [
         Family::Init,
         Family::P2p,
         Family::Persistent,
@@ -67,6 +70,7 @@ impl Family {
         Family::Pack,
         Family::Comm,
         Family::Coll,
+        Family::Reduce,
         Family::Engine,
         Family::Parallel,
         Family::Checkpoints,
@@ -88,6 +92,7 @@ impl Family {
             Family::Pack => "pack",
             Family::Comm => "comm",
             Family::Coll => "coll",
+            Family::Reduce => "reduce",
             Family::Engine => "ddt-engine",
             Family::Parallel => "ddt-parallel",
             Family::Checkpoints => "ddt-ckpt",

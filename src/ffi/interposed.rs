@@ -265,6 +265,50 @@ macro_rules! for_each_interposed {
                 recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype,
                 comm: MPI_Comm, request: *mut MPI_Request) err(comm) => {
                 $crate::protocol::device::coll::ineighbor_alltoallw };
+
+            // ---- reductions: intercepted only to stage device buffers (forwarded otherwise) ----
+            Reduce fn MPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int,
+                datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) err(comm)
+                fast(host_only()) => { $crate::protocol::device::coll::reduce };
+            Reduce fn MPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int,
+                datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) err(comm)
+                fast(host_only()) => { $crate::protocol::device::coll::allreduce };
+            Reduce fn MPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void,
+                recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) err(comm)
+                fast(host_only()) => { $crate::protocol::device::coll::reduce_scatter_block };
+            Reduce fn MPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void,
+                recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm)
+                err(comm) fast(host_only()) => { $crate::protocol::device::coll::reduce_scatter };
+            Reduce fn MPI_Scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int,
+                datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) err(comm)
+                fast(host_only()) => { $crate::protocol::device::coll::scan };
+            Reduce fn MPI_Exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int,
+                datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) err(comm)
+                fast(host_only()) => { $crate::protocol::device::coll::exscan };
+            Reduce fn MPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int,
+                datatype: MPI_Datatype, op: MPI_Op) err(world)
+                fast(host_only()) => { $crate::protocol::device::coll::reduce_local };
+            Reduce fn MPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int,
+                datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm,
+                request: *mut MPI_Request) err(comm) fast(host_only())
+                => { $crate::protocol::device::coll::ireduce };
+            Reduce fn MPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int,
+                datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request)
+                err(comm) fast(host_only()) => { $crate::protocol::device::coll::iallreduce };
+            Reduce fn MPI_Ireduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void,
+                recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+                request: *mut MPI_Request) err(comm) fast(host_only())
+                => { $crate::protocol::device::coll::ireduce_scatter_block };
+            Reduce fn MPI_Ireduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void,
+                recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+                request: *mut MPI_Request) err(comm) fast(host_only())
+                => { $crate::protocol::device::coll::ireduce_scatter };
+            Reduce fn MPI_Iscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int,
+                datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request)
+                err(comm) fast(host_only()) => { $crate::protocol::device::coll::iscan };
+            Reduce fn MPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int,
+                datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request)
+                err(comm) fast(host_only()) => { $crate::protocol::device::coll::iexscan };
         }}
     };
 }

@@ -372,6 +372,30 @@ static void coll_neighbor(void) {
     MPI_Comm_free(&ring);
 }
 
+static void coll_reductions(void) {
+    int *a = balloc(5000 * 4, 90), *b = balloc(5000 * 4, 91);
+    put_int(MPI_Allreduce(a, b, 5000, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    put_int(MPI_Allreduce(MPI_IN_PLACE, a, 5000, MPI_INT, MPI_BXOR, MPI_COMM_WORLD));
+    int *c = balloc(3000 * 4, 92), *d = balloc(3000 * 4, 93);
+    put_int(MPI_Reduce(c, d, 3000, MPI_INT, MPI_MAX, 1, MPI_COMM_WORLD));
+    if (rank == 0) put_int(MPI_Reduce(MPI_IN_PLACE, c, 3000, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD));
+    else put_int(MPI_Reduce(c, NULL, 3000, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD));
+    int *e = balloc((size_t)nprocs * 700 * 4, 94), *f = balloc(700 * 4, 95);
+    put_int(MPI_Reduce_scatter_block(e, f, 700, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    int rcs[64];
+    for (int i = 0; i < nprocs; i++) rcs[i] = 100 + 13 * i;
+    int *g = balloc((size_t)nprocs * 1000 * 4, 96);
+    put_int(MPI_Reduce_scatter(MPI_IN_PLACE, g, rcs, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    int *h = balloc(2000 * 4, 97), *k = balloc(2000 * 4, 98);
+    put_int(MPI_Scan(h, k, 2000, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    put_int(MPI_Exscan(MPI_IN_PLACE, h, 2000, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    MPI_Request q;
+    int *m = balloc(4000 * 4, 99);
+    put_int(MPI_Iallreduce(MPI_IN_PLACE, m, 4000, MPI_INT, MPI_BOR, MPI_COMM_WORLD, &q));
+    put_int(MPI_Wait(&q, MPI_STATUS_IGNORE));
+    put_int(MPI_Reduce_local(a, m, 4000, MPI_INT, MPI_SUM));
+}
+
 /* ---- errors only device buffers have ------------------------------------------------------------- */
 static void device_errors(void) {
     on_device = 1;
@@ -417,6 +441,7 @@ int main(int argc, char **argv) {
     run_case("coll_rooted", coll_rooted);
     run_case("coll_alltoall", coll_alltoall);
     run_case("coll_neighbor", coll_neighbor);
+    run_case("coll_reductions", coll_reductions);
     if (!host_twice) device_errors();
     MPI_Type_free(&vec8);
     MPI_Type_free(&vec1);

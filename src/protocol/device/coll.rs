@@ -3,6 +3,9 @@
 //! protocol's handler runs on the host copies, and the receive side goes back to the device
 //! when the call (blocking) or its request (nonblocking, [`super::pending`]) completes.
 //!
+//! The reductions and scans (intercepted for this alone) stage the same way and call the MPI on
+//! the host copies.
+//!
 //! Intercommunicators with device buffers are refused (`MPI_ERR_COMM`, naming the call): their
 //! argument significance differs and is not served yet.
 
@@ -16,7 +19,7 @@ use std::ffi::{c_int, c_void};
 
 use super::{flush_all, host_or, pending, stage, Span};
 use crate::errors;
-use crate::ffi::{consts, errclass, mpi};
+use crate::ffi::{consts, errclass, mpi, next};
 use crate::protocol::coll::{alltoall, neighbor, rooted};
 use crate::transfer::gpu;
 
@@ -303,3 +306,85 @@ pair!(neighbor_alltoallw / ineighbor_alltoallw, "MPI_Neighbor_alltoallw" / "MPI_
     [sb, rb, comm],
     send(degrees(comm).and_then(|(_, o)| typed(scs, sds, sts, o))),
     recv(degrees(comm).and_then(|(i, _)| typed(rcs, rds, rts, i))));
+
+/// The elements a reduce-scatter reduces in all: the sum of `counts` over `comm`'s ranks, and
+/// this rank's share.
+fn scatter_counts(counts: *const c_int, comm: Comm) -> Option<(i64, i64)> {
+    let (n, rank) = intra(comm)?;
+    if counts.is_null() {
+        return None;
+    }
+    // SAFETY: the application's array of one count per rank, as MPI requires.
+    let c = unsafe { std::slice::from_raw_parts(counts, n as usize) };
+    Some((c.iter().map(|&x| x as i64).sum(), c[rank as usize] as i64))
+}
+
+/// Whether `sb` is `MPI_IN_PLACE` (the receive buffer then holds the input too).
+fn in_place(sb: *const c_void) -> bool {
+    sb == consts::in_place().cast_const()
+}
+
+// Reductions: the MPI reduces on the host copies (a user-defined operation gets host memory).
+pair!(reduce / ireduce, "MPI_Reduce" / "MPI_Ireduce", next::MPI_Reduce, next::MPI_Ireduce,
+    (sb: *const c_void, rb: *mut c_void, count: c_int, dt: Dt, op: mpi::MPI_Op, root: c_int, comm: Comm),
+    [sb, rb, comm],
+    send(Span::of(0, count.into(), dt)),
+    recv(if is_root(comm, root) { Span::of(0, count.into(), dt) } else { Some(Span::EMPTY) }));
+
+pair!(allreduce / iallreduce, "MPI_Allreduce" / "MPI_Iallreduce", next::MPI_Allreduce, next::MPI_Iallreduce,
+    (sb: *const c_void, rb: *mut c_void, count: c_int, dt: Dt, op: mpi::MPI_Op, comm: Comm),
+    [sb, rb, comm],
+    send(Span::of(0, count.into(), dt)),
+    recv(Span::of(0, count.into(), dt)));
+
+pair!(scan / iscan, "MPI_Scan" / "MPI_Iscan", next::MPI_Scan, next::MPI_Iscan,
+    (sb: *const c_void, rb: *mut c_void, count: c_int, dt: Dt, op: mpi::MPI_Op, comm: Comm),
+    [sb, rb, comm],
+    send(Span::of(0, count.into(), dt)),
+    recv(Span::of(0, count.into(), dt)));
+
+pair!(exscan / iexscan, "MPI_Exscan" / "MPI_Iexscan", next::MPI_Exscan, next::MPI_Iexscan,
+    (sb: *const c_void, rb: *mut c_void, count: c_int, dt: Dt, op: mpi::MPI_Op, comm: Comm),
+    [sb, rb, comm],
+    send(Span::of(0, count.into(), dt)),
+    recv(Span::of(0, count.into(), dt)));
+
+pair!(reduce_scatter_block / ireduce_scatter_block, "MPI_Reduce_scatter_block" / "MPI_Ireduce_scatter_block",
+    next::MPI_Reduce_scatter_block, next::MPI_Ireduce_scatter_block,
+    (sb: *const c_void, rb: *mut c_void, rc: c_int, dt: Dt, op: mpi::MPI_Op, comm: Comm),
+    [sb, rb, comm],
+    send(uniform(rc, size(comm), dt)),
+    recv(if in_place(sb) { uniform(rc, size(comm), dt) } else { Span::of(0, rc.into(), dt) }));
+
+pair!(reduce_scatter / ireduce_scatter, "MPI_Reduce_scatter" / "MPI_Ireduce_scatter",
+    next::MPI_Reduce_scatter, next::MPI_Ireduce_scatter,
+    (sb: *const c_void, rb: *mut c_void, rcs: *const c_int, dt: Dt, op: mpi::MPI_Op, comm: Comm),
+    [sb, rb, comm],
+    send(scatter_counts(rcs, comm).and_then(|(all, _)| Span::of(0, all, dt))),
+    recv(scatter_counts(rcs, comm).and_then(|(all, mine)| Span::of(0, if in_place(sb) { all } else { mine }, dt))));
+
+/// `MPI_Reduce_local` with device buffers or not (errors on `MPI_COMM_WORLD`: no communicator).
+///
+/// # Safety
+/// As `MPI_Reduce_local`.
+pub unsafe fn reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, dt: Dt, op: mpi::MPI_Op) -> c_int {
+    if !gpu::armed() {
+        // SAFETY: forwarded contract.
+        return unsafe { next::MPI_Reduce_local(inbuf, inoutbuf, count, dt, op) };
+    }
+    const CALL: &str = "MPI_Reduce_local";
+    let comm = consts::comm_world();
+    // SAFETY: the application's arguments.
+    let s = match unsafe { stage(CALL, inbuf, || Span::of(0, count.into(), dt), false, comm) } {
+        Ok(s) => s,
+        Err(rc) => return rc,
+    };
+    // SAFETY: as above.
+    let mut r = match unsafe { stage(CALL, inoutbuf, || Span::of(0, count.into(), dt), true, comm) } {
+        Ok(r) => r,
+        Err(rc) => return rc,
+    };
+    // SAFETY: forwarded contract, on host copies.
+    let rc = unsafe { next::MPI_Reduce_local(host_or(&s, inbuf), host_or(&r, inoutbuf), count, dt, op) };
+    flush_all(CALL, r.as_mut_slice(), rc, comm)
+}

@@ -103,6 +103,14 @@ pub fn completion(_: Look) -> bool {
     super::nothing_pending()
 }
 
+/// The reductions, which sluice intercepts only to stage device buffers
+/// (`protocol::device::coll`): while the fast path is open the GPU layer is not armed (an armed
+/// layer runs sluice in `Instrumented` mode), so their handlers would forward every call.
+#[inline(always)]
+pub fn host_only(_: Look) -> bool {
+    true
+}
+
 /// `MPI_Request_free`: as [`completion`], and no persistent receive recorded (the handler
 /// forgets the freed handle: the MPI may give its value to a new request).
 #[inline(always)]
