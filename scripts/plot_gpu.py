@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Plots and tables of the GPU machine's results (docs/data/gpu/, written by the device kit:
+scripts/device-check.sh, scripts/device-run.sh):
+
+  gpu-p2p.png    device-buffer ping-pong bandwidth by size: sluice, staging by hand, the MPI's
+                 host hop and the PCIe hop (bench/gpu/gpu_p2p.c), contiguous and vec-8
+  rwcp-16.png    RW-CP pack/unpack speedup over 1 worker vs workers on 16 cores, the suite's
+                 median and range, with parallel memcpy's speedup for scale
+
+Usage: scripts/plot_gpu.py [DATA_DIR] [IMG_DIR]   (defaults docs/data/gpu, docs/img)
+Prints the markdown tables docs/benchmarks.md quotes."""
+import csv
+import os
+import statistics
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+data = sys.argv[1] if len(sys.argv) > 1 else "docs/data/gpu"
+img = sys.argv[2] if len(sys.argv) > 2 else "docs/img"
+
+
+def rows(name):
+    with open(os.path.join(data, name)) as f:
+        return [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+
+
+def p2p_plot_and_table(name):
+    rs = rows(name)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, shape in zip(axes, ["contig", "vec-8"]):
+        for mode, style in [("sluice", "o-"), ("staged", "s--"), ("host", "^:"), ("pcie", "x:")]:
+            pts = [(int(r["bytes"]), float(r["GBps"])) for r in rs if r["type"] == shape and r["mode"] == mode]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=mode)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("message bytes (data)")
+        ax.set_ylabel("GB/s one way (median)")
+        ax.set_title(shape)
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    fig.suptitle("device-buffer ping-pong, 2 ranks, one H200 (MPS), MPICH 4.0.2")
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "gpu-p2p.png"), dpi=110)
+    print("| type | bytes | sluice us [95% CI] | staged by hand us | sluice / staged | host MPI GB/s | sluice GB/s | sluice / host |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    by = {(r["mode"], r["type"], r["bytes"]): r for r in rs}
+    for r in rs:
+        if r["mode"] != "sluice":
+            continue
+        k = (r["type"], r["bytes"])
+        st, h = by[("staged",) + k], by[("host",) + k]
+        print(
+            f"| {r['type']} | {r['bytes']} | {float(r['median_us']):.1f} [{float(r['lo_us']):.1f}, {float(r['hi_us']):.1f}] "
+            f"| {float(st['median_us']):.1f} | {float(r['median_us']) / float(st['median_us']):.3f} "
+            f"| {float(h['GBps']):.2f} | {float(r['GBps']):.2f} | {float(r['GBps']) / float(h['GBps']):.2f} |"
+        )
+
+
+def rwcp_plot_and_table():
+    ws = [1, 2, 4, 8, 16]
+    med, lo, hi, mem = {}, {}, {}, {}
+    for kind in ["pack", "unpack"]:
+        med[kind], lo[kind], hi[kind] = [], [], []
+    print()
+    print("| workers | pack speedup median [min, max] | unpack speedup median [min, max] | memcpy speedup median |")
+    print("|---:|---:|---:|---:|")
+    for w in ws:
+        rs = rows(f"rwcp-suite-w{w}.csv")
+        line = [str(w)]
+        for kind in ["pack", "unpack"]:
+            col = f"{kind}_speedup"
+            v = [float(r[col]) for r in rs] if w > 1 else [1.0]
+            med[kind].append(statistics.median(v))
+            lo[kind].append(min(v))
+            hi[kind].append(max(v))
+            line.append(f"{statistics.median(v):.2f} [{min(v):.2f}, {max(v):.2f}]")
+        mrs = rows(f"rwcp-memcpy-w{w}.csv") if w > 1 else []
+        m = statistics.median(float(r["memcpy_speedup"]) for r in mrs) if mrs else 1.0
+        mem[w] = m
+        line.append(f"{m:.2f}")
+        print("| " + " | ".join(line) + " |")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for kind, style in [("pack", "o-"), ("unpack", "s-")]:
+        ax.plot(ws, med[kind], style, label=f"RW-CP {kind} (suite median)")
+        ax.fill_between(ws, lo[kind], hi[kind], alpha=0.12)
+    ax.plot(ws, [mem[w] for w in ws], "k:", label="parallel memcpy")
+    ax.plot(ws, ws, color="grey", lw=0.5, label="linear")
+    ax.axhline(6, color="red", lw=0.6, ls="--", label="target at 8 workers")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("workers")
+    ax.set_ylabel("speedup over 1 worker")
+    ax.set_title("RW-CP on 16 cores (H100 machine), ddt suite")
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "rwcp-16.png"), dpi=110)
+
+
+p2p_plot_and_table("gpu_p2p-h200-mps-mpich.csv")
+rwcp_plot_and_table()
