@@ -173,6 +173,35 @@ fn read_hint(key: usize, after_key: impl FnOnce(), after_value: impl FnOnce()) -
     (SIZE_SEQ[i].load(Ordering::Relaxed) == seq).then_some(TypeHint { size: v >> FLAG_BITS, left_to_mpi: v & LEFT_TO_MPI != 0 })
 }
 
+/// A type's size, extent and true extent, as the MPI reports them (`None`: it rejects the handle).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    pub size: i64,
+    pub lb: i64,
+    pub extent: i64,
+    pub true_lb: i64,
+    pub true_extent: i64,
+}
+
+/// The [`Bounds`] of `t`.
+pub(crate) fn bounds(t: mpi::MPI_Datatype) -> Option<Bounds> {
+    let (mut size, mut lb, mut extent, mut tlb, mut textent): (
+        mpi::MPI_Count,
+        mpi::MPI_Count,
+        mpi::MPI_Count,
+        mpi::MPI_Count,
+        mpi::MPI_Count,
+    ) = (0, 0, 0, 0, 0);
+    // SAFETY: each call writes one or two MPI_Count; a handle the MPI rejects fails the first
+    // query (an invalid handle is erroneous with the bare MPI's call as well).
+    let ok = unsafe {
+        mpi::PMPI_Type_size_x(t, &mut size) == errclass::SUCCESS
+            && mpi::PMPI_Type_get_extent_x(t, &mut lb, &mut extent) == errclass::SUCCESS
+            && mpi::PMPI_Type_get_true_extent_x(t, &mut tlb, &mut textent) == errclass::SUCCESS
+    };
+    ok.then_some(Bounds { size, lb, extent, true_lb: tlb, true_extent: textent })
+}
+
 /// The packed size of one element of compiled type `t`, without a lock.
 #[inline]
 pub(crate) fn size_hint(t: mpi::MPI_Datatype) -> Option<usize> {

@@ -51,16 +51,12 @@ fn varying(counts: *const c_int, displs: *const c_int, n: i64, dt: Dt) -> Option
     if counts.is_null() || displs.is_null() || n < 0 {
         return None;
     }
-    let (mut lb, mut extent): (mpi::MPI_Count, mpi::MPI_Count) = (0, 0);
-    // SAFETY: writes two MPI_Count; a bad handle fails the query.
-    if unsafe { mpi::PMPI_Type_get_extent_x(dt, &mut lb, &mut extent) } != errclass::SUCCESS {
-        return None;
-    }
+    let extent = crate::protocol::datatype::bounds(dt)?.extent;
     let mut span = Span::EMPTY;
     for i in 0..n as usize {
         // SAFETY: the application's arrays of (at least) `n` entries, as MPI requires.
         let (c, d) = unsafe { (*counts.add(i), *displs.add(i)) };
-        span = span.union(Span::of((d as i64).checked_mul(extent as i64)?, c.into(), dt)?);
+        span = span.union(Span::of((d as i64).checked_mul(extent)?, c.into(), dt)?);
     }
     Some(span)
 }

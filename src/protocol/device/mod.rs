@@ -47,27 +47,11 @@ impl Span {
         if count < 0 || dt == consts::datatype_null() {
             return None;
         }
-        let (mut tlb, mut textent, mut lb, mut extent, mut size): (
-            mpi::MPI_Count,
-            mpi::MPI_Count,
-            mpi::MPI_Count,
-            mpi::MPI_Count,
-            mpi::MPI_Count,
-        ) = (0, 0, 0, 0, 0);
-        // SAFETY: each call writes one or two MPI_Count; a handle the MPI rejects fails the first
-        // query (an invalid handle is erroneous with the bare MPI's call as well).
-        let ok = unsafe {
-            mpi::PMPI_Type_size_x(dt, &mut size) == errclass::SUCCESS
-                && mpi::PMPI_Type_get_true_extent_x(dt, &mut tlb, &mut textent) == errclass::SUCCESS
-                && mpi::PMPI_Type_get_extent_x(dt, &mut lb, &mut extent) == errclass::SUCCESS
-        };
-        if !ok {
-            return None;
-        }
+        let b = crate::protocol::datatype::bounds(dt)?;
+        let (size, tlb, textent, extent) = (b.size, b.true_lb, b.true_extent, b.extent);
         if count == 0 || size == 0 {
             return Some(Span::EMPTY);
         }
-        let (tlb, textent, extent) = (tlb as i64, textent as i64, extent as i64);
         let last = extent.checked_mul(count - 1)?;
         let lo = disp.checked_add(tlb)?.checked_add(last.min(0))?;
         let hi = disp.checked_add(tlb)?.checked_add(textent)?.checked_add(last.max(0))?;

@@ -12,8 +12,8 @@
 use std::ffi::{c_int, c_void};
 
 use super::{copy_failed, fills_prefix, flush_all, host_or, pending, stage, stage_as, Span};
-use crate::protocol::p2p::{blank_status, delivered_bytes, status_or};
 use crate::ffi::{consts, errclass, mpi};
+use crate::protocol::p2p::{blank_status, delivered_bytes, status_or};
 use crate::protocol::p2p::{recv, send};
 use crate::transfer::gpu;
 
@@ -503,7 +503,20 @@ pub mod large_count {
         // SAFETY: forwarded contract, on host copies of the device buffers.
         unsafe {
             receive(CALL, recvbuf, recvcount as i64, recvtype, comm, status, |b, st| {
-                host::sendrecv_c(host_or(&s, sendbuf), sendcount, sendtype, dest, sendtag, b, recvcount, recvtype, source, recvtag, comm, st)
+                host::sendrecv_c(
+                    host_or(&s, sendbuf),
+                    sendcount,
+                    sendtype,
+                    dest,
+                    sendtag,
+                    b,
+                    recvcount,
+                    recvtype,
+                    source,
+                    recvtag,
+                    comm,
+                    st,
+                )
             })
         }
     }

@@ -341,20 +341,7 @@ pub fn is_contiguous(datatype: mpi::MPI_Datatype) -> bool {
 
 /// Whether the type's size, extent and true extent are equal (no hole, elements tile).
 fn fills_its_extent(datatype: mpi::MPI_Datatype) -> bool {
-    let (mut size, mut lb, mut extent, mut tlb, mut textent): (
-        mpi::MPI_Count,
-        mpi::MPI_Count,
-        mpi::MPI_Count,
-        mpi::MPI_Count,
-        mpi::MPI_Count,
-    ) = (0, 0, 0, 0, 0);
-    // SAFETY: writes counts.
-    unsafe {
-        mpi::PMPI_Type_size_x(datatype, &mut size);
-        mpi::PMPI_Type_get_extent_x(datatype, &mut lb, &mut extent);
-        mpi::PMPI_Type_get_true_extent_x(datatype, &mut tlb, &mut textent);
-    }
-    size > 0 && size == extent && size == textent
+    crate::protocol::datatype::bounds(datatype).is_some_and(|b| b.size > 0 && b.size == b.extent && b.size == b.true_extent)
 }
 
 /// The lower bound of the data of a contiguous type (its true lower bound).
