@@ -30,6 +30,29 @@ pub fn raise(comm: mpi::MPI_Comm, class: c_int, msg: &str) -> c_int {
     class
 }
 
+/// [`raise`] through a window's error handler.
+pub fn raise_win(win: mpi::MPI_Win, class: c_int, msg: &str) -> c_int {
+    logging::write_line(&format!("error: {msg} [{}]", class_name(class)));
+    if mpi_is_active() {
+        // SAFETY: MPI is active; `win` is the application's window handle, which the call it
+        // passed it to requires to be valid.
+        unsafe { mpi::PMPI_Win_call_errhandler(win, class) };
+    }
+    class
+}
+
+/// [`raise`] through a file's error handler (`MPI_ERRORS_RETURN` unless the application set
+/// another: the default for files).
+pub fn raise_file(fh: mpi::MPI_File, class: c_int, msg: &str) -> c_int {
+    logging::write_line(&format!("error: {msg} [{}]", class_name(class)));
+    if mpi_is_active() {
+        // SAFETY: MPI is active; `fh` is the application's file handle, which the call it
+        // passed it to requires to be valid.
+        unsafe { mpi::PMPI_File_call_errhandler(fh, class) };
+    }
+    class
+}
+
 /// The MPI name of an error class sluice raises itself.
 pub fn class_name(class: c_int) -> &'static str {
     use crate::ffi::errclass::*;

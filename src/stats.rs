@@ -35,6 +35,8 @@ pub enum Family {
     /// Reductions and scans (and their nonblocking forms), `MPI_Reduce_local`: intercepted only
     /// to stage device buffers.
     Reduce,
+    /// One-sided calls and file reads/writes: intercepted only to refuse device buffers.
+    RmaIo,
     /// Not a call family: pack/unpack operations served by sluice's datatype engine (calls =
     /// operations, bytes = packed bytes), whichever MPI call asked for them.
     Engine,
@@ -60,7 +62,7 @@ pub enum Family {
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 17] = [
+    pub const ALL: [Family; 18] = [
         Family::Init,
         Family::P2p,
         Family::Persistent,
@@ -71,6 +73,7 @@ impl Family {
         Family::Comm,
         Family::Coll,
         Family::Reduce,
+        Family::RmaIo,
         Family::Engine,
         Family::Parallel,
         Family::Checkpoints,
@@ -93,6 +96,7 @@ impl Family {
             Family::Comm => "comm",
             Family::Coll => "coll",
             Family::Reduce => "reduce",
+            Family::RmaIo => "rma-io",
             Family::Engine => "ddt-engine",
             Family::Parallel => "ddt-parallel",
             Family::Checkpoints => "ddt-ckpt",

@@ -277,3 +277,16 @@ fn datatype_hints_are_honoured() {
     job.assert_pass("hints");
     assert!(job.stdout.contains("hints unavailable"), "{}", job.all());
 }
+
+#[test]
+fn one_sided_and_file_calls_pass_through_unchanged() {
+    // sluice intercepts them only to refuse device buffers (docs/gpu.md): host buffers must
+    // behave exactly as with the bare MPI, and the calls are counted.
+    let exe = compile_c("rma_io");
+    launch(2, &exe, &[], None).assert_pass("rma_io");
+    for np in [2u32, 4] {
+        let job = launch_shim(np, &exe, &[("SLUICE_STATS", "1")]);
+        job.assert_pass("rma_io");
+        assert!(job.stat_calls("rma-io").unwrap_or(0) >= 10 * np as u64, "np={np}: one-sided/file calls not counted\n{}", job.all());
+    }
+}

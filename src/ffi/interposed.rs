@@ -309,6 +309,52 @@ macro_rules! for_each_interposed {
             Reduce fn MPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int,
                 datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request)
                 err(comm) fast(host_only()) => { $crate::protocol::device::coll::iexscan };
+
+            // ---- one-sided and I/O: intercepted only to refuse device buffers clearly --------
+            RmaIo fn MPI_Win_create(base: *mut c_void, size: MPI_Aint, disp_unit: c_int,
+                info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) err(comm)
+                fast(host_only()) => { $crate::protocol::device::refuse::win_create };
+            RmaIo fn MPI_Put(origin_addr: *const c_void, origin_count: c_int,
+                origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
+                target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win) err(world)
+                fast(host_only()) => { $crate::protocol::device::refuse::put };
+            RmaIo fn MPI_Get(origin_addr: *mut c_void, origin_count: c_int,
+                origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
+                target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win) err(world)
+                fast(host_only()) => { $crate::protocol::device::refuse::get };
+            RmaIo fn MPI_Accumulate(origin_addr: *const c_void, origin_count: c_int,
+                origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
+                target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win)
+                err(world) fast(host_only()) => { $crate::protocol::device::refuse::accumulate };
+            RmaIo fn MPI_Get_accumulate(origin_addr: *const c_void, origin_count: c_int,
+                origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: c_int,
+                result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
+                target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win)
+                err(world) fast(host_only()) => { $crate::protocol::device::refuse::get_accumulate };
+            RmaIo fn MPI_File_read(fh: MPI_File, buf: *mut c_void, count: c_int,
+                datatype: MPI_Datatype, status: *mut MPI_Status) err(world)
+                fast(host_only()) => { $crate::protocol::device::refuse::file_read };
+            RmaIo fn MPI_File_read_all(fh: MPI_File, buf: *mut c_void, count: c_int,
+                datatype: MPI_Datatype, status: *mut MPI_Status) err(world)
+                fast(host_only()) => { $crate::protocol::device::refuse::file_read_all };
+            RmaIo fn MPI_File_write(fh: MPI_File, buf: *const c_void, count: c_int,
+                datatype: MPI_Datatype, status: *mut MPI_Status) err(world)
+                fast(host_only()) => { $crate::protocol::device::refuse::file_write };
+            RmaIo fn MPI_File_write_all(fh: MPI_File, buf: *const c_void, count: c_int,
+                datatype: MPI_Datatype, status: *mut MPI_Status) err(world)
+                fast(host_only()) => { $crate::protocol::device::refuse::file_write_all };
+            RmaIo fn MPI_File_read_at(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void,
+                count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) err(world)
+                fast(host_only()) => { $crate::protocol::device::refuse::file_read_at };
+            RmaIo fn MPI_File_read_at_all(fh: MPI_File, offset: MPI_Offset, buf: *mut c_void,
+                count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) err(world)
+                fast(host_only()) => { $crate::protocol::device::refuse::file_read_at_all };
+            RmaIo fn MPI_File_write_at(fh: MPI_File, offset: MPI_Offset, buf: *const c_void,
+                count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) err(world)
+                fast(host_only()) => { $crate::protocol::device::refuse::file_write_at };
+            RmaIo fn MPI_File_write_at_all(fh: MPI_File, offset: MPI_Offset, buf: *const c_void,
+                count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) err(world)
+                fast(host_only()) => { $crate::protocol::device::refuse::file_write_at_all };
         }}
     };
 }

@@ -23,6 +23,71 @@ pub(crate) mod next;
 )]
 pub mod mpi {
     include!(concat!(env!("OUT_DIR"), "/mpi_bindings.rs"));
+    pub use super::window_file::*;
+}
+
+/// The window and file functions sluice calls or forwards. build.rs leaves every `PMPI_*File*`
+/// and `PMPI_*Win*` function out of the bindings (their declarations differ between the MPIs'
+/// versions); these few have the same prototype in both, written here once.
+#[allow(missing_docs)]
+pub mod window_file {
+    use super::mpi::{MPI_Aint, MPI_Comm, MPI_Datatype, MPI_File, MPI_Info, MPI_Offset, MPI_Status, MPI_Win};
+    use std::ffi::{c_int, c_void};
+
+    extern "C" {
+        pub fn PMPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int) -> c_int;
+        pub fn PMPI_File_call_errhandler(fh: MPI_File, errorcode: c_int) -> c_int;
+        pub fn PMPI_Win_create(
+            base: *mut c_void,
+            size: MPI_Aint,
+            disp_unit: c_int,
+            info: MPI_Info,
+            comm: MPI_Comm,
+            win: *mut MPI_Win,
+        ) -> c_int;
+        pub fn PMPI_File_read(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int;
+        pub fn PMPI_File_read_all(fh: MPI_File, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int;
+        pub fn PMPI_File_write(fh: MPI_File, buf: *const c_void, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int;
+        pub fn PMPI_File_write_all(
+            fh: MPI_File,
+            buf: *const c_void,
+            count: c_int,
+            datatype: MPI_Datatype,
+            status: *mut MPI_Status,
+        ) -> c_int;
+        pub fn PMPI_File_read_at(
+            fh: MPI_File,
+            offset: MPI_Offset,
+            buf: *mut c_void,
+            count: c_int,
+            datatype: MPI_Datatype,
+            status: *mut MPI_Status,
+        ) -> c_int;
+        pub fn PMPI_File_read_at_all(
+            fh: MPI_File,
+            offset: MPI_Offset,
+            buf: *mut c_void,
+            count: c_int,
+            datatype: MPI_Datatype,
+            status: *mut MPI_Status,
+        ) -> c_int;
+        pub fn PMPI_File_write_at(
+            fh: MPI_File,
+            offset: MPI_Offset,
+            buf: *const c_void,
+            count: c_int,
+            datatype: MPI_Datatype,
+            status: *mut MPI_Status,
+        ) -> c_int;
+        pub fn PMPI_File_write_at_all(
+            fh: MPI_File,
+            offset: MPI_Offset,
+            buf: *const c_void,
+            count: c_int,
+            datatype: MPI_Datatype,
+            status: *mut MPI_Status,
+        ) -> c_int;
+    }
 }
 
 /// The MPI flavor this build targets (`openmpi` or `mpich`).

@@ -13,6 +13,7 @@
 #include "gpu_cuda.h"
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 static int rank, nprocs;
 static int on_device; /* which run: buffers from cuMemAlloc (1) or malloc (0) */
@@ -411,6 +412,34 @@ static void device_errors(void) {
         EXPECT(cls == MPI_ERR_BUFFER, "send past the device allocation gave class %d, want MPI_ERR_BUFFER (%d)", cls, MPI_ERR_BUFFER);
         cu_MemFree(d);
     }
+    /* one-sided and file calls are refused with device buffers, through their own handlers */
+    CUdeviceptr d;
+    cu_MemAlloc(&d, 4096);
+    int *host = calloc(1024, sizeof(int)), rc, cls = -1;
+    MPI_Win win;
+    MPI_Win_create(host, 4096, sizeof(int), MPI_INFO_NULL, c, &win);
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    MPI_Win_fence(0, win);
+    rc = MPI_Put((void *)(uintptr_t)d, 16, MPI_INT, (rank + 1) % nprocs, 0, 16, MPI_INT, win);
+    MPI_Error_class(rc, &cls);
+    EXPECT(cls == MPI_ERR_BUFFER, "MPI_Put from device memory gave class %d, want MPI_ERR_BUFFER", cls);
+    MPI_Win_fence(0, win);
+    MPI_Win_free(&win);
+    char path[256];
+    if (rank == 0) snprintf(path, sizeof path, "/tmp/sluice_gpu_io_%d.bin", (int)getpid());
+    MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
+    MPI_File fh;
+    MPI_File_open(c, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
+    MPI_Status st;
+    cls = -1;
+    rc = MPI_File_write_at(fh, rank * 64, (void *)(uintptr_t)d, 16, MPI_INT, &st); /* files return errors by default */
+    MPI_Error_class(rc, &cls);
+    EXPECT(cls == MPI_ERR_BUFFER, "MPI_File_write_at from device memory gave class %d, want MPI_ERR_BUFFER", cls);
+    MPI_File_close(&fh);
+    MPI_Barrier(c);
+    if (rank == 0) MPI_File_delete(path, MPI_INFO_NULL);
+    cu_MemFree(d);
+    free(host);
     MPI_Comm_free(&c);
 }
 

@@ -14,6 +14,7 @@
 //!
 //! - [`p2p`]: sends, receives, Sendrecv(_replace), matched receives, persistent requests;
 //! - [`coll`]: the data-movement collectives and their nonblocking forms;
+//! - [`refuse`]: one-sided calls and file reads/writes, which refuse device buffers clearly;
 //! - [`pending`]: nonblocking and persistent operations with staged buffers, finished by the
 //!   Wait/Test family (wrapped here, outside the point-to-point protocol's own completion).
 
@@ -23,6 +24,7 @@
 pub mod coll;
 pub mod p2p;
 pub mod pending;
+pub mod refuse;
 
 use std::ffi::{c_int, c_void};
 
