@@ -317,24 +317,41 @@ unsafe fn reported(outcount: *const c_int, indices: *const c_int) -> Vec<usize> 
     unsafe { std::slice::from_raw_parts(indices, n as usize) }.iter().map(|&i| i as usize).collect()
 }
 
-/// `MPI_Waitsome`.
+/// Waitsome/Testsome (`inner`, the protocol's handler of the same name): the entries of the
+/// indices the call reports are finished.
 ///
 /// # Safety
 /// As `MPI_Waitsome`.
-pub unsafe fn waitsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
+unsafe fn some(
+    incount: c_int,
+    reqs: *mut Req,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut Status,
+    inner: unsafe fn(c_int, *mut Req, *mut c_int, *mut c_int, *mut Status) -> c_int,
+) -> c_int {
     if !any() || outcount.is_null() {
         // SAFETY: forwarded contract.
-        return unsafe { complete::waitsome(incount, reqs, outcount, indices, statuses) };
+        return unsafe { inner(incount, reqs, outcount, indices, statuses) };
     }
     progress();
     // SAFETY: forwarded contract.
     let before = unsafe { handles(reqs, incount) };
     let taken = take_all(&before);
     // SAFETY: forwarded contract.
-    let rc = unsafe { complete::waitsome(incount, reqs, outcount, indices, statuses) };
+    let rc = unsafe { inner(incount, reqs, outcount, indices, statuses) };
     // SAFETY: the call's outputs.
     let done = unsafe { reported(outcount, indices) };
     settle(taken, &before, |i| done.contains(&i), rc)
+}
+
+/// `MPI_Waitsome`.
+///
+/// # Safety
+/// As `MPI_Waitsome`.
+pub unsafe fn waitsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { some(incount, reqs, outcount, indices, statuses, complete::waitsome) }
 }
 
 /// `MPI_Testsome`.
@@ -342,19 +359,8 @@ pub unsafe fn waitsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, ind
 /// # Safety
 /// As `MPI_Testsome`.
 pub unsafe fn testsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
-    if !any() || outcount.is_null() {
-        // SAFETY: forwarded contract.
-        return unsafe { complete::testsome(incount, reqs, outcount, indices, statuses) };
-    }
-    progress();
     // SAFETY: forwarded contract.
-    let before = unsafe { handles(reqs, incount) };
-    let taken = take_all(&before);
-    // SAFETY: forwarded contract.
-    let rc = unsafe { complete::testsome(incount, reqs, outcount, indices, statuses) };
-    // SAFETY: the call's outputs.
-    let done = unsafe { reported(outcount, indices) };
-    settle(taken, &before, |i| done.contains(&i), rc)
+    unsafe { some(incount, reqs, outcount, indices, statuses, complete::testsome) }
 }
 
 /// `MPI_Request_get_status`: a complete request's outputs go back at once (the request stays
