@@ -321,7 +321,9 @@ mpi_hostname() {
 }
 
 # Checks the files the hello's ranks and launchers mapped (HELLO_MAPS): every shared library must
-# be in the private root or .device/, except glibc's, the GCC runtime's, zlib's and the fallbacks'.
+# be in the private root or .device/, except glibc's, the GCC runtime's, zlib's, the fallbacks',
+# libcap (libudev's, from the host) and the machine's CUDA driver (libcuda: sluice loads it
+# itself to look for device buffers, docs/gpu.md).
 check_maps() {
     local dir=$1 libs=$1/libs.txt bad
     cat "$dir"/rank*.txt 2>/dev/null | awk '$1 == "EXE" { print "exe:", $2, $4 } $1 == "MAP" { print $3 }' |
@@ -330,7 +332,7 @@ check_maps() {
     sed 's/^/  /' "$libs"
     grep -q '^exe: launcher' "$libs" || { echo "no launcher process was inspected"; return 1; }
     bad=$(grep -v '^exe:' "$libs" | grep -v -e "^$MPIROOT/" -e "^$DEV/" |
-        grep -vE '/(ld-linux-x86-64\.so\.2|lib(c|m|dl|rt|pthread|resolv|util|gcc_s|stdc\+\+|z|udev|uuid|nss_[a-z]+)\.so[.0-9]*|libz\.so\.1[.0-9]*)$' || true)
+        grep -vE '/(ld-linux-x86-64\.so\.2|lib(c|m|dl|rt|pthread|resolv|util|gcc_s|stdc\+\+|z|udev|uuid|cap|cuda|nss_[a-z]+)\.so[.0-9]*|libz\.so\.1[.0-9]*)$' || true)
     if [ -n "$bad" ]; then
         echo "libraries loaded from outside the private root:"
         echo "$bad"

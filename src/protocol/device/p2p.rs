@@ -113,8 +113,8 @@ unsafe fn with_request(
     if !gpu::armed() {
         return f(buf.cast_mut());
     }
-    // SAFETY: forwarded contract.
-    match unsafe { stage(call, buf, || Span::of(0, count, dt), output, comm) } {
+    // SAFETY: forwarded contract. A persistent request's copy is filled at every start, not here.
+    match unsafe { stage_as(call, buf, || Span::of(0, count, dt), output, !persistent, comm) } {
         Err(rc) => rc,
         Ok(None) => f(buf.cast_mut()),
         Ok(Some(s)) => {
