@@ -144,6 +144,12 @@ pub const PARAMS: &[Param] = &[
         doc: "Device buffers in MPI calls (docs/gpu.md): auto = when a CUDA driver is present, every intercepted call checks its buffers and stages device memory through pinned host memory, so a non-CUDA-aware MPI never sees a device pointer (the fast path is closed then); off = never (a host-only application on a GPU node pays nothing).",
     },
     Param {
+        name: "SLUICE_CALIBRATION",
+        default: "auto",
+        accepted: "auto, or the path of a machine-model file (TOML)",
+        doc: "The machine model sluice_copy plans with (docs/runtime.md): auto = $XDG_CACHE_HOME/sluice/model-<host name>.toml (~/.cache/sluice/... without XDG_CACHE_HOME) when that file exists, else the built-in model of one host (docs/runtime.md); a file that cannot be read or parsed gives a warning and the built-in model.",
+    },
+    Param {
         name: "SLUICE_TEST_PANIC",
         default: "",
         accepted: "empty, or the name of an intercepted C function (e.g. MPI_Send)",
@@ -231,6 +237,8 @@ pub struct Config {
     pub ckpt_memory: usize,
     /// `SLUICE_GPU`: look for device buffers when a CUDA driver is present.
     pub gpu: bool,
+    /// `SLUICE_CALIBRATION`: `None` = auto, else the model file's path.
+    pub calibration: Option<String>,
     /// `SLUICE_TEST_PANIC`.
     pub test_panic: Option<String>,
     /// `SLUICE_TEST_CHUNK_FAULT` (0: off).
@@ -416,6 +424,7 @@ impl Config {
                 ckpt_epsilon: 0.2,
                 ckpt_memory: 0,
                 gpu: false,
+                calibration: None,
                 test_panic: None,
                 test_chunk_fault: 0,
             });
@@ -447,6 +456,7 @@ impl Config {
             ckpt_epsilon: parse_epsilon(param("SLUICE_CKPT_EPSILON"), &value("SLUICE_CKPT_EPSILON"))?,
             ckpt_memory: parse_bytes(param("SLUICE_CKPT_MEMORY"), &value("SLUICE_CKPT_MEMORY"))?,
             gpu: parse_auto_off(param("SLUICE_GPU"), &value("SLUICE_GPU"))?,
+            calibration: Some(value("SLUICE_CALIBRATION")).filter(|v| v != "auto" && !v.is_empty()),
             test_panic: parse_fn_name(param("SLUICE_TEST_PANIC"), &value("SLUICE_TEST_PANIC"), known_fn)?,
             test_chunk_fault: parse_bytes(param("SLUICE_TEST_CHUNK_FAULT"), &value("SLUICE_TEST_CHUNK_FAULT"))?,
         })
@@ -497,6 +507,7 @@ mod tests {
             ckpt_epsilon: 0.2,
             ckpt_memory: 16 << 20,
             gpu: true,
+            calibration: None,
             test_panic: None,
             test_chunk_fault: 0,
         };

@@ -12,5 +12,6 @@ mod hollow;
 pub mod netpath;
 pub mod node;
 pub mod plan;
+pub mod runtime;
 pub mod shm;
 pub mod staging;

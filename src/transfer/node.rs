@@ -107,6 +107,18 @@ pub fn is_local(rank: c_int) -> bool {
     NODES.get().is_some_and(|n| usize::try_from(rank).ok().and_then(|r| n.of.get(r)).is_some_and(|&l| l == n.mine()))
 }
 
+/// This host's name (`gethostname`), or "localhost" when it cannot be read.
+pub fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: writes at most buf.len() bytes into buf.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    match std::str::from_utf8(&buf[..end]) {
+        Ok(s) if rc == 0 && !s.is_empty() => s.to_string(),
+        _ => "localhost".to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

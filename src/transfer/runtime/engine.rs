@@ -1,0 +1,277 @@
+//! The runtime: one queue and worker thread per channel of the model, the buffer budget, and the
+//! entry point that turns a copy into a transfer descriptor.
+//!
+//! **Priorities.** Each channel's queue is ordered by (priority, then arrival): a request of a
+//! higher-priority transfer goes ahead of every queued lower-priority request on every channel
+//! it uses, at request (block) granularity; requests already running finish first.
+//!
+//! **Bounded buffers without deadlock.** A transfer takes all of its intermediate slots at once
+//! (all or nothing) before its first request, and returns them when it completes. No transfer
+//! ever holds part of what it needs while waiting for more, so concurrent transfers cannot
+//! deadlock on buffers; waiting transfers start in priority order as space frees. One transfer
+//! larger than the whole budget runs alone.
+
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use super::channel::Channel;
+use super::descriptor::Transfer;
+use super::event::Event;
+use super::path::{plan, Path, PathError};
+use super::place::Place;
+use super::{disk, memcpy};
+use crate::transfer::plan::{ChannelKind, Model};
+
+/// One request in a channel's queue.
+struct Job {
+    priority: i32,
+    seq: u64,
+    transfer: Arc<Transfer>,
+    hop: usize,
+    block: usize,
+}
+
+impl PartialEq for Job {
+    fn eq(&self, o: &Job) -> bool {
+        (self.priority, self.seq) == (o.priority, o.seq)
+    }
+}
+impl Eq for Job {}
+impl PartialOrd for Job {
+    fn partial_cmp(&self, o: &Job) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Job {
+    /// Max-heap: higher priority first, then earlier arrival.
+    fn cmp(&self, o: &Job) -> std::cmp::Ordering {
+        self.priority.cmp(&o.priority).then(o.seq.cmp(&self.seq))
+    }
+}
+
+#[derive(Default)]
+struct Queue {
+    jobs: Mutex<BinaryHeap<Job>>,
+    ready: Condvar,
+}
+
+/// Bytes and requests a channel served (statistics).
+#[derive(Default)]
+pub struct ChannelStats {
+    pub bytes: AtomicU64,
+    pub requests: AtomicU64,
+    pub busy_ns: AtomicU64,
+}
+
+struct Budget {
+    used: usize,
+    waiting: VecDeque<Arc<Transfer>>,
+}
+
+pub struct Runtime {
+    model: Model,
+    channels: Vec<Option<Arc<dyn Channel>>>,
+    queues: Vec<Arc<Queue>>,
+    stats: Vec<Arc<ChannelStats>>,
+    started: Mutex<Vec<bool>>,
+    limit: usize,
+    budget: Mutex<Budget>,
+    seq: AtomicU64,
+    stop: Arc<AtomicBool>,
+}
+
+/// Why a copy cannot be made.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CopyError {
+    /// The two streams differ in length (bytes of source, of destination).
+    Size(usize, usize),
+    /// A file place's layout reaches before the start of the file.
+    Offset,
+    Path(PathError),
+}
+
+impl std::fmt::Display for CopyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CopyError::Size(s, d) => write!(f, "source and destination differ in size ({s} and {d} bytes of data)"),
+            CopyError::Offset => write!(f, "a file's layout reaches before the start of the file"),
+            CopyError::Path(e) => write!(f, "no path: {e}"),
+        }
+    }
+}
+
+fn channel_of(kind: ChannelKind) -> Option<Arc<dyn Channel>> {
+    match kind {
+        ChannelKind::Memcpy => Some(Arc::new(memcpy::Memcpy)),
+        ChannelKind::DiskRead => Some(Arc::new(disk::DiskRead)),
+        ChannelKind::DiskWrite => Some(Arc::new(disk::DiskWrite)),
+        // Declared in the model for planning; run by the protocols or by later channels.
+        _ => None,
+    }
+}
+
+impl Runtime {
+    /// A runtime over `model` whose transfers share `limit` bytes of intermediate buffers.
+    pub fn new(model: Model, limit: usize) -> Arc<Runtime> {
+        let n = model.channels().len();
+        Arc::new(Runtime {
+            channels: model.channels().iter().map(|c| channel_of(c.kind)).collect(),
+            queues: (0..n).map(|_| Arc::new(Queue::default())).collect(),
+            stats: (0..n).map(|_| Arc::new(ChannelStats::default())).collect(),
+            started: Mutex::new(vec![false; n]),
+            model,
+            limit,
+            budget: Mutex::new(Budget { used: 0, waiting: VecDeque::new() }),
+            seq: AtomicU64::new(0),
+            stop: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// Per channel of the model: (kind, bytes, requests, busy nanoseconds).
+    pub fn channel_stats(&self) -> Vec<(ChannelKind, u64, u64, u64)> {
+        self.model
+            .channels()
+            .iter()
+            .zip(&self.stats)
+            .map(|(c, s)| (c.kind, s.bytes.load(Ordering::Relaxed), s.requests.load(Ordering::Relaxed), s.busy_ns.load(Ordering::Relaxed)))
+            .collect()
+    }
+
+    /// The path a copy from `src` to `dst` takes.
+    pub fn plan(&self, src: &Place, dst: &Place) -> Result<Path, CopyError> {
+        if src.bytes() != dst.bytes() {
+            return Err(CopyError::Size(src.bytes(), dst.bytes()));
+        }
+        for p in [src, dst] {
+            if let super::place::Memory::File { offset, .. } = p.memory {
+                if p.bytes() > 0 && offset + p.window(0, p.bytes()).lo < 0 {
+                    return Err(CopyError::Offset);
+                }
+            }
+        }
+        plan(&self.model, src, dst).map_err(CopyError::Path)
+    }
+
+    /// Starts copying `src`'s data into `dst`; `priority`: higher goes first.
+    pub fn copy(self: &Arc<Self>, src: Place, dst: Place, priority: i32) -> Result<Event, CopyError> {
+        let path = self.plan(&src, &dst)?;
+        if src.bytes() == 0 {
+            return Ok(Event::done(Ok(())));
+        }
+        for h in &path.hops {
+            if self.channels[h.channel.0 as usize].is_none() {
+                let kind = self.model.channel(h.channel).kind;
+                return Err(CopyError::Path(PathError::Missing(format!("runnable {kind:?} channel"))));
+            }
+        }
+        let t = Arc::new(Transfer::new(Arc::downgrade(self), src, dst, path, priority));
+        let event = t.event();
+        self.admit(t);
+        Ok(event)
+    }
+
+    /// Starts `t` if its buffers fit, else queues it (in priority order).
+    fn admit(&self, t: Arc<Transfer>) {
+        let start = {
+            let mut b = self.budget.lock().unwrap_or_else(|e| e.into_inner());
+            if b.waiting.is_empty() && self.fits(b.used, t.space()) {
+                b.used += t.space();
+                true
+            } else {
+                let at = b.waiting.iter().position(|w| w.priority() < t.priority()).unwrap_or(b.waiting.len());
+                b.waiting.insert(at, t.clone());
+                false
+            }
+        };
+        if start {
+            t.start();
+        }
+    }
+
+    fn fits(&self, used: usize, need: usize) -> bool {
+        used == 0 || used + need <= self.limit
+    }
+
+    /// A transfer completed: its buffers go back and waiting transfers start.
+    pub(super) fn release(&self, space: usize) {
+        let mut go = Vec::new();
+        {
+            let mut b = self.budget.lock().unwrap_or_else(|e| e.into_inner());
+            b.used -= space;
+            while let Some(w) = b.waiting.front() {
+                if !self.fits(b.used, w.space()) {
+                    break;
+                }
+                b.used += w.space();
+                go.push(b.waiting.pop_front().expect("front exists"));
+            }
+        }
+        go.into_iter().for_each(|t| t.start());
+    }
+
+    /// Queues request (`hop`, `block`) of `t` on `channel`.
+    pub(super) fn submit(&self, channel: usize, t: &Arc<Transfer>, hop: usize, block: usize) {
+        self.ensure_worker(channel);
+        let q = &self.queues[channel];
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        q.jobs.lock().unwrap_or_else(|e| e.into_inner()).push(Job { priority: t.priority(), seq, transfer: t.clone(), hop, block });
+        q.ready.notify_one();
+    }
+
+    fn ensure_worker(&self, channel: usize) {
+        let mut s = self.started.lock().unwrap_or_else(|e| e.into_inner());
+        if s[channel] {
+            return;
+        }
+        s[channel] = true;
+        let (q, stop, stats) = (self.queues[channel].clone(), self.stop.clone(), self.stats[channel].clone());
+        let ch = self.channels[channel].clone().expect("checked at copy");
+        let name = format!("sluice-{:?}", ch.kind()).to_lowercase();
+        std::thread::Builder::new().name(name).spawn(move || worker(&q, &*ch, &stop, &stats)).expect("spawn a channel worker");
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        for q in &self.queues {
+            let _g = q.jobs.lock().unwrap_or_else(|e| e.into_inner());
+            q.ready.notify_all();
+        }
+    }
+}
+
+fn worker(q: &Queue, ch: &dyn Channel, stop: &AtomicBool, stats: &ChannelStats) {
+    loop {
+        let job = {
+            let mut g = q.jobs.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                if let Some(j) = g.pop() {
+                    break j;
+                }
+                if stop.load(Ordering::Acquire) {
+                    return;
+                }
+                g = q.ready.wait(g).unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        let step = job.transfer.step(job.hop, job.block);
+        let t0 = std::time::Instant::now();
+        // A panic in a kernel must not take the worker (and every later copy) down with it.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: the transfer resolved the step's addresses and its dependencies give them
+            // to this request alone.
+            unsafe { ch.perform(&step) }
+        }))
+        .unwrap_or_else(|_| Err(format!("{:?} channel: request failed (panic)", ch.kind())));
+        stats.busy_ns.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        stats.bytes.fetch_add(step.bytes() as u64, Ordering::Relaxed);
+        stats.requests.fetch_add(1, Ordering::Relaxed);
+        job.transfer.finished(job.hop, job.block, r);
+    }
+}

@@ -1,0 +1,52 @@
+//! The event of a copy: completes once, with success or the first failure's message.
+
+use std::sync::{Arc, Condvar, Mutex};
+
+#[derive(Default, Debug)]
+struct State {
+    outcome: Option<Result<(), String>>,
+}
+
+/// A copy's completion; clones refer to the same event.
+#[derive(Clone, Default, Debug)]
+pub struct Event(Arc<(Mutex<State>, Condvar)>);
+
+impl Event {
+    pub fn new() -> Event {
+        Event::default()
+    }
+
+    /// An event that is already complete.
+    pub fn done(outcome: Result<(), String>) -> Event {
+        let e = Event::new();
+        e.complete(outcome);
+        e
+    }
+
+    /// Completes the event (the first completion counts).
+    pub fn complete(&self, outcome: Result<(), String>) {
+        let (m, cv) = &*self.0;
+        let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
+        if g.outcome.is_none() {
+            g.outcome = Some(outcome);
+            cv.notify_all();
+        }
+    }
+
+    /// The outcome, if complete.
+    pub fn test(&self) -> Option<Result<(), String>> {
+        self.0 .0.lock().unwrap_or_else(|e| e.into_inner()).outcome.clone()
+    }
+
+    /// Waits for the outcome.
+    pub fn wait(&self) -> Result<(), String> {
+        let (m, cv) = &*self.0;
+        let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(o) = &g.outcome {
+                return o.clone();
+            }
+            g = cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}

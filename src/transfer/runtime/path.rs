@@ -1,0 +1,298 @@
+//! Paths for a copy between two places over this node's model: which channels the stream goes
+//! through, in which layout each intermediate buffer holds its blocks, and the block size.
+//!
+//! The stream is cut into blocks of `block` bytes; each hop moves one block per request. A file
+//! whose layout is one run is read and written by stream ranges; any other file layout by the
+//! windows of memory its elements cover (a write then reads the window first and writes it back
+//! whole: a read-modify-write that keeps the bytes between elements). Conversions between layouts
+//! run on the Memcpy self-loop of host memory, from and to typed views (the datatype engine's
+//! range kernels), so they never need whole elements.
+//!
+//! The block size is chosen on the model's throughput curves: a hop's request is the bytes it
+//! moves per block, or for a conversion the contiguous run the datatype engine copies (a
+//! channel that converts layouts sees requests of its runs: isometry, Section 4.2). The size
+//! minimizes the predicted time of the pipelined copy, `S / T(b) + (hops - 1) * b / T(b)`, with
+//! every intermediate buffer's slots within the model's space threshold.
+
+use std::fmt::Write as _;
+
+use super::place::Place;
+use crate::transfer::plan::{ChannelId, ChannelKind, MemoryKind, Model};
+
+/// One end of the copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    Src,
+    Dst,
+}
+
+/// What an intermediate buffer's slot holds for one block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Buffer {
+    /// The block's stream bytes, packed.
+    Packed,
+    /// The window of memory that the block's elements cover in one side's layout.
+    Window(Side),
+}
+
+/// A layout a conversion reads or writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Vw {
+    /// A host place's own memory, typed.
+    Place(Side),
+    /// Intermediate buffer `j`, as its [`Buffer`] says.
+    Buf(usize),
+}
+
+/// What a hop does with each block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Reads the block from `file` (its range, or its window) into a host place's run or an
+    /// intermediate buffer.
+    Read { file: Side, into: Vw },
+    /// Writes the block to `file` from a host place's run or an intermediate buffer.
+    Write { from: Vw, file: Side },
+    /// Converts the block from one layout to another.
+    Convert { from: Vw, to: Vw },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hop {
+    pub channel: ChannelId,
+    pub action: Action,
+    /// Request size at the chosen block size (bytes) and the channel's predicted throughput.
+    pub request: usize,
+    pub throughput: f64,
+}
+
+/// A planned path; immutable, instantiated by a transfer descriptor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Path {
+    pub hops: Vec<Hop>,
+    pub buffers: Vec<Buffer>,
+    /// Bytes of one slot of each intermediate buffer.
+    pub slot: Vec<usize>,
+    /// Slots per intermediate buffer (blocks in flight between two hops).
+    pub depth: usize,
+    pub block: usize,
+    /// One block at a time through the whole path (read-modify-write of interleaved windows).
+    pub serial: bool,
+    /// Predicted throughput of the pipelined copy (the slowest hop), bytes/s.
+    pub throughput: f64,
+}
+
+/// Why no path exists.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PathError {
+    /// The model has no memory of this kind on node 0, or no channel of this kind between them.
+    Missing(String),
+}
+
+impl std::fmt::Display for PathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PathError::Missing(what) => write!(f, "the machine model has no {what}"),
+        }
+    }
+}
+
+pub const DEPTH: usize = 2;
+/// Block sizes tried: 4 KiB .. 64 MiB.
+const BLOCKS: std::ops::RangeInclusive<u32> = 12..=26;
+
+struct Channels {
+    memcpy: ChannelId,
+    read: Option<ChannelId>,
+    write: Option<ChannelId>,
+}
+
+fn channels(model: &Model) -> Result<Channels, PathError> {
+    let find = |kind: MemoryKind| model.memories().iter().position(|m| m.kind == kind && m.node == 0);
+    let sys = find(MemoryKind::Sys).ok_or_else(|| PathError::Missing("SYS memory on node 0".into()))?;
+    let sys = crate::transfer::plan::MemoryId(sys as u32);
+    let memcpy = model.self_loop(sys, ChannelKind::Memcpy).ok_or_else(|| PathError::Missing("Memcpy self-loop on SYS".into()))?;
+    let dsk = find(MemoryKind::Dsk).map(|d| crate::transfer::plan::MemoryId(d as u32));
+    let between = |from, to, kind| {
+        model.outgoing(from).iter().copied().find(|&c| model.channel(c).dst == to && model.channel(c).kind == kind)
+    };
+    let read = dsk.and_then(|d| between(d, sys, ChannelKind::DiskRead));
+    let write = dsk.and_then(|d| between(sys, d, ChannelKind::DiskWrite));
+    Ok(Channels { memcpy, read, write })
+}
+
+/// The hops of the natural path for the places' kinds and layouts (before the block size).
+fn shape(src: &Place, dst: &Place, ch: &Channels) -> Result<(Vec<(ChannelId, Action)>, Vec<Buffer>), PathError> {
+    let read = || ch.read.ok_or_else(|| PathError::Missing("DiskRead channel from DSK to SYS".into()));
+    let write = || ch.write.ok_or_else(|| PathError::Missing("DiskWrite channel from SYS to DSK".into()));
+    let mut hops = Vec::new();
+    let mut bufs = Vec::new();
+    let new_buf = |b: Buffer, bufs: &mut Vec<Buffer>| {
+        bufs.push(b);
+        Vw::Buf(bufs.len() - 1)
+    };
+    // Where the conversion reads from: the source place, or what a read brought in.
+    let from = if src.is_file() {
+        if src.dense().is_some() && !dst.is_file() && dst.dense().is_some() {
+            // One run to one run: the read lands in place.
+            hops.push((read()?, Action::Read { file: Side::Src, into: Vw::Place(Side::Dst) }));
+            return Ok((hops, bufs));
+        }
+        let b = if src.dense().is_some() { Buffer::Packed } else { Buffer::Window(Side::Src) };
+        let into = new_buf(b, &mut bufs);
+        hops.push((read()?, Action::Read { file: Side::Src, into }));
+        into
+    } else {
+        Vw::Place(Side::Src)
+    };
+    if !dst.is_file() {
+        hops.push((ch.memcpy, Action::Convert { from, to: Vw::Place(Side::Dst) }));
+        return Ok((hops, bufs));
+    }
+    if dst.dense().is_some() {
+        let packed_source = match from {
+            Vw::Buf(j) => bufs[j] == Buffer::Packed,
+            Vw::Place(_) => src.dense().is_some(),
+        };
+        let out = if packed_source {
+            from
+        } else {
+            let to = new_buf(Buffer::Packed, &mut bufs);
+            hops.push((ch.memcpy, Action::Convert { from, to }));
+            to
+        };
+        hops.push((write()?, Action::Write { from: out, file: Side::Dst }));
+        return Ok((hops, bufs));
+    }
+    // Read-modify-write of the destination's windows.
+    let win = new_buf(Buffer::Window(Side::Dst), &mut bufs);
+    hops.push((read()?, Action::Read { file: Side::Dst, into: win }));
+    hops.push((ch.memcpy, Action::Convert { from, to: win }));
+    hops.push((write()?, Action::Write { from: win, file: Side::Dst }));
+    Ok((hops, bufs))
+}
+
+fn side<'a>(s: Side, src: &'a Place, dst: &'a Place) -> &'a Place {
+    match s {
+        Side::Src => src,
+        Side::Dst => dst,
+    }
+}
+
+/// Bytes of one slot of `b` for blocks of `block` stream bytes.
+fn slot_bytes(b: Buffer, block: usize, src: &Place, dst: &Place) -> usize {
+    match b {
+        Buffer::Packed => block,
+        Buffer::Window(s) => side(s, src, dst).max_window(block),
+    }
+}
+
+/// The request a hop makes per block of `block` bytes.
+fn request(a: Action, block: usize, bufs: &[Buffer], src: &Place, dst: &Place) -> usize {
+    let run = |v: Vw| match v {
+        Vw::Place(s) => side(s, src, dst).run(),
+        Vw::Buf(j) => match bufs[j] {
+            Buffer::Packed => block,
+            Buffer::Window(s) => side(s, src, dst).run(),
+        },
+    };
+    let file = |s: Side| {
+        let p = side(s, src, dst);
+        if p.dense().is_some() {
+            block
+        } else {
+            p.max_window(block)
+        }
+    };
+    match a {
+        Action::Convert { from, to } => block.min(run(from)).min(run(to)),
+        Action::Read { file: s, .. } | Action::Write { file: s, .. } => file(s),
+    }
+}
+
+/// Plans the copy of `src`'s stream into `dst` on `model`. Both have the same stream length.
+pub fn plan(model: &Model, src: &Place, dst: &Place) -> Result<Path, PathError> {
+    let ch = channels(model)?;
+    let (hops, buffers) = shape(src, dst, &ch)?;
+    let total = src.bytes().max(1);
+    let rmw = buffers.contains(&Buffer::Window(Side::Dst));
+    // A read-modify-write block ends on an element boundary of the destination: no element is
+    // written by two blocks.
+    let align = if rmw { dst.element().max(1) } else { 1 };
+    let serial = rmw && dst.windows_interleave();
+    let mut best: Option<(f64, usize, f64, Vec<usize>)> = None;
+    for k in BLOCKS {
+        let block = (1usize << k).next_multiple_of(align).min(total.next_multiple_of(align));
+        let slots: Vec<usize> = buffers.iter().map(|&b| slot_bytes(b, block, src, dst)).collect();
+        let space: usize = slots.iter().sum::<usize>() * DEPTH;
+        let first = k == *BLOCKS.start();
+        if !first && space as u64 > model.threshold() {
+            break;
+        }
+        let t = hops
+            .iter()
+            .map(|&(c, a)| model.channel(c).curve.at(request(a, block, &buffers, src, dst) as f64))
+            .fold(f64::INFINITY, f64::min);
+        let fill = if serial { total as f64 } else { (hops.len() - 1) as f64 * block.min(total) as f64 };
+        let time = (total as f64 + fill) / t;
+        if best.as_ref().is_none_or(|b| time < b.0 * 0.999) {
+            best = Some((time, block, t, slots));
+        }
+        if block >= total {
+            break;
+        }
+    }
+    let (_, block, throughput, slot) = best.expect("at least one block size is tried");
+    let hops = hops
+        .into_iter()
+        .map(|(channel, action)| {
+            let request = request(action, block, &buffers, src, dst);
+            Hop { channel, action, request, throughput: model.channel(channel).curve.at(request as f64) }
+        })
+        .collect();
+    Ok(Path { hops, buffers, slot, depth: if serial { 1 } else { DEPTH }, block, serial, throughput })
+}
+
+impl Path {
+    /// One line per hop, like a query planner's EXPLAIN; `*` marks the hops that limit the copy.
+    pub fn explain(&self, model: &Model, bytes: usize) -> String {
+        let mut s = format!(
+            "copy: {bytes} bytes over {} hop(s), blocks of {} bytes, {} slot(s) per buffer{}, predicted {:.3} GB/s\n",
+            self.hops.len(),
+            self.block,
+            self.depth,
+            if self.serial { ", one block at a time" } else { "" },
+            self.throughput / 1e9
+        );
+        let name = |v: Vw| match v {
+            Vw::Place(Side::Src) => "source".to_string(),
+            Vw::Place(Side::Dst) => "destination".to_string(),
+            Vw::Buf(j) => format!("buffer {j} ({})", match self.buffers[j] {
+                Buffer::Packed => "packed",
+                Buffer::Window(Side::Src) => "source layout",
+                Buffer::Window(Side::Dst) => "destination layout",
+            }),
+        };
+        let file = |s: Side| if s == Side::Src { "source file" } else { "destination file" };
+        for (i, h) in self.hops.iter().enumerate() {
+            let c = model.channel(h.channel);
+            let what = match h.action {
+                Action::Read { file: f, into } => format!("{} -> {}", file(f), name(into)),
+                Action::Write { from, file: f } => format!("{} -> {}", name(from), file(f)),
+                Action::Convert { from, to } => format!("{} -> {} (layout conversion)", name(from), name(to)),
+            };
+            let _ = writeln!(
+                s,
+                "{} {}. {:<9} {} -> {}  {}  request {} B  {:.3} GB/s",
+                if h.throughput <= self.throughput { '*' } else { ' ' },
+                i + 1,
+                format!("{:?}", c.kind),
+                model.memory(c.src).name,
+                model.memory(c.dst).name,
+                what,
+                h.request,
+                h.throughput / 1e9
+            );
+        }
+        s
+    }
+}
