@@ -98,6 +98,64 @@ int sluice_type_kernel(MPI_Datatype type, const char **kernel);
  * called from Fortran through BIND(C). */
 int sluice_type_keyval(int which);
 
+/* ---- Copies between memories: the transfer runtime (docs/runtime.md) ------------------------
+ *
+ * sluice_copy moves the data of one place into another: host memory or a file, each laid out
+ * as `count` elements of an MPI datatype (any committed or predefined type; the two type
+ * signatures must hold the same number of bytes, as for a send and its receive). The layouts
+ * may differ: the copy converts between them (a transpose, a gather into a contiguous buffer,
+ * a scatter into a file). sluice plans a path over this host's machine model (SLUICE_CALIBRATION)
+ * and runs it in the background, pipelined through bounded buffers, on worker threads that never
+ * call MPI. A file place's bytes outside its layout are kept (read, modified, written back).
+ *
+ * Call between MPI_Init and MPI_Finalize, from any thread. The buffers and file ranges must stay
+ * valid and untouched by the application until the event completes; the file descriptor open
+ * (for reading a source, for writing a destination, reading too when its layout has gaps).
+ *
+ * Returns SLUICE_SUCCESS or one of the error codes below (nothing is written then, *event is
+ * NULL, and a message is printed at warning level, SLUICE_LOG). */
+#define SLUICE_SUCCESS 0
+#define SLUICE_ERR_ARG (-2)             /* null pointer, unknown kind, negative count, closed fd */
+#define SLUICE_ERR_TYPE (-3)            /* MPI_DATATYPE_NULL or a type sluice cannot decode */
+#define SLUICE_ERR_SIZE (-4)            /* source and destination hold different amounts of data */
+#define SLUICE_ERR_NOT_INITIALIZED (-5) /* before MPI_Init or after MPI_Finalize */
+#define SLUICE_ERR_IO (-6)              /* the copy failed while running (from wait/test) */
+#define SLUICE_ERR_PATH (-7)            /* the machine model has no path between the places */
+
+#define SLUICE_PLACE_HOST 1
+#define SLUICE_PLACE_FILE 2
+
+typedef struct sluice_event_s *sluice_event_t;
+#define SLUICE_EVENT_NULL ((sluice_event_t)0)
+
+#ifdef MPI_VERSION
+typedef struct {
+    int kind;              /* SLUICE_PLACE_HOST or SLUICE_PLACE_FILE */
+    void *base;            /* HOST: the buffer, as in an MPI call */
+    int fd;                /* FILE: an open file descriptor */
+    MPI_Offset offset;     /* FILE: the file position the datatype's displacements start from */
+    MPI_Count count;       /* elements of datatype */
+    MPI_Datatype datatype; /* its layout */
+} sluice_place_t;
+
+/* Starts the copy; *event receives its event (wait for it or test it). `priority`: a copy of
+ * higher priority goes ahead of queued requests of lower ones on every channel they share. */
+int sluice_copy(const sluice_place_t *src, const sluice_place_t *dst, int priority, sluice_event_t *event);
+
+/* Writes the plan a copy from src to dst would run (EXPLAIN-style: one line per hop with its
+ * channel, memories, request size and predicted throughput) into text, NUL-terminated and
+ * truncated to size bytes. Returns the length of the whole text, or an error code. */
+int sluice_plan_explain(const sluice_place_t *src, const sluice_place_t *dst, char *text, int size);
+#endif
+
+/* Waits for the copy, frees the event and sets *event to SLUICE_EVENT_NULL. Returns
+ * SLUICE_SUCCESS, or SLUICE_ERR_IO if the copy failed (the message is printed). A null event
+ * returns at once. */
+int sluice_event_wait(sluice_event_t *event);
+
+/* Sets *flag to 1 (and frees the event, as sluice_event_wait) if the copy completed, else 0. */
+int sluice_event_test(sluice_event_t *event, int *flag);
+
 #ifdef __cplusplus
 }
 #endif

@@ -134,3 +134,122 @@ pub unsafe extern "C" fn sluice_type_kernel(datatype: crate::ffi::mpi::MPI_Datat
         None => 0,
     })
 }
+
+// ---- sluice_copy: the transfer runtime (protocol::copy, transfer::runtime) -------------------
+
+use crate::protocol::copy::{self, code, CPlace, Refused};
+use crate::transfer::runtime::Event;
+
+/// Reports a refused call: its message (prefixed with the function) at warning level; its code.
+fn refuse(function: &str, r: Refused) -> c_int {
+    log::warn!("{function}: {}", r.1);
+    r.0
+}
+
+/// Runs an API body; a panic (a bug in sluice) becomes `fallback` instead of unwinding into C.
+fn api(fallback: c_int, f: impl FnOnce() -> c_int) -> c_int {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(fallback)
+}
+
+/// `sluice_copy`: starts copying `src`'s data into `dst`; `*event` receives the copy's event.
+///
+/// # Safety
+/// As documented in include/sluice.h: null or valid pointers; the buffers stay valid and
+/// untouched until the event completes.
+#[no_mangle]
+pub unsafe extern "C" fn sluice_copy(src: *const CPlace, dst: *const CPlace, priority: c_int, event: *mut *mut Event) -> c_int {
+    api(code::ERR_ARG, || {
+        if event.is_null() {
+            return refuse("sluice_copy", Refused(code::ERR_ARG, "null event pointer".into()));
+        }
+        // SAFETY: forwarded contract.
+        match unsafe { copy::copy(src, dst, priority) } {
+            Ok(e) => {
+                // SAFETY: non-null (checked), the application's event variable.
+                unsafe { *event = Box::into_raw(Box::new(e)) };
+                code::SUCCESS
+            }
+            Err(r) => {
+                // SAFETY: as above.
+                unsafe { *event = std::ptr::null_mut() };
+                refuse("sluice_copy", r)
+            }
+        }
+    })
+}
+
+/// `sluice_event_wait`: waits for the copy, frees the event and sets `*event` to NULL.
+///
+/// # Safety
+/// `event` points to an event from `sluice_copy` (or to NULL: returns at once).
+#[no_mangle]
+pub unsafe extern "C" fn sluice_event_wait(event: *mut *mut Event) -> c_int {
+    api(code::ERR_ARG, || {
+        // SAFETY: see above.
+        let Some(e) = (unsafe { event.as_mut() }) else { return refuse("sluice_event_wait", Refused(code::ERR_ARG, "null pointer".into())) };
+        if e.is_null() {
+            return code::SUCCESS;
+        }
+        // SAFETY: made by Box::into_raw in sluice_copy, not freed yet (the handle is reset below).
+        let ev = unsafe { Box::from_raw(*e) };
+        *e = std::ptr::null_mut();
+        copy::outcome(ev.wait())
+    })
+}
+
+/// `sluice_event_test`: `*flag` = 1 and the event freed (`*event` = NULL) if the copy completed.
+///
+/// # Safety
+/// As `sluice_event_wait`; `flag` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn sluice_event_test(event: *mut *mut Event, flag: *mut c_int) -> c_int {
+    api(code::ERR_ARG, || {
+        // SAFETY: see above.
+        let (Some(e), Some(flag)) = (unsafe { event.as_mut() }, unsafe { flag.as_mut() }) else {
+            return refuse("sluice_event_test", Refused(code::ERR_ARG, "null pointer".into()));
+        };
+        if e.is_null() {
+            *flag = 1;
+            return code::SUCCESS;
+        }
+        // SAFETY: a live event from sluice_copy.
+        let Some(o) = (unsafe { &**e }).test() else {
+            *flag = 0;
+            return code::SUCCESS;
+        };
+        // SAFETY: as in sluice_event_wait.
+        drop(unsafe { Box::from_raw(*e) });
+        *e = std::ptr::null_mut();
+        *flag = 1;
+        copy::outcome(o)
+    })
+}
+
+/// `sluice_plan_explain`: the plan a copy would take, as text (NUL-terminated, truncated to
+/// `size` bytes); returns the length of the whole text, or an error code.
+///
+/// # Safety
+/// Places as for `sluice_copy`; `text` writable for `size` bytes (or NULL with `size` 0).
+#[no_mangle]
+pub unsafe extern "C" fn sluice_plan_explain(src: *const CPlace, dst: *const CPlace, text: *mut c_char, size: c_int) -> c_int {
+    api(code::ERR_ARG, || {
+        if size < 0 || (text.is_null() && size > 0) {
+            return refuse("sluice_plan_explain", Refused(code::ERR_ARG, "bad text buffer".into()));
+        }
+        // SAFETY: forwarded contract.
+        match unsafe { copy::explain(src, dst) } {
+            Ok(s) => {
+                if size > 0 {
+                    let n = s.len().min(size as usize - 1);
+                    // SAFETY: `text` holds `size` bytes; n + 1 <= size.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(s.as_ptr(), text.cast::<u8>(), n);
+                        *text.add(n) = 0;
+                    }
+                }
+                c_int::try_from(s.len()).unwrap_or(c_int::MAX)
+            }
+            Err(r) => refuse("sluice_plan_explain", r),
+        }
+    })
+}

@@ -68,6 +68,20 @@ pub fn compile_c(name: &str) -> PathBuf {
     })
 }
 
+/// Compiles `<dir>/<name>.c` (`dir` relative to the repository: `tests/c`, `examples`) against
+/// sluice's header and links it with the shim (`-lsluice`, found at run time through its rpath):
+/// programs that call sluice's own API.
+pub fn compile_linked(dir: &str, name: &str) -> PathBuf {
+    let src = repo().join(dir).join(format!("{name}.c"));
+    let lib = shim().parent().unwrap().to_path_buf();
+    build_once(&src.clone(), scratch().join(format!("{name}_linked")), |out| {
+        let mut c = Command::new(format!("mpicc.{FLAVOR}"));
+        c.args(["-O2", "-Wall", "-I"]).arg(repo().join("tests/c")).arg("-I").arg(repo().join("include")).arg(&src);
+        c.arg("-L").arg(&lib).arg("-lsluice").arg(format!("-Wl,-rpath,{}", lib.display())).arg("-o").arg(out);
+        c
+    })
+}
+
 /// Compiles `tests/c/<name>.c` into a shared library (a PMPI tool).
 pub fn compile_c_tool(name: &str) -> PathBuf {
     let src = repo().join("tests/c").join(format!("{name}.c"));

@@ -97,6 +97,11 @@ impl std::fmt::Display for PathError {
 }
 
 pub const DEPTH: usize = 2;
+/// What one request costs besides moving its bytes: queueing it, waking the channel's worker and
+/// settling the transfer's state (seconds; about 5 us measured on the 2-core development VM,
+/// docs/runtime.md). The curves of the model are per request size and do not include it; it
+/// is what keeps blocks from being made tiny when a conversion's short runs cap the curve.
+const REQUEST_COST: f64 = 5e-6;
 /// Block sizes tried: 4 KiB .. 64 MiB.
 const BLOCKS: std::ops::RangeInclusive<u32> = 12..=26;
 
@@ -178,11 +183,13 @@ fn side<'a>(s: Side, src: &'a Place, dst: &'a Place) -> &'a Place {
     }
 }
 
-/// Bytes of one slot of `b` for blocks of `block` stream bytes.
-fn slot_bytes(b: Buffer, block: usize, src: &Place, dst: &Place) -> usize {
+/// Bytes of one slot of `b` for blocks of `block` stream bytes (`exact`: the largest window of
+/// any block, else a typical one, for planning).
+fn slot_bytes(b: Buffer, block: usize, src: &Place, dst: &Place, exact: bool) -> usize {
     match b {
         Buffer::Packed => block,
-        Buffer::Window(s) => side(s, src, dst).max_window(block),
+        Buffer::Window(s) if exact => side(s, src, dst).max_window(block),
+        Buffer::Window(s) => side(s, src, dst).typical_window(block),
     }
 }
 
@@ -200,7 +207,7 @@ fn request(a: Action, block: usize, bufs: &[Buffer], src: &Place, dst: &Place) -
         if p.dense().is_some() {
             block
         } else {
-            p.max_window(block)
+            p.typical_window(block)
         }
     };
     match a {
@@ -217,20 +224,21 @@ pub fn plan(model: &Model, src: &Place, dst: &Place) -> Result<Path, PathError> 
     let rmw = buffers.contains(&Buffer::Window(Side::Dst));
     // A read-modify-write block ends on an element boundary of the destination: no element is
     // written by two blocks.
-    let align = if rmw { dst.element().max(1) } else { 1 };
+    let align = if rmw { dst.window_align() } else { 1 };
     let serial = rmw && dst.windows_interleave();
     let mut best: Option<(f64, usize, f64, Vec<usize>)> = None;
     for k in BLOCKS {
         let block = (1usize << k).next_multiple_of(align).min(total.next_multiple_of(align));
-        let slots: Vec<usize> = buffers.iter().map(|&b| slot_bytes(b, block, src, dst)).collect();
+        let slots: Vec<usize> = buffers.iter().map(|&b| slot_bytes(b, block, src, dst, false)).collect();
         let space: usize = slots.iter().sum::<usize>() * DEPTH;
         let first = k == *BLOCKS.start();
         if !first && space as u64 > model.threshold() {
             break;
         }
+        let b = block.min(total) as f64;
         let t = hops
             .iter()
-            .map(|&(c, a)| model.channel(c).curve.at(request(a, block, &buffers, src, dst) as f64))
+            .map(|&(c, a)| b / (b / model.channel(c).curve.at(request(a, block, &buffers, src, dst) as f64) + REQUEST_COST))
             .fold(f64::INFINITY, f64::min);
         let fill = if serial { total as f64 } else { (hops.len() - 1) as f64 * block.min(total) as f64 };
         let time = (total as f64 + fill) / t;
@@ -241,12 +249,14 @@ pub fn plan(model: &Model, src: &Place, dst: &Place) -> Result<Path, PathError> 
             break;
         }
     }
-    let (_, block, throughput, slot) = best.expect("at least one block size is tried");
+    let (_, block, throughput, _) = best.expect("at least one block size is tried");
+    let slot = buffers.iter().map(|&b| slot_bytes(b, block, src, dst, true)).collect();
     let hops = hops
         .into_iter()
         .map(|(channel, action)| {
             let request = request(action, block, &buffers, src, dst);
-            Hop { channel, action, request, throughput: model.channel(channel).curve.at(request as f64) }
+            let b = block.min(total) as f64;
+            Hop { channel, action, request, throughput: b / (b / model.channel(channel).curve.at(request as f64) + REQUEST_COST) }
         })
         .collect();
     Ok(Path { hops, buffers, slot, depth: if serial { 1 } else { DEPTH }, block, serial, throughput })

@@ -24,11 +24,11 @@ fn model_with(th: u64) -> Model {
 }
 
 fn host(buf: &mut [u8], t: &Arc<CompiledType>, count: usize, lb: i64) -> Place {
-    Place { memory: Memory::Host(buf.as_mut_ptr().wrapping_offset(lb as isize)), ty: t.clone(), count }
+    Place::new(Memory::Host(buf.as_mut_ptr().wrapping_offset(lb as isize)), t.clone(), count)
 }
 
 fn file(f: &std::fs::File, t: &Arc<CompiledType>, count: usize, offset: i64) -> Place {
-    Place { memory: Memory::File { fd: f.as_raw_fd(), offset }, ty: t.clone(), count }
+    Place::new(Memory::File { fd: f.as_raw_fd(), offset }, t.clone(), count)
 }
 
 fn temp(contents: &[u8]) -> std::fs::File {
@@ -143,7 +143,7 @@ fn interleaved_destination_windows_are_written_one_block_at_a_time() {
     // Elements of two bytes 8 apart with extent 1 interleave: a read-modify-write of neighbouring
     // blocks touches the same bytes.
     let d = ty(DataLoop::vector(2, 1, 8, DataLoop::bytes(1)).resized(0, 1));
-    let n = 20_000; // 40,000 bytes of data, blocks of 4 KiB at this threshold
+    let n = 100_000; // 200,000 bytes of data; windows fit the 16 KiB threshold in blocks of at most 32 KiB
     let rt = Runtime::new(model_with(16 << 10), 1 << 20);
     let mut src = pattern(2 * n, 1);
     let before = pattern(n + 8, 77);

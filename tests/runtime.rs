@@ -1,0 +1,41 @@
+//! The transfer runtime's C API (`sluice_copy`, events, `sluice_plan_explain`) under real MPI
+//! jobs, with programs linked against the shim (and the shim preloaded): `tests/c/copy_api.c`
+//! (every error code, copies between host memory and files in derived layouts checked against
+//! MPI_Pack/MPI_Unpack) at 2 and 4 ranks, and the two examples (`examples/transpose.c`, the
+//! out-of-core transpose, and `examples/priority.c`), which check every byte they copy.
+
+mod common;
+use common::*;
+
+fn assert_ok(job: &Job, name: &str) {
+    assert!(job.ok && job.stdout.contains(&format!("{name}: OK")), "{name} failed:\n{}", job.all());
+}
+
+#[test]
+fn copy_api_refuses_bad_arguments_and_copies_exactly() {
+    let exe = compile_linked("tests/c", "copy_api");
+    for np in [2u32, 4] {
+        assert_ok(&launch_shim(np, &exe, &[]), "copy_api");
+    }
+}
+
+#[test]
+fn examples_run_and_check_their_results() {
+    let transpose = compile_linked("examples", "transpose");
+    let job = launch_shim(2, &transpose, &[]);
+    assert_ok(&job, "transpose");
+    assert!(job.stdout.contains("DiskRead") && job.stdout.contains("Memcpy"), "no plan printed:\n{}", job.all());
+    let priority = compile_linked("examples", "priority");
+    assert_ok(&launch_shim(1, &priority, &[("PRIORITY_MIB", "2"), ("PRIORITY_TRIALS", "3")]), "priority");
+}
+
+#[test]
+fn a_bad_model_file_warns_and_copies_with_the_built_in_model() {
+    let exe = compile_linked("tests/c", "copy_api");
+    let bad = std::env::temp_dir().join(format!("sluice-bad-model-{}.toml", std::process::id()));
+    std::fs::write(&bad, "threshold = 0\n").unwrap();
+    let job = launch_shim(2, &exe, &[("SLUICE_CALIBRATION", bad.to_str().unwrap())]);
+    std::fs::remove_file(&bad).unwrap();
+    assert_ok(&job, "copy_api");
+    assert!(job.stderr.contains("SLUICE_CALIBRATION") && job.stderr.contains("built-in"), "no warning:\n{}", job.all());
+}
