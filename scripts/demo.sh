@@ -23,3 +23,8 @@ mpirun.openmpi --oversubscribe -np 4 -x LD_PRELOAD="$so_o" -x SLUICE_STATS=1 -x 
 
 echo; echo "== MPICH: mpiexec.mpich -np 4 -env LD_PRELOAD $so_m -env SLUICE_STATS 1 $out/families_mpich =="
 mpiexec.mpich -np 4 -env LD_PRELOAD "$so_m" -env SLUICE_STATS 1 -env SLUICE_LOG info "$out/families_mpich"
+
+echo; echo "== sluice_copy: out-of-core transpose (examples/transpose.c, linked with -lsluice) =="
+lib=$PWD/target/openmpi/release
+mpicc.openmpi -O2 -Iinclude examples/transpose.c -L"$lib" -lsluice -Wl,-rpath,"$lib" -o "$out/transpose_openmpi"
+mpirun.openmpi --oversubscribe -np 1 "$out/transpose_openmpi" 2048 2048

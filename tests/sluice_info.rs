@@ -73,3 +73,18 @@ fn help_and_bad_usage() {
     let (out, text) = run(&["--bogus"], &[]);
     assert_eq!(out.status.code(), Some(2), "{text}");
 }
+
+#[test]
+fn calibration_writes_a_model_that_is_then_shown() {
+    let path = std::env::temp_dir().join(format!("sluice-info-cal-{}/model.toml", std::process::id()));
+    let p = path.to_str().unwrap();
+    let (out, text) = run(&["--model"], &[("SLUICE_CALIBRATION", p)]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("Machine model") && text.contains("built-in"), "{text}");
+    let (out, text) = run(&["--calibrate"], &[("SLUICE_CALIBRATION", p)]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(path.exists() && text.contains("wrote"), "{text}");
+    let (_, text) = run(&[], &[("SLUICE_CALIBRATION", p)]);
+    assert!(text.contains(&format!("Machine model (sluice_copy, docs/runtime.md): {p}")) && text.contains("DiskRead"), "{text}");
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}

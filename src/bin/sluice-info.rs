@@ -16,10 +16,15 @@ Show the sluice build, its SLUICE_* parameters and the hardware it detects.
 
   -c, --config   parameters and validation of the current environment only
       --hw       hardware only
+      --model    the machine model sluice_copy plans with (SLUICE_CALIBRATION)
+      --calibrate
+                 measure this host's channels and write the model file that
+                 SLUICE_CALIBRATION names (auto: ~/.cache/sluice/model-<host>.toml)
   -h, --help     this help
 
 With no option everything is printed. Exit status: 0; 1 if the current SLUICE_*
-environment is invalid (not checked with --hw); 2 on a usage error.";
+environment is invalid (not checked with --hw, --model), or calibration failed;
+2 on a usage error.";
 
 /// Which sections to print.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -27,6 +32,8 @@ enum Mode {
     All,
     Config,
     Hardware,
+    Model,
+    Calibrate,
 }
 
 fn parse_args(args: &[String]) -> Result<Option<Mode>, String> {
@@ -36,6 +43,8 @@ fn parse_args(args: &[String]) -> Result<Option<Mode>, String> {
             "-h" | "--help" => Ok(None),
             "-c" | "--config" => Ok(Some(Mode::Config)),
             "--hw" => Ok(Some(Mode::Hardware)),
+            "--model" => Ok(Some(Mode::Model)),
+            "--calibrate" => Ok(Some(Mode::Calibrate)),
             other => Err(format!("unknown option {other:?}")),
         },
         _ => Err("at most one option is accepted".to_string()),
@@ -139,6 +148,51 @@ fn print_hardware() {
     );
 }
 
+/// `SLUICE_CALIBRATION` as set (None: auto).
+fn calibration_setting() -> Option<String> {
+    std::env::var("SLUICE_CALIBRATION").ok().filter(|v| v != "auto" && !v.is_empty())
+}
+
+fn print_model() {
+    use sluice::transfer::runtime;
+    let (model, from) = runtime::load_model(calibration_setting().as_deref());
+    println!("Machine model (sluice_copy, docs/runtime.md): {from}");
+    println!("  space threshold: {} bytes", model.threshold());
+    for c in model.channels() {
+        let pts: Vec<String> = c.curve.points().map(|(r, t)| format!("{r:.0} B: {:.2} GB/s", t / 1e9)).collect();
+        println!(
+            "  {:?} {} -> {}: {}",
+            c.kind,
+            model.memory(c.src).name,
+            model.memory(c.dst).name,
+            pts.join(", ")
+        );
+    }
+}
+
+fn calibrate() -> ExitCode {
+    use sluice::transfer::runtime::{calibrate, model_path};
+    let Some(path) = model_path(calibration_setting().as_deref()) else {
+        eprintln!("sluice-info: no place for the model: set SLUICE_CALIBRATION to a path (HOME is not set)");
+        return ExitCode::FAILURE;
+    };
+    let scratch = path.parent().map(|p| p.to_path_buf()).unwrap_or_else(std::env::temp_dir);
+    let _ = std::fs::create_dir_all(&scratch);
+    let host = sluice::transfer::node::host_name();
+    match calibrate::measure(&scratch, &host).and_then(|text| calibrate::write_atomically(&path, &text)) {
+        Ok(()) => {
+            println!("wrote {}", path.display());
+            std::env::set_var("SLUICE_CALIBRATION", &path);
+            print_model();
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("sluice-info: calibration failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     // SAFETY: restoring the default SIGPIPE action before any thread exists, so that
     // `sluice-info | head` ends quietly like other command-line tools instead of panicking.
@@ -155,6 +209,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    match mode {
+        Mode::Model => {
+            print_model();
+            return ExitCode::SUCCESS;
+        }
+        Mode::Calibrate => return calibrate(),
+        _ => {}
+    }
     let mut valid = true;
     if mode == Mode::All {
         print_build();
@@ -168,6 +230,10 @@ fn main() -> ExitCode {
             println!();
         }
         print_hardware();
+    }
+    if mode == Mode::All {
+        println!();
+        print_model();
     }
     if valid {
         ExitCode::SUCCESS

@@ -10,6 +10,7 @@
 //! (or the built-in one, `host-default.toml`); its transfers share four times the model's
 //! space threshold of intermediate buffers.
 
+pub mod calibrate;
 mod channel;
 mod descriptor;
 mod disk;
@@ -37,6 +38,14 @@ pub const DEFAULT_MODEL: &str = include_str!("host-default.toml");
 /// The built-in model, parsed.
 pub fn default_model() -> Model {
     Model::from_toml_str(DEFAULT_MODEL).expect("the built-in model is valid (unit-tested)")
+}
+
+/// The model file `SLUICE_CALIBRATION` (`setting`: its value, `None` for auto) names.
+pub fn model_path(setting: Option<&str>) -> Option<std::path::PathBuf> {
+    match setting {
+        Some(p) if p != "auto" && !p.is_empty() => Some(std::path::PathBuf::from(p)),
+        _ => auto_model_path(),
+    }
 }
 
 /// Where `SLUICE_CALIBRATION=auto` looks for this host's model.

@@ -125,8 +125,11 @@ fn channels(model: &Model) -> Result<Channels, PathError> {
     Ok(Channels { memcpy, read, write })
 }
 
+/// A path's hops before the block size is chosen, and its intermediate buffers.
+type Shape = (Vec<(ChannelId, Action)>, Vec<Buffer>);
+
 /// The hops of the natural path for the places' kinds and layouts (before the block size).
-fn shape(src: &Place, dst: &Place, ch: &Channels) -> Result<(Vec<(ChannelId, Action)>, Vec<Buffer>), PathError> {
+fn shape(src: &Place, dst: &Place, ch: &Channels) -> Result<Shape, PathError> {
     let read = || ch.read.ok_or_else(|| PathError::Missing("DiskRead channel from DSK to SYS".into()));
     let write = || ch.write.ok_or_else(|| PathError::Missing("DiskWrite channel from SYS to DSK".into()));
     let mut hops = Vec::new();

@@ -43,7 +43,7 @@ fn temp(contents: &[u8]) -> std::fs::File {
 fn rand_u64() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed) * 0x9e37_79b9_7f4a_7c15 ^ std::time::UNIX_EPOCH.elapsed().unwrap().as_nanos() as u64
+    N.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (std::time::UNIX_EPOCH.elapsed().unwrap().as_nanos() as u64)
 }
 
 fn pattern(n: usize, seed: u8) -> Vec<u8> {
