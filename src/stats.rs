@@ -58,11 +58,18 @@ pub enum Family {
     /// Not a call family: staged collective blocks for or from a peer on another node laid
     /// out in two runs (`transfer::netpath`; calls = blocks, bytes = their bytes).
     CollSplit,
+    /// Not a call family: requests the transfer runtime's Memcpy channel served (`sluice_copy`;
+    /// calls = requests, bytes = their bytes, time = the channel's busy time).
+    ChMemcpy,
+    /// Not a call family: the DiskRead channel's requests, as `ChMemcpy`.
+    ChDiskRead,
+    /// Not a call family: the DiskWrite channel's requests, as `ChMemcpy`.
+    ChDiskWrite,
 }
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 18] = [
+    pub const ALL: [Family; 21] = [
         Family::Init,
         Family::P2p,
         Family::Persistent,
@@ -81,6 +88,9 @@ impl Family {
         Family::Shm,
         Family::Remote,
         Family::CollSplit,
+        Family::ChMemcpy,
+        Family::ChDiskRead,
+        Family::ChDiskWrite,
     ];
 
     /// Short lower-case name used in reports.
@@ -104,6 +114,9 @@ impl Family {
             Family::Shm => "p2p-shm",
             Family::Remote => "p2p-remote",
             Family::CollSplit => "coll-split",
+            Family::ChMemcpy => "ch-memcpy",
+            Family::ChDiskRead => "ch-disk-read",
+            Family::ChDiskWrite => "ch-disk-write",
         }
     }
 }
@@ -178,6 +191,13 @@ pub fn engine_bytes(n: usize) {
 pub fn count(family: Family, n: usize) {
     if timing_enabled() {
         record(family, n as u64, 0, 0);
+    }
+}
+
+/// Counts one request of a transfer-runtime channel: `n` bytes, `busy_ns` (when statistics are on).
+pub fn channel_request(family: Family, n: usize, busy_ns: u64) {
+    if timing_enabled() {
+        record(family, n as u64, busy_ns, 0);
     }
 }
 

@@ -30,6 +30,16 @@ fn examples_run_and_check_their_results() {
 }
 
 #[test]
+fn statistics_count_the_channels_requests() {
+    let exe = compile_linked("examples", "transpose");
+    let job = launch_shim(2, &exe, &[("SLUICE_STATS", "1")]);
+    assert_ok(&job, "transpose");
+    for row in ["ch-memcpy", "ch-disk-read"] {
+        assert!(job.stat_calls(row).is_some_and(|n| n > 0), "no {row} requests counted:\n{}", job.all());
+    }
+}
+
+#[test]
 fn a_bad_model_file_warns_and_copies_with_the_built_in_model() {
     let exe = compile_linked("tests/c", "copy_api");
     let bad = std::env::temp_dir().join(format!("sluice-bad-model-{}.toml", std::process::id()));

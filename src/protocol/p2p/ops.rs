@@ -160,8 +160,13 @@ pub fn track(request: mpi::MPI_Request, op: impl Into<Entry>) {
         return;
     }
     let mut g = OPS.lock().unwrap_or_else(|e| e.into_inner());
-    if g.get_or_insert_with(FxHashMap::default).insert(request_key(request), op).is_none() {
-        TRACKED.add(1);
+    match g.get_or_insert_with(FxHashMap::default).insert(request_key(request), op) {
+        None => TRACKED.add(1),
+        // Every caller tracks a handle that is not in the table (a new request, or one taken
+        // out): one that is means a stale entry of a freed request whose handle the MPI gave to
+        // this one, and the replaced operation is lost (its data never unpacked). A diagnostic
+        // for the open MPICH min-noshm thread-stress failure (docs/sanitizers.md).
+        Some(old) => log::error!("request {:#x} tracked while the handle was already tracked ({old:?} replaced)", request_key(request)),
     }
 }
 

@@ -21,6 +21,7 @@ use super::event::Event;
 use super::path::{plan, Path, PathError};
 use super::place::Place;
 use super::{disk, memcpy};
+use crate::stats::Family;
 use crate::transfer::plan::{ChannelKind, Model};
 
 /// One request in a channel's queue.
@@ -56,14 +57,6 @@ struct Queue {
     ready: Condvar,
 }
 
-/// Bytes and requests a channel served (statistics).
-#[derive(Default)]
-pub struct ChannelStats {
-    pub bytes: AtomicU64,
-    pub requests: AtomicU64,
-    pub busy_ns: AtomicU64,
-}
-
 struct Budget {
     used: usize,
     waiting: VecDeque<Arc<Transfer>>,
@@ -73,7 +66,6 @@ pub struct Runtime {
     model: Model,
     channels: Vec<Option<Arc<dyn Channel>>>,
     queues: Vec<Arc<Queue>>,
-    stats: Vec<Arc<ChannelStats>>,
     started: Mutex<Vec<bool>>,
     limit: usize,
     budget: Mutex<Budget>,
@@ -118,7 +110,6 @@ impl Runtime {
         Arc::new(Runtime {
             channels: model.channels().iter().map(|c| channel_of(c.kind)).collect(),
             queues: (0..n).map(|_| Arc::new(Queue::default())).collect(),
-            stats: (0..n).map(|_| Arc::new(ChannelStats::default())).collect(),
             started: Mutex::new(vec![false; n]),
             model,
             limit,
@@ -130,16 +121,6 @@ impl Runtime {
 
     pub fn model(&self) -> &Model {
         &self.model
-    }
-
-    /// Per channel of the model: (kind, bytes, requests, busy nanoseconds).
-    pub fn channel_stats(&self) -> Vec<(ChannelKind, u64, u64, u64)> {
-        self.model
-            .channels()
-            .iter()
-            .zip(&self.stats)
-            .map(|(c, s)| (c.kind, s.bytes.load(Ordering::Relaxed), s.requests.load(Ordering::Relaxed), s.busy_ns.load(Ordering::Relaxed)))
-            .collect()
     }
 
     /// The path a copy from `src` to `dst` takes.
@@ -229,10 +210,10 @@ impl Runtime {
             return;
         }
         s[channel] = true;
-        let (q, stop, stats) = (self.queues[channel].clone(), self.stop.clone(), self.stats[channel].clone());
+        let (q, stop) = (self.queues[channel].clone(), self.stop.clone());
         let ch = self.channels[channel].clone().expect("checked at copy");
         let name = format!("sluice-{:?}", ch.kind()).to_lowercase();
-        std::thread::Builder::new().name(name).spawn(move || worker(&q, &*ch, &stop, &stats)).expect("spawn a channel worker");
+        std::thread::Builder::new().name(name).spawn(move || worker(&q, &*ch, &stop)).expect("spawn a channel worker");
     }
 }
 
@@ -246,7 +227,18 @@ impl Drop for Runtime {
     }
 }
 
-fn worker(q: &Queue, ch: &dyn Channel, stop: &AtomicBool, stats: &ChannelStats) {
+/// The statistics row of a channel kind (`SLUICE_STATS=1`).
+fn family(kind: ChannelKind) -> Option<Family> {
+    match kind {
+        ChannelKind::Memcpy => Some(Family::ChMemcpy),
+        ChannelKind::DiskRead => Some(Family::ChDiskRead),
+        ChannelKind::DiskWrite => Some(Family::ChDiskWrite),
+        _ => None,
+    }
+}
+
+fn worker(q: &Queue, ch: &dyn Channel, stop: &AtomicBool) {
+    let row = family(ch.kind());
     loop {
         let job = {
             let mut g = q.jobs.lock().unwrap_or_else(|e| e.into_inner());
@@ -269,9 +261,9 @@ fn worker(q: &Queue, ch: &dyn Channel, stop: &AtomicBool, stats: &ChannelStats) 
             unsafe { ch.perform(&step) }
         }))
         .unwrap_or_else(|_| Err(format!("{:?} channel: request failed (panic)", ch.kind())));
-        stats.busy_ns.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        stats.bytes.fetch_add(step.bytes() as u64, Ordering::Relaxed);
-        stats.requests.fetch_add(1, Ordering::Relaxed);
+        if let Some(f) = row {
+            crate::stats::channel_request(f, step.bytes(), t0.elapsed().as_nanos() as u64);
+        }
         job.transfer.finished(job.hop, job.block, r);
     }
 }
