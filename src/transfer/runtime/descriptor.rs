@@ -87,8 +87,20 @@ impl Transfer {
         self.path.slot.iter().sum::<usize>() * self.path.depth
     }
 
-    /// The budget admitted it: allocate the slots and issue the first requests.
+    /// The channels this transfer's hops use, each once.
+    fn channels(&self) -> Vec<usize> {
+        let mut c: Vec<usize> = self.path.hops.iter().map(|h| h.channel.0 as usize).collect();
+        c.sort_unstable();
+        c.dedup();
+        c
+    }
+
+    /// The budget admitted it: allocate the slots, suspend lower priorities on its channels and
+    /// issue the first requests.
     pub fn start(self: &Arc<Self>) {
+        if let Some(rt) = self.runtime.upgrade() {
+            rt.using(&self.channels(), self.priority, true);
+        }
         let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
         g.slabs = self.path.slot.iter().map(|&s| Slab::new(s * self.path.depth)).collect();
         self.pump(&mut g);
@@ -152,7 +164,8 @@ impl Transfer {
         };
         if let Some(o) = outcome {
             if let Some(rt) = self.runtime.upgrade() {
-                rt.release(self.space());
+                rt.using(&self.channels(), self.priority, false);
+                rt.release(self.space(), self.priority);
             }
             self.event.complete(o);
         }

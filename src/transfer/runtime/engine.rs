@@ -1,9 +1,12 @@
 //! The runtime: one queue and worker thread per channel of the model, the buffer budget, and the
 //! entry point that turns a copy into a transfer descriptor.
 //!
-//! **Priorities.** Each channel's queue is ordered by (priority, then arrival): a request of a
-//! higher-priority transfer goes ahead of every queued lower-priority request on every channel
-//! it uses, at request (block) granularity; requests already running finish first.
+//! **Priorities.** Each channel's queue is ordered by (priority, then arrival), and while a
+//! transfer is running, the channels it uses suspend every lower-priority transfer (isometry,
+//! Section 5.1): a worker takes only requests of the highest priority among the running
+//! transfers that use its channel, even if that means waiting for the next one (a lower-priority
+//! request started in the gap would hold the channel when the high one arrives). Requests
+//! already running finish first; the granularity is one request (block).
 //!
 //! **Bounded buffers without deadlock.** A transfer takes all of its intermediate slots at once
 //! (all or nothing) before its first request, and returns them when it completes. No transfer
@@ -53,12 +56,33 @@ impl Ord for Job {
 
 #[derive(Default)]
 struct Queue {
-    jobs: Mutex<BinaryHeap<Job>>,
+    jobs: Mutex<Jobs>,
     ready: Condvar,
+}
+
+#[derive(Default)]
+struct Jobs {
+    heap: BinaryHeap<Job>,
+    /// Running transfers that use this channel, by priority (count per priority).
+    active: std::collections::BTreeMap<i32, usize>,
+}
+
+impl Jobs {
+    /// The next request a worker may take: the first in line, unless a running transfer of
+    /// higher priority uses this channel (its lower-priority requests are suspended meanwhile).
+    fn next(&mut self) -> Option<Job> {
+        let top = self.heap.peek()?.priority;
+        if self.active.keys().next_back().is_some_and(|&p| p > top) {
+            return None;
+        }
+        self.heap.pop()
+    }
 }
 
 struct Budget {
     used: usize,
+    /// Priorities of the copies holding buffers.
+    running: Vec<i32>,
     waiting: VecDeque<Arc<Transfer>>,
 }
 
@@ -113,7 +137,7 @@ impl Runtime {
             started: Mutex::new(vec![false; n]),
             model,
             limit,
-            budget: Mutex::new(Budget { used: 0, waiting: VecDeque::new() }),
+            budget: Mutex::new(Budget { used: 0, running: Vec::new(), waiting: VecDeque::new() }),
             seq: AtomicU64::new(0),
             stop: Arc::new(AtomicBool::new(false)),
         })
@@ -156,12 +180,17 @@ impl Runtime {
         Ok(event)
     }
 
-    /// Starts `t` if its buffers fit, else queues it (in priority order).
+    /// Starts `t` if its buffers fit, else queues it (in priority order). A copy of higher
+    /// priority than every copy running may use up to twice the budget: it must not wait for a
+    /// lower-priority copy to finish (still all or nothing, so no deadlock).
     fn admit(&self, t: Arc<Transfer>) {
         let start = {
             let mut b = self.budget.lock().unwrap_or_else(|e| e.into_inner());
-            if b.waiting.is_empty() && self.fits(b.used, t.space()) {
+            let above = b.running.iter().all(|&p| p < t.priority()) && !b.running.is_empty();
+            let room = if above { self.limit.saturating_mul(2) } else { self.limit };
+            if (b.waiting.is_empty() || above) && (b.used == 0 || b.used + t.space() <= room) {
                 b.used += t.space();
+                b.running.push(t.priority());
                 true
             } else {
                 let at = b.waiting.iter().position(|w| w.priority() < t.priority()).unwrap_or(b.waiting.len());
@@ -179,16 +208,20 @@ impl Runtime {
     }
 
     /// A transfer completed: its buffers go back and waiting transfers start.
-    pub(super) fn release(&self, space: usize) {
+    pub(super) fn release(&self, space: usize, priority: i32) {
         let mut go = Vec::new();
         {
             let mut b = self.budget.lock().unwrap_or_else(|e| e.into_inner());
             b.used -= space;
-            while let Some(w) = b.waiting.front() {
-                if !self.fits(b.used, w.space()) {
+            if let Some(i) = b.running.iter().position(|&p| p == priority) {
+                b.running.swap_remove(i);
+            }
+            while let Some((need, p)) = b.waiting.front().map(|w| (w.space(), w.priority())) {
+                if !self.fits(b.used, need) {
                     break;
                 }
-                b.used += w.space();
+                b.used += need;
+                b.running.push(p);
                 go.push(b.waiting.pop_front().expect("front exists"));
             }
         }
@@ -200,8 +233,26 @@ impl Runtime {
         self.ensure_worker(channel);
         let q = &self.queues[channel];
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        q.jobs.lock().unwrap_or_else(|e| e.into_inner()).push(Job { priority: t.priority(), seq, transfer: t.clone(), hop, block });
+        q.jobs.lock().unwrap_or_else(|e| e.into_inner()).heap.push(Job { priority: t.priority(), seq, transfer: t.clone(), hop, block });
         q.ready.notify_one();
+    }
+
+    /// A transfer of `priority` starts (`on`) or stops using `channels`: lower-priority requests
+    /// on them are suspended meanwhile.
+    pub(super) fn using(&self, channels: &[usize], priority: i32, on: bool) {
+        for &c in channels {
+            let q = &self.queues[c];
+            let mut g = q.jobs.lock().unwrap_or_else(|e| e.into_inner());
+            if on {
+                *g.active.entry(priority).or_insert(0) += 1;
+            } else if let Some(n) = g.active.get_mut(&priority) {
+                *n -= 1;
+                if *n == 0 {
+                    g.active.remove(&priority);
+                    q.ready.notify_all();
+                }
+            }
+        }
     }
 
     fn ensure_worker(&self, channel: usize) {
@@ -243,7 +294,7 @@ fn worker(q: &Queue, ch: &dyn Channel, stop: &AtomicBool) {
         let job = {
             let mut g = q.jobs.lock().unwrap_or_else(|e| e.into_inner());
             loop {
-                if let Some(j) = g.pop() {
+                if let Some(j) = g.next() {
                     break j;
                 }
                 if stop.load(Ordering::Acquire) {

@@ -96,12 +96,14 @@ impl std::fmt::Display for PathError {
     }
 }
 
-pub const DEPTH: usize = 2;
+pub const DEPTH: usize = 4;
 /// What one request costs besides moving its bytes: queueing it, waking the channel's worker and
 /// settling the transfer's state (seconds; about 5 us measured on the 2-core development VM,
 /// docs/runtime.md). The curves of the model are per request size and do not include it; it
 /// is what keeps blocks from being made tiny when a conversion's short runs cap the curve.
 const REQUEST_COST: f64 = 5e-6;
+/// The predicted gain (fraction of the copy's time) that makes a larger block worth its memory.
+const LARGER_BLOCK_GAIN: f64 = 0.03;
 /// Block sizes tried: 4 KiB .. 64 MiB.
 const BLOCKS: std::ops::RangeInclusive<u32> = 12..=26;
 
@@ -245,7 +247,9 @@ pub fn plan(model: &Model, src: &Place, dst: &Place) -> Result<Path, PathError> 
             .fold(f64::INFINITY, f64::min);
         let fill = if serial { total as f64 } else { (hops.len() - 1) as f64 * block.min(total) as f64 };
         let time = (total as f64 + fill) / t;
-        if best.as_ref().is_none_or(|b| time < b.0 * 0.999) {
+        // A larger block must pay for its memory: it wins only by a clear margin (the buffers
+        // of every copy share one budget, and a copy that does not fit waits for others).
+        if best.as_ref().is_none_or(|b| time < b.0 * (1.0 - LARGER_BLOCK_GAIN)) {
             best = Some((time, block, t, slots));
         }
         if block >= total {

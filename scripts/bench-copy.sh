@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The transfer runtime (sluice_copy, docs/runtime.md) on this host:
+#   - transpose: examples/transpose.c, a row-major file of doubles copied into column-major
+#     memory, sluice_copy against the same program's by-hand way (pread of the whole file, then
+#     a transposing loop), both in one run, at three sizes;
+#   - priority: examples/priority.c, a copy started while eight others occupy the same
+#     channels, timed under FIFO order (same priority) and with a higher priority, on a direct
+#     (Memcpy) and a multi-hop (DiskRead + Memcpy) path.
+#
+#   scripts/bench-copy.sh [OUTDIR]     (or COPY_OUT=DIR; default bench-out/copy)
+#
+# COPY_RUNS (default 7) runs of each program per point, interleaved; medians and 95% intervals
+# over the runs. Writes transpose.csv, priority.csv, copy.md, meta.txt and copy.png (needs
+# /usr/bin/python3 with matplotlib). The library is the Open MPI build (the runtime calls no MPI).
+set -euo pipefail
+
+BENCH=copy
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+OUT=${1:-${COPY_OUT:-$ROOT/bench-out/copy}}
+RUNS=${COPY_RUNS:-7}
+PY=${COPY_PYTHON:-/usr/bin/python3}
+SIZES=${COPY_SIZES:-"1024x768 2048x2048 4096x2048"}
+
+bench_require_python "$PY" COPY_PYTHON
+bench_clean_env
+bench_build_sluice openmpi
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+lib=$ROOT/target/openmpi/release
+for ex in transpose priority; do
+    bench_mpicc openmpi "$OUT/$ex" -I"$ROOT/include" "$ROOT/examples/$ex.c" -L"$lib" -lsluice -Wl,-rpath,"$lib"
+done
+read -r load0 _ </proc/loadavg
+echo "size,run,hand_ms,sluice_ms" >"$OUT/transpose.csv"
+echo "path,run,fifo_ms,priority_ms" >"$OUT/priority.csv"
+for run in $(seq 1 "$RUNS"); do
+    for s in $SIZES; do
+        line=$(bench_launch openmpi 1 bare "$OUT/transpose" "${s%x*}" "${s#*x}" | grep '^transpose .* ms$') || die "transpose $s failed"
+        hand=$(sed -E 's/.*loop\) ([0-9.]+) ms.*/\1/' <<<"$line")
+        slu=$(sed -E 's/.*sluice_copy ([0-9.]+) ms.*/\1/' <<<"$line")
+        echo "$s,$run,$hand,$slu" >>"$OUT/transpose.csv"
+    done
+    bench_launch openmpi 1 bare "$OUT/priority" 8 5 >"$OUT/priority-$run.txt" || die "priority failed"
+    grep -q '^priority: OK' "$OUT/priority-$run.txt" || die "priority: wrong data"
+    awk -v r="$run" '/^direct/ { print "direct," r "," $(NF-2) "," $(NF-1) } /^multi-hop/ { print "multi-hop," r "," $(NF-2) "," $(NF-1) }' \
+        "$OUT/priority-$run.txt" >>"$OUT/priority.csv"
+    echo "run $run of $RUNS done"
+done
+read -r load1 _ </proc/loadavg
+{
+    bench_meta_common "$load0" "$load1"
+    echo "runs=$RUNS"
+} >"$OUT/meta.txt"
+"$PY" "$ROOT/scripts/plot_copy.py" "$OUT" | tee "$OUT/copy.md"
