@@ -33,7 +33,7 @@ for ex in transpose priority; do
 done
 read -r load0 _ </proc/loadavg
 echo "size,run,hand_ms,sluice_ms" >"$OUT/transpose.csv"
-echo "path,run,fifo_ms,priority_ms" >"$OUT/priority.csv"
+echo "path,run,fifo_ms,priority_ms,alone_ms" >"$OUT/priority.csv"
 for run in $(seq 1 "$RUNS"); do
     for s in $SIZES; do
         line=$(bench_launch openmpi 1 bare "$OUT/transpose" "${s%x*}" "${s#*x}" | grep '^transpose .* ms$') || die "transpose $s failed"
@@ -43,7 +43,7 @@ for run in $(seq 1 "$RUNS"); do
     done
     bench_launch openmpi 1 bare "$OUT/priority" 8 5 >"$OUT/priority-$run.txt" || die "priority failed"
     grep -q '^priority: OK' "$OUT/priority-$run.txt" || die "priority: wrong data"
-    awk -v r="$run" '/^direct/ { print "direct," r "," $(NF-2) "," $(NF-1) } /^multi-hop/ { print "multi-hop," r "," $(NF-2) "," $(NF-1) }' \
+    awk -v r="$run" '/^direct \(/ { print "direct," r "," $(NF-3) "," $(NF-2) "," $NF } /^multi-hop \(/ { print "multi-hop," r "," $(NF-3) "," $(NF-2) "," $NF }' \
         "$OUT/priority-$run.txt" >>"$OUT/priority.csv"
     echo "run $run of $RUNS done"
 done
