@@ -9,6 +9,25 @@ use crate::transfer::plan::ChannelKind;
 pub struct DiskRead;
 pub struct DiskWrite;
 
+/// Moves `len` bytes with `io(done)` (one `pread`/`pwrite` of the bytes from `done` on) until all
+/// are moved; `what` names the request in errors.
+fn all(len: usize, what: impl Fn() -> String, mut io: impl FnMut(usize) -> isize) -> Result<(), String> {
+    let mut done = 0usize;
+    while done < len {
+        match io(done) {
+            n if n > 0 => done += n as usize,
+            0 => return Err(format!("{}: end of file (or no progress) after {done} bytes", what())),
+            _ => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(format!("{}: {e}", what()));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Channel for DiskRead {
     fn kind(&self) -> ChannelKind {
         ChannelKind::DiskRead
@@ -18,22 +37,10 @@ impl Channel for DiskRead {
         let &Step::Read { fd, offset, into, len } = step else {
             return Err(format!("disk-read channel cannot perform {step:?}"));
         };
-        let mut done = 0usize;
-        while done < len {
+        all(len, || format!("file descriptor {fd}: read of {len} bytes at offset {offset}"), |done| {
             // SAFETY: the caller's contract: `into` is writable for `len` bytes.
-            let n = unsafe { libc::pread(fd, into.add(done).cast(), len - done, (offset + done as u64) as libc::off_t) };
-            match n {
-                0 => return Err(format!("file descriptor {fd}: end of file at byte {} of a {len}-byte read at offset {offset}", done)),
-                n if n > 0 => done += n as usize,
-                _ => {
-                    let e = std::io::Error::last_os_error();
-                    if e.kind() != std::io::ErrorKind::Interrupted {
-                        return Err(format!("file descriptor {fd}: read of {len} bytes at offset {offset}: {e}"));
-                    }
-                }
-            }
-        }
-        Ok(())
+            unsafe { libc::pread(fd, into.add(done).cast(), len - done, (offset + done as u64) as libc::off_t) }
+        })
     }
 }
 
@@ -46,22 +53,9 @@ impl Channel for DiskWrite {
         let &Step::Write { fd, offset, from, len } = step else {
             return Err(format!("disk-write channel cannot perform {step:?}"));
         };
-        let mut done = 0usize;
-        while done < len {
+        all(len, || format!("file descriptor {fd}: write of {len} bytes at offset {offset}"), |done| {
             // SAFETY: the caller's contract: `from` is readable for `len` bytes.
-            let n = unsafe { libc::pwrite(fd, from.add(done).cast(), len - done, (offset + done as u64) as libc::off_t) };
-            if n > 0 {
-                done += n as usize;
-                continue;
-            }
-            if n == 0 {
-                return Err(format!("file descriptor {fd}: write of {len} bytes at offset {offset} made no progress"));
-            }
-            let e = std::io::Error::last_os_error();
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(format!("file descriptor {fd}: write of {len} bytes at offset {offset}: {e}"));
-            }
-        }
-        Ok(())
+            unsafe { libc::pwrite(fd, from.add(done).cast(), len - done, (offset + done as u64) as libc::off_t) }
+        })
     }
 }
