@@ -171,6 +171,11 @@ fn usizes(v: &[c_int]) -> Vec<usize> {
     v.iter().map(|&x| x as usize).collect()
 }
 
+/// Whether `t` is a predefined (named) type: its handle never names another type.
+pub fn is_named(t: MPI_Datatype) -> bool {
+    envelope(t).is_ok_and(|(_, _, _, c)| c == comb::NAMED)
+}
+
 /// Decodes a committed (or predefined) datatype. The handle itself is not freed.
 pub fn decode(t: MPI_Datatype) -> Result<DataLoop> {
     let (ni, na, nd, combiner) = envelope(t)?;

@@ -5,7 +5,9 @@
 //! down; the runtime never sees an MPI handle.
 
 use std::ffi::c_int;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use rustc_hash::FxHashMap;
 
 use crate::datatype::compiled::CompiledType;
 use crate::ffi::{consts, mpi};
@@ -66,9 +68,21 @@ fn compiled(t: mpi::MPI_Datatype) -> Result<Arc<CompiledType>, Refused> {
     if let Some(c) = crate::protocol::datatype::lookup(t) {
         return Ok(c);
     }
-    crate::datatype::decode::decode(t)
+    // Predefined types are compiled once: their handles never change meaning, and the runtime
+    // caches paths by compiled type. (Other types sluice does not keep are decoded each time:
+    // their handles may be freed and reused.)
+    static NAMED: Mutex<Option<FxHashMap<usize, Arc<CompiledType>>>> = Mutex::new(None);
+    let key = crate::ffi::datatype_key(t);
+    if let Some(c) = NAMED.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|m| m.get(&key)) {
+        return Ok(c.clone());
+    }
+    let c = crate::datatype::decode::decode(t)
         .map(|dl| Arc::new(CompiledType::new(&dl)))
-        .map_err(|e| Refused(code::ERR_TYPE, format!("the datatype cannot be used ({e:?})")))
+        .map_err(|e| Refused(code::ERR_TYPE, format!("the datatype cannot be used ({e:?})")))?;
+    if crate::datatype::decode::is_named(t) {
+        NAMED.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(FxHashMap::default).insert(key, c.clone());
+    }
+    Ok(c)
 }
 
 /// The runtime's place for the application's `p` (`what`: "source" or "destination").

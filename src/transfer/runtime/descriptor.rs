@@ -29,7 +29,7 @@ pub struct Transfer {
     runtime: Weak<Runtime>,
     src: Place,
     dst: Place,
-    path: Path,
+    path: Arc<Path>,
     priority: i32,
     blocks: usize,
     /// For each intermediate buffer: the hop that first writes it and the last hop that uses it.
@@ -52,7 +52,7 @@ fn buffers_of(a: Action) -> Vec<usize> {
 }
 
 impl Transfer {
-    pub fn new(runtime: Weak<Runtime>, src: Place, dst: Place, path: Path, priority: i32) -> Transfer {
+    pub fn new(runtime: Weak<Runtime>, src: Place, dst: Place, path: Arc<Path>, priority: i32) -> Transfer {
         let blocks = src.bytes().div_ceil(path.block);
         let n = path.buffers.len();
         let (mut writer, mut last_use) = (vec![usize::MAX; n], vec![0; n]);

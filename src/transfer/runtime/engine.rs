@@ -86,8 +86,15 @@ struct Budget {
     waiting: VecDeque<Arc<Transfer>>,
 }
 
+/// What a path depends on: each side's compiled type (ids are never reused), count, and whether
+/// it is a file (not its address, descriptor or offset).
+type PathKey = [(u64, usize, bool); 2];
+/// Paths kept; the cache starts over when full (copies of one program repeat a few shapes).
+const PATHS_KEPT: usize = 1024;
+
 pub struct Runtime {
     model: Model,
+    paths: Mutex<rustc_hash::FxHashMap<PathKey, Arc<Path>>>,
     channels: Vec<Option<Arc<dyn Channel>>>,
     queues: Vec<Arc<Queue>>,
     started: Mutex<Vec<bool>>,
@@ -135,6 +142,7 @@ impl Runtime {
             channels: model.channels().iter().map(|c| channel_of(c.kind)).collect(),
             queues: (0..n).map(|_| Arc::new(Queue::default())).collect(),
             started: Mutex::new(vec![false; n]),
+            paths: Mutex::new(Default::default()),
             model,
             limit,
             budget: Mutex::new(Budget { used: 0, running: Vec::new(), waiting: VecDeque::new() }),
@@ -147,8 +155,8 @@ impl Runtime {
         &self.model
     }
 
-    /// The path a copy from `src` to `dst` takes.
-    pub fn plan(&self, src: &Place, dst: &Place) -> Result<Path, CopyError> {
+    /// The path a copy from `src` to `dst` takes (planned once per shape of copy, then cached).
+    pub fn plan(&self, src: &Place, dst: &Place) -> Result<Arc<Path>, CopyError> {
         if src.bytes() != dst.bytes() {
             return Err(CopyError::Size(src.bytes(), dst.bytes()));
         }
@@ -159,7 +167,17 @@ impl Runtime {
                 }
             }
         }
-        plan(&self.model, src, dst).map_err(CopyError::Path)
+        let key = [src, dst].map(|p| (p.ty.id(), p.count, p.is_file()));
+        if let Some(p) = self.paths.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(p.clone());
+        }
+        let path = Arc::new(plan(&self.model, src, dst).map_err(CopyError::Path)?);
+        let mut g = self.paths.lock().unwrap_or_else(|e| e.into_inner());
+        if g.len() >= PATHS_KEPT {
+            g.clear();
+        }
+        g.insert(key, path.clone());
+        Ok(path)
     }
 
     /// Starts copying `src`'s data into `dst`; `priority`: higher goes first.

@@ -175,12 +175,19 @@ fn paths_follow_the_places() {
     let p = rt.plan(&host(&mut a, &bytes(), n * 3 / 4, 0), &file(&f, &v, n / 1024, 0)).unwrap();
     assert_eq!(kinds(&p), [DiskRead, Memcpy, DiskWrite]);
     assert!(matches!(p.hops[0].action, Action::Read { file: path::Side::Dst, .. }));
-    let p = rt.plan(&host(&mut a, &v, n / 1024, 0), &file(&f, &bytes(), n * 3 / 4, 0)).unwrap();
+    let by = bytes();
+    let p = rt.plan(&host(&mut a, &v, n / 1024, 0), &file(&f, &by, n * 3 / 4, 0)).unwrap();
     assert_eq!(kinds(&p), [Memcpy, DiskWrite]);
     let text = p.explain(rt.model(), n * 3 / 4);
     assert!(text.contains("Memcpy") && text.contains("DiskWrite") && text.contains("GB/s"), "{text}");
     // Every intermediate buffer fits the model's space threshold.
     assert!(p.slot.iter().sum::<usize>() * p.depth <= rt.model().threshold() as usize);
+    // The same shape of copy again: the cached path, whatever the addresses.
+    let mut b = vec![0u8; 1 << 20];
+    let again = rt.plan(&host(&mut b, &v, n / 1024, 0), &file(&f, &by, n * 3 / 4, 64)).unwrap();
+    assert!(Arc::ptr_eq(&p, &again));
+    let other = rt.plan(&host(&mut b, &v, n / 2048, 0), &file(&f, &by, n * 3 / 8, 64)).unwrap();
+    assert!(!Arc::ptr_eq(&p, &other));
 }
 
 #[test]
