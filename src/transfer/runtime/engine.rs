@@ -321,18 +321,20 @@ fn worker(q: &Queue, ch: &dyn Channel, stop: &AtomicBool) {
                 g = q.ready.wait(g).unwrap_or_else(|e| e.into_inner());
             }
         };
-        let step = job.transfer.step(job.hop, job.block);
         let t0 = std::time::Instant::now();
-        // A panic in a kernel must not take the worker (and every later copy) down with it.
+        // A panic (a bug in sluice: resolving the request, or in a kernel) must fail this copy,
+        // not take the worker, and every later copy on its channel, down with it.
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let step = job.transfer.step(job.hop, job.block);
             // SAFETY: the transfer resolved the step's addresses and its dependencies give them
             // to this request alone.
-            unsafe { ch.perform(&step) }
+            unsafe { ch.perform(&step) }.map(|()| step.bytes())
         }))
         .unwrap_or_else(|_| Err(format!("{:?} channel: request failed (panic)", ch.kind())));
-        if let Some(f) = row {
-            crate::stats::channel_request(f, step.bytes(), t0.elapsed().as_nanos() as u64);
+        if let (Some(f), Ok(n)) = (row, &r) {
+            crate::stats::channel_request(f, *n, t0.elapsed().as_nanos() as u64);
         }
+        let r = r.map(|_| ());
         job.transfer.finished(job.hop, job.block, r);
     }
 }
