@@ -98,8 +98,8 @@ impl std::fmt::Display for PathError {
 
 pub const DEPTH: usize = 4;
 /// What one request costs besides moving its bytes: queueing it, waking the channel's worker and
-/// settling the transfer's state (seconds; about 5 us measured on the 2-core development VM,
-/// docs/runtime.md). The curves of the model are per request size and do not include it; it
+/// settling the transfer's state (seconds; an estimate for the 2-core development VM, not
+/// measured yet: docs/runtime.md). The curves of the model are per request size and do not include it; it
 /// is what keeps blocks from being made tiny when a conversion's short runs cap the curve.
 const REQUEST_COST: f64 = 5e-6;
 /// The predicted gain (fraction of the copy's time) that makes a larger block worth its memory.
