@@ -160,13 +160,7 @@ fn print_model() {
     println!("  space threshold: {} bytes", model.threshold());
     for c in model.channels() {
         let pts: Vec<String> = c.curve.points().map(|(r, t)| format!("{r:.0} B: {:.2} GB/s", t / 1e9)).collect();
-        println!(
-            "  {:?} {} -> {}: {}",
-            c.kind,
-            model.memory(c.src).name,
-            model.memory(c.dst).name,
-            pts.join(", ")
-        );
+        println!("  {:?} {} -> {}: {}", c.kind, model.memory(c.src).name, model.memory(c.dst).name, pts.join(", "));
     }
 }
 

@@ -186,7 +186,9 @@ pub unsafe extern "C" fn sluice_copy(src: *const CPlace, dst: *const CPlace, pri
 pub unsafe extern "C" fn sluice_event_wait(event: *mut *mut Event) -> c_int {
     api(code::ERR_ARG, || {
         // SAFETY: see above.
-        let Some(e) = (unsafe { event.as_mut() }) else { return refuse("sluice_event_wait", Refused(code::ERR_ARG, "null pointer".into())) };
+        let Some(e) = (unsafe { event.as_mut() }) else {
+            return refuse("sluice_event_wait", Refused(code::ERR_ARG, "null pointer".into()));
+        };
         if e.is_null() {
             return code::SUCCESS;
         }

@@ -104,7 +104,9 @@ pub fn measure(scratch: &Path, host: &str) -> Result<String, String> {
     for (name, kind) in [("SYS0", "sys"), ("DSK0", "dsk")] {
         let _ = writeln!(s, "[[memory]]\nname = \"{name}\"\nkind = \"{kind}\"\nnode = 0\n");
     }
-    for (kind, src, dst, c) in [("memcpy", "SYS0", "SYS0", &mem), ("disk_read", "DSK0", "SYS0", &read), ("disk_write", "SYS0", "DSK0", &write)] {
+    for (kind, src, dst, c) in
+        [("memcpy", "SYS0", "SYS0", &mem), ("disk_read", "DSK0", "SYS0", &read), ("disk_write", "SYS0", "DSK0", &write)]
+    {
         let _ = writeln!(s, "[[channel]]\nkind = \"{kind}\"\nsrc = \"{src}\"\ndst = \"{dst}\"\ncurve = {}\n", curve(c));
     }
     Ok(s)

@@ -37,10 +37,14 @@ impl Channel for DiskRead {
         let &Step::Read { fd, offset, into, len } = step else {
             return Err(format!("disk-read channel cannot perform {step:?}"));
         };
-        all(len, || format!("file descriptor {fd}: read of {len} bytes at offset {offset}"), |done| {
-            // SAFETY: the caller's contract: `into` is writable for `len` bytes.
-            unsafe { libc::pread(fd, into.add(done).cast(), len - done, (offset + done as u64) as libc::off_t) }
-        })
+        all(
+            len,
+            || format!("file descriptor {fd}: read of {len} bytes at offset {offset}"),
+            |done| {
+                // SAFETY: the caller's contract: `into` is writable for `len` bytes.
+                unsafe { libc::pread(fd, into.add(done).cast(), len - done, (offset + done as u64) as libc::off_t) }
+            },
+        )
     }
 }
 
@@ -53,9 +57,13 @@ impl Channel for DiskWrite {
         let &Step::Write { fd, offset, from, len } = step else {
             return Err(format!("disk-write channel cannot perform {step:?}"));
         };
-        all(len, || format!("file descriptor {fd}: write of {len} bytes at offset {offset}"), |done| {
-            // SAFETY: the caller's contract: `from` is readable for `len` bytes.
-            unsafe { libc::pwrite(fd, from.add(done).cast(), len - done, (offset + done as u64) as libc::off_t) }
-        })
+        all(
+            len,
+            || format!("file descriptor {fd}: write of {len} bytes at offset {offset}"),
+            |done| {
+                // SAFETY: the caller's contract: `from` is readable for `len` bytes.
+                unsafe { libc::pwrite(fd, from.add(done).cast(), len - done, (offset + done as u64) as libc::off_t) }
+            },
+        )
     }
 }

@@ -119,9 +119,8 @@ fn channels(model: &Model) -> Result<Channels, PathError> {
     let sys = crate::transfer::plan::MemoryId(sys as u32);
     let memcpy = model.self_loop(sys, ChannelKind::Memcpy).ok_or_else(|| PathError::Missing("Memcpy self-loop on SYS".into()))?;
     let dsk = find(MemoryKind::Dsk).map(|d| crate::transfer::plan::MemoryId(d as u32));
-    let between = |from, to, kind| {
-        model.outgoing(from).iter().copied().find(|&c| model.channel(c).dst == to && model.channel(c).kind == kind)
-    };
+    let between =
+        |from, to, kind| model.outgoing(from).iter().copied().find(|&c| model.channel(c).dst == to && model.channel(c).kind == kind);
     let read = dsk.and_then(|d| between(d, sys, ChannelKind::DiskRead));
     let write = dsk.and_then(|d| between(sys, d, ChannelKind::DiskWrite));
     Ok(Channels { memcpy, read, write })
@@ -283,11 +282,14 @@ impl Path {
         let name = |v: Vw| match v {
             Vw::Place(Side::Src) => "source".to_string(),
             Vw::Place(Side::Dst) => "destination".to_string(),
-            Vw::Buf(j) => format!("buffer {j} ({})", match self.buffers[j] {
-                Buffer::Packed => "packed",
-                Buffer::Window(Side::Src) => "source layout",
-                Buffer::Window(Side::Dst) => "destination layout",
-            }),
+            Vw::Buf(j) => format!(
+                "buffer {j} ({})",
+                match self.buffers[j] {
+                    Buffer::Packed => "packed",
+                    Buffer::Window(Side::Src) => "source layout",
+                    Buffer::Window(Side::Dst) => "destination layout",
+                }
+            ),
         };
         let file = |s: Side| if s == Side::Src { "source file" } else { "destination file" };
         for (i, h) in self.hops.iter().enumerate() {

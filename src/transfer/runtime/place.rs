@@ -146,7 +146,10 @@ impl Place {
     pub fn max_window(&self, block: usize) -> usize {
         if self.monotone {
             let total = self.bytes();
-            return (0..total.div_ceil(block.max(1))).map(|k| self.window(k * block, ((k + 1) * block).min(total)).len()).max().unwrap_or(0);
+            return (0..total.div_ceil(block.max(1)))
+                .map(|k| self.window(k * block, ((k + 1) * block).min(total)).len())
+                .max()
+                .unwrap_or(0);
         }
         let dl = self.dl();
         let elements = block.div_ceil(dl.size.max(1)) as i64 + 1;
