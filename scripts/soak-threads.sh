@@ -31,7 +31,11 @@ out=${SOAK_OUT:-$root/target/soak}
 limit=${SOAK_TIMEOUT:-120}
 mkdir -p "$out"
 
-while IFS= read -r v; do unset "$v"; done < <(compgen -e | grep '^SLUICE_' | grep -v '^SLUICE_SO_' || true)
+declare -A so_of
+for mpi in $mpis; do so_var=SLUICE_SO_$mpi; so_of[$mpi]=${!so_var:-$root/target/$mpi/release/libsluice.so}; done
+# Every SLUICE_* variable goes, SLUICE_SO_* included (read above): the launchers pass the
+# environment on, and sluice warns about variables it does not know.
+while IFS= read -r v; do unset "$v"; done < <(compgen -e | grep '^SLUICE_' || true)
 unset LD_PRELOAD
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Oversubscribed ranks must yield the core instead of spinning (2-core machines).
@@ -50,8 +54,7 @@ config_env() { # config -> "NAME=VALUE ..."
 total_runs=0 total_fail=0
 summary=()
 for mpi in $mpis; do
-    so_var=SLUICE_SO_$mpi
-    so=${!so_var:-$root/target/$mpi/release/libsluice.so}
+    so=${so_of[$mpi]}
     [ -f "$so" ] || scripts/build.sh "$mpi"
     exe=$out/${prog}_$mpi
     "mpicc.$mpi" -O1 -Wall -Wno-stringop-overflow -pthread -I tests/c "tests/c/$prog.c" -o "$exe"
