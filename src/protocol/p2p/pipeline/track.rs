@@ -144,7 +144,24 @@ pub fn arm(req: Req, e: Entry) {
         // Every caller arms a handle that is not in the table (a new request, or one taken
         // out): one that is means two live requests share a handle value, or a stale entry.
         // A diagnostic for the flaky p2p_conf_threads failure (docs/protocol.md, Requests).
-        Some(_) => log::error!("request {:#x} armed for a pipelined receive while the handle was already tracked", request_key(req)),
+        Some(old) => log::error!(
+            "request {:#x} armed for a pipelined receive while the handle was already tracked ({})",
+            request_key(req),
+            match old {
+                None => "its slot held by a thread working on it".to_string(),
+                Some(e) => format!(
+                    "a stale entry: {}, active {}, freed {}, persistent {}",
+                    match e.state {
+                        State::Armed => "armed",
+                        State::Busy(_) => "busy",
+                        State::Done(_) => "done",
+                    },
+                    e.active,
+                    e.freed,
+                    e.persistent
+                ),
+            }
+        ),
     }
 }
 
