@@ -215,8 +215,14 @@ unsafe fn post_chunks(src: Source<'_>, total: usize, c: usize, ctag: c_int, peer
 }
 
 fn hold(o: Outgoing) {
-    OUTGOING.lock().unwrap_or_else(|e| e.into_inner()).push(o);
+    let mut g = OUTGOING.lock().unwrap_or_else(|e| e.into_inner());
+    // Counted before another thread's progress can see it (under the lock): counted after, a
+    // progress that found its chunks done would take it off first, and the sum of pending work
+    // (`nothing_pending`, the completion calls' fast path) would dip below a tracked receive
+    // for a moment, letting a concurrent MPI_Wait on that receive skip sluice (the
+    // p2p_conf_threads failure, docs/sanitizers.md).
     OUTGOING_N.add(1);
+    g.push(o);
 }
 
 /// Staging buffers that pipelined sends in flight hold.
