@@ -7,8 +7,9 @@ use crate::runtime::{self, Mode};
 /// Version as a NUL-terminated string.
 static VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
 
+/// The older entry points' guard: a panic becomes -1.
 fn guarded(f: impl FnOnce() -> c_int) -> c_int {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(-1)
+    api(-1, f)
 }
 
 /// `sluice_version`: writes major, minor and patch (each pointer may be NULL); returns 0.
