@@ -22,7 +22,7 @@
 #
 # Environment: OUT (default ./device-out), DEVICE_RUN_DRY (0), DEVICE_MPIROOT (/opt/mpiroot; a
 # temp dir in dry runs), DEVICE_RUN_BUDGET (seconds for all steps, default 420), DEVICE_RWCP_WORKERS,
-# DEVICE_RWCP_SAMPLES, DEVICE_RUN_DRY_GPU=1 (run the GPU steps in a dry run too; without a GPU the
+# DEVICE_RWCP_SAMPLES (DEVICE_RWCP_WORKERS=none skips the rwcp steps), DEVICE_RUN_DRY_GPU=1 (run the GPU steps in a dry run too; without a GPU the
 # programs print SKIP), DEVICE_RUN_FORCE_FALLBACK=1 (use .device/debs/fallback even for sonames
 # the system has).
 #
@@ -38,6 +38,7 @@ DEV=$ROOT/.device
 DRY=${DEVICE_RUN_DRY:-0}
 BUDGET=${DEVICE_RUN_BUDGET:-420}
 RWCP_RESERVE=150 # seconds of the budget the GPU jobs leave to the rwcp steps
+[ "${DEVICE_RWCP_WORKERS:-}" = none ] && RWCP_RESERVE=0
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT" || exit 1
 OUT=$(cd "$OUT" && pwd)
@@ -425,8 +426,8 @@ gpu_jobs() {
                 [[ -z $prog && $p =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] && continue # rank env
                 prog+="${prog:+_}${p##*/}"
             done
-            step "gpu-$mpi-np$np-${prog:0:40}" gpu_job "${words[@]}"
             jobs=$((jobs + 1))
+            step "gpu$jobs-$mpi-np$np-${prog:0:40}" gpu_job "${words[@]}"
         done
     else
         for mpi in "${MPIS[@]}"; do
@@ -476,7 +477,9 @@ else
     say "   install failed: MPI steps skipped"
 fi
 # The benchmark only needs libmpi.so.40 to load (no MPI call): private root or not.
-for n in $DEVICE_RWCP_WORKERS; do step "rwcp-w$n" rwcp "$n"; done
+if [ "$DEVICE_RWCP_WORKERS" != none ]; then
+    for n in $DEVICE_RWCP_WORKERS; do step "rwcp-w$n" rwcp "$n"; done
+fi
 finish
 rm -rf "$TMPBASE" # the dry run's private root included
 ((FAILED == 0))

@@ -144,6 +144,12 @@ pub const PARAMS: &[Param] = &[
         doc: "Device buffers in MPI calls (docs/gpu.md): auto = when a CUDA driver is present, every intercepted call checks its buffers and stages device memory through pinned host memory, so a non-CUDA-aware MPI never sees a device pointer (the fast path is closed then); off = never (a host-only application on a GPU node pays nothing).",
     },
     Param {
+        name: "SLUICE_GPU_PACK_MIN",
+        default: "4K",
+        accepted: "off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 0, 4K, 1M",
+        doc: "Point-to-point calls on device buffers of a non-contiguous datatype with at least this many packed bytes pack and unpack on the GPU (sluice's move kernels): only the packed bytes cross PCIe and the MPI moves them as MPI_PACKED; smaller ones, and all with off, copy the type's whole span (gaps included) through host memory.",
+    },
+    Param {
         name: "SLUICE_CALIBRATION",
         default: "auto",
         accepted: "auto, or the path of a machine-model file (TOML)",
@@ -237,6 +243,8 @@ pub struct Config {
     pub ckpt_memory: usize,
     /// `SLUICE_GPU`: look for device buffers when a CUDA driver is present.
     pub gpu: bool,
+    /// `SLUICE_GPU_PACK_MIN`, packed bytes (`usize::MAX`: off).
+    pub gpu_pack_min: usize,
     /// `SLUICE_CALIBRATION`: `None` = auto, else the model file's path.
     pub calibration: Option<String>,
     /// `SLUICE_TEST_PANIC`.
@@ -424,6 +432,7 @@ impl Config {
                 ckpt_epsilon: 0.2,
                 ckpt_memory: 0,
                 gpu: false,
+                gpu_pack_min: usize::MAX,
                 calibration: None,
                 test_panic: None,
                 test_chunk_fault: 0,
@@ -456,6 +465,7 @@ impl Config {
             ckpt_epsilon: parse_epsilon(param("SLUICE_CKPT_EPSILON"), &value("SLUICE_CKPT_EPSILON"))?,
             ckpt_memory: parse_bytes(param("SLUICE_CKPT_MEMORY"), &value("SLUICE_CKPT_MEMORY"))?,
             gpu: parse_auto_off(param("SLUICE_GPU"), &value("SLUICE_GPU"))?,
+            gpu_pack_min: parse_bytes_or_off(param("SLUICE_GPU_PACK_MIN"), &value("SLUICE_GPU_PACK_MIN"))?,
             calibration: Some(value("SLUICE_CALIBRATION")).filter(|v| v != "auto" && !v.is_empty()),
             test_panic: parse_fn_name(param("SLUICE_TEST_PANIC"), &value("SLUICE_TEST_PANIC"), known_fn)?,
             test_chunk_fault: parse_bytes(param("SLUICE_TEST_CHUNK_FAULT"), &value("SLUICE_TEST_CHUNK_FAULT"))?,
@@ -507,6 +517,7 @@ mod tests {
             ckpt_epsilon: 0.2,
             ckpt_memory: 16 << 20,
             gpu: true,
+            gpu_pack_min: 4 << 10,
             calibration: None,
             test_panic: None,
             test_chunk_fault: 0,

@@ -7,6 +7,12 @@
  *            (GPU_P2P_SKIP_BLOCKS=1 leaves it out: it takes most of the run's time)
  *   host     host buffers only: the MPI's own hop, for the "slowest hop" of the path
  *   pcie     cuMemcpyDtoH + cuMemcpyHtoD of the same bytes with pinned memory: the copy hop
+ *   kernel   (vector types) a hand-written pack kernel (one thread per double, vec_pack_ptx.h)
+ *            into a device buffer, cuMemcpyDtoH of the packed bytes, MPI on them, cuMemcpyHtoD,
+ *            the unpack kernel: the "pack kernel + cudaMemcpy + MPI" baseline
+ *
+ * Run it twice to compare sluice's two forms for vector types: by default sluice packs with its
+ * GPU move kernels; SLUICE_GPU_PACK_MIN=off makes it copy each message's whole span.
  *
  * Modes are interleaved rep by rep (paired), each rep timing `iters` round trips. Output: one
  * CSV row per (mode, type, bytes): median one-way time in microseconds with a 95% interval of
@@ -18,6 +24,7 @@
 #include <string.h>
 #include <mpi.h>
 #include "../../tests/c/gpu_cuda.h"
+#include "vec_pack_ptx.h"
 
 static int rank;
 #define REPS 15
@@ -27,8 +34,23 @@ static int cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-enum { SLUICE, STAGED, BLOCKS, HOST, PCIE, NMODES };
-static const char *mode_name[] = {"sluice", "staged", "blocks", "host", "pcie"};
+enum { SLUICE, STAGED, BLOCKS, HOST, PCIE, KERNEL, NMODES };
+static const char *mode_name[] = {"sluice", "staged", "blocks", "host", "pcie", "kernel"};
+static CUfunction vec_pack;
+static CUdeviceptr kbuf; /* the kernel mode's packed device buffer */
+
+/* The hand-written kernel over a vector of doubles: `unpack` 0 gathers into kbuf, 1 scatters. */
+static void run_vec_kernel(CUdeviceptr strided, size_t data, size_t block, size_t stride, unsigned unpack) {
+    unsigned long long nwords = data / 8, blen = block / 8, st = stride;
+    CUdeviceptr a = strided, b = kbuf;
+    void *args[] = {&a, &b, &nwords, &blen, &st, &unpack};
+    unsigned blocks = (unsigned)((nwords + 255) / 256);
+    if (blocks > 65535) blocks = 65535;
+    if (cu_LaunchKernel(vec_pack, blocks, 1, 1, 256, 1, 1, 0, NULL, args, NULL)) {
+        fprintf(stderr, "gpu_p2p: cuLaunchKernel failed\n");
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+}
 
 typedef struct {
     const char *name;
@@ -80,6 +102,18 @@ static void round_trip(int mode, const Shape *s, CUdeviceptr dev, char *pinned, 
             if (sending) MPI_Send(host, 1, s->type, peer, 0, MPI_COMM_WORLD);
             else MPI_Recv(host, 1, s->type, peer, 0, MPI_COMM_WORLD, &st);
             break;
+        case KERNEL:
+            if (sending) {
+                run_vec_kernel(dev, s->data, s->block, s->stride, 0);
+                if (cu_MemcpyDtoH(packed, kbuf, s->data)) die("cuMemcpyDtoH");
+                MPI_Send(packed, (int)s->data, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
+            } else {
+                MPI_Recv(packed, (int)s->data, MPI_BYTE, peer, 0, MPI_COMM_WORLD, &st);
+                if (cu_MemcpyHtoD(kbuf, packed, s->data)) die("cuMemcpyHtoD");
+                run_vec_kernel(dev, s->data, s->block, s->stride, 1);
+                if (cu_CtxSynchronize()) die("cuCtxSynchronize");
+            }
+            break;
         case PCIE:
             /* both ranks copy one way per leg, then a zero-byte message keeps them in step */
             if (sending) {
@@ -102,6 +136,7 @@ static void bench(const Shape *s) {
     if (cu_MemAlloc(&dev, s->span)) die("cuMemAlloc");
     if (cu_MemHostAlloc((void **)&pinned, s->span, 0)) die("cuMemHostAlloc");
     if (cu_MemHostAlloc((void **)&packed, s->data, 0)) die("cuMemHostAlloc");
+    if (cu_MemAlloc(&kbuf, s->data)) die("cuMemAlloc");
     memset(pinned, 2, s->span);
     memset(packed, 3, s->data);
     cu_MemcpyHtoD(dev, pinned, s->span);
@@ -111,10 +146,10 @@ static void bench(const Shape *s) {
     if (iters > 200) iters = 200;
     int contiguous = s->block == s->data;
     double t[NMODES][REPS];
-    for (int m = 0; m < NMODES; m++) round_trip(m == BLOCKS && contiguous ? STAGED : m, s, dev, pinned, packed, host); /* warm-up */
+    for (int m = 0; m < NMODES; m++) round_trip((m == BLOCKS || m == KERNEL) && contiguous ? STAGED : m, s, dev, pinned, packed, host); /* warm-up */
     for (int r = 0; r < REPS; r++) {
         for (int m = 0; m < NMODES; m++) {
-            if (m == BLOCKS && (contiguous || s->data / s->block > 65536 || getenv("GPU_P2P_SKIP_BLOCKS"))) {
+            if ((m == BLOCKS && (contiguous || s->data / s->block > 65536 || getenv("GPU_P2P_SKIP_BLOCKS"))) || (m == KERNEL && contiguous)) {
                 t[m][r] = NAN;
                 continue;
             }
@@ -136,6 +171,7 @@ static void bench(const Shape *s) {
         fflush(stdout);
     }
     cu_MemFree(dev);
+    cu_MemFree(kbuf);
     cu_MemFreeHost(pinned);
     cu_MemFreeHost(packed);
     free(host);
@@ -170,6 +206,8 @@ int main(int argc, char **argv) {
         cu_MemFreeHost(h);
         MPI_Barrier(MPI_COMM_WORLD);
     }
+    CUmodule mod;
+    if (cu_ModuleLoadData(&mod, vec_pack_ptx) || cu_ModuleGetFunction(&vec_pack, mod, "vec_pack_w8")) die("loading the pack kernel");
     if (rank == 0) printf("mode,type,bytes,median_us,lo_us,hi_us,GBps\n");
     static const size_t sizes[] = {8, 1024, 65536, 1 << 20, 16 << 20, 64 << 20};
     for (int i = 0; i < 6; i++) {
@@ -179,15 +217,20 @@ int main(int argc, char **argv) {
         bench(&s);
         MPI_Type_free(&s.type);
     }
-    /* vec-8 of the ddt suite: blocks of 8 doubles at stride 16 doubles */
-    static const size_t vdata[] = {65536, 1 << 20, 16 << 20};
-    for (int i = 0; i < 3; i++) {
-        int blocks = (int)(vdata[i] / 64);
-        Shape s = {"vec-8", MPI_DATATYPE_NULL, vdata[i], vdata[i] * 2, 64, 128};
-        MPI_Type_vector(blocks, 8, 16, MPI_DOUBLE, &s.type);
-        MPI_Type_commit(&s.type);
-        bench(&s);
-        MPI_Type_free(&s.type);
+    /* vec-8 of the ddt suite (blocks of 8 doubles at stride 16 doubles) and vec-1 (single
+     * doubles at stride 2) */
+    static const size_t vdata[] = {4096, 16384, 65536, 1 << 20, 16 << 20};
+    static const int vblock[] = {8, 1};
+    for (int v = 0; v < 2; v++) {
+        for (int i = 0; i < 5; i++) {
+            int bd = vblock[v];
+            int blocks = (int)(vdata[i] / (8 * (size_t)bd));
+            Shape s = {bd == 8 ? "vec-8" : "vec-1", MPI_DATATYPE_NULL, vdata[i], vdata[i] * 2, 8 * (size_t)bd, 16 * (size_t)bd};
+            MPI_Type_vector(blocks, bd, 2 * bd, MPI_DOUBLE, &s.type);
+            MPI_Type_commit(&s.type);
+            bench(&s);
+            MPI_Type_free(&s.type);
+        }
     }
     MPI_Finalize();
     return 0;

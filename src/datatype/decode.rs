@@ -176,6 +176,56 @@ pub fn is_named(t: MPI_Datatype) -> bool {
     envelope(t).is_ok_and(|(_, _, _, c)| c == comb::NAMED)
 }
 
+/// The one predefined type all of `t` is made of, when `t` is built from it by constructors of
+/// one child each (any but struct, down to a named type); `None` otherwise. A message of `t`
+/// then has the type signature of that many predefined elements, so its packed bytes can travel
+/// as a contiguous run of them (the GPU packed form, `protocol::device`).
+pub fn basic_element(t: MPI_Datatype) -> Option<MPI_Datatype> {
+    let (mut cur, mut owned) = (t, false);
+    loop {
+        let step = (|| {
+            let (ni, na, nd, combiner) = envelope(cur).ok()?;
+            if combiner == comb::NAMED {
+                return Some(Ok(cur));
+            }
+            let single = matches!(
+                combiner,
+                comb::DUP
+                    | comb::CONTIGUOUS
+                    | comb::VECTOR
+                    | comb::HVECTOR
+                    | comb::INDEXED
+                    | comb::HINDEXED
+                    | comb::INDEXED_BLOCK
+                    | comb::HINDEXED_BLOCK
+                    | comb::SUBARRAY
+                    | comb::DARRAY
+                    | comb::RESIZED
+            );
+            if !single || nd != 1 {
+                return None;
+            }
+            let mut ints = vec![0 as c_int; ni as usize];
+            let mut addrs = vec![0 as MPI_Aint; na as usize];
+            let mut child = crate::ffi::consts::datatype_null();
+            // SAFETY: the arrays have the lengths the envelope reported; one handle.
+            check(unsafe { mpi::PMPI_Type_get_contents(cur, ni, na, nd, ints.as_mut_ptr(), addrs.as_mut_ptr(), &mut child) }).ok()?;
+            Some(Err(child))
+        })();
+        if owned {
+            if let Some(Ok(_)) = step {
+                // A named handle: never freed, valid for the life of the MPI.
+            } else {
+                let _ = free_child(&mut cur);
+            }
+        }
+        match step? {
+            Ok(named) => return Some(named),
+            Err(child) => (cur, owned) = (child, true),
+        }
+    }
+}
+
 /// Decodes a committed (or predefined) datatype. The handle itself is not freed.
 pub fn decode(t: MPI_Datatype) -> Result<DataLoop> {
     let (ni, na, nd, combiner) = envelope(t)?;

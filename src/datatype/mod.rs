@@ -33,6 +33,7 @@
 pub mod checkpoint;
 pub mod compiled;
 pub mod decode;
+pub mod device_shape;
 pub mod interp;
 pub mod ir;
 pub mod kernel;

@@ -27,7 +27,7 @@ type Dt = mpi::MPI_Datatype;
 /// Twins by compiled-type id; `None`: the layout has no twin (a count beyond `int`).
 static TWINS: Mutex<Option<FxHashMap<u64, Option<usize>>>> = Mutex::new(None);
 
-fn to_key(t: Dt) -> usize {
+pub(crate) fn to_key(t: Dt) -> usize {
     #[cfg(sluice_mpi = "openmpi")]
     {
         t as usize
@@ -38,7 +38,7 @@ fn to_key(t: Dt) -> usize {
     }
 }
 
-fn from_key(k: usize) -> Dt {
+pub(crate) fn from_key(k: usize) -> Dt {
     #[cfg(sluice_mpi = "openmpi")]
     {
         k as Dt

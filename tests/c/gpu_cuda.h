@@ -24,6 +24,11 @@ static CUresult (*cu_MemFreeHost)(void *);
 static CUresult (*cu_MemcpyHtoD)(CUdeviceptr, const void *, size_t);
 static CUresult (*cu_MemcpyDtoH)(void *, CUdeviceptr, size_t);
 static CUresult (*cu_MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+typedef void *CUmodule;
+typedef void *CUfunction;
+static CUresult (*cu_ModuleLoadData)(CUmodule *, const void *);
+static CUresult (*cu_ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+static CUresult (*cu_LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void **, void **);
 
 /* Loads the driver, initializes it and makes device (local_rank % devices) current. Returns
  * NULL on success, else why the GPU part cannot run. */
@@ -48,6 +53,9 @@ __attribute__((unused)) static const char *gpu_open(int local_rank) {
     SLUICE_CU_SYM(cu_MemcpyHtoD, "cuMemcpyHtoD_v2");
     SLUICE_CU_SYM(cu_MemcpyDtoH, "cuMemcpyDtoH_v2");
     SLUICE_CU_SYM(cu_MemcpyDtoD, "cuMemcpyDtoD_v2");
+    SLUICE_CU_SYM(cu_ModuleLoadData, "cuModuleLoadData");
+    SLUICE_CU_SYM(cu_ModuleGetFunction, "cuModuleGetFunction");
+    SLUICE_CU_SYM(cu_LaunchKernel, "cuLaunchKernel");
 #undef SLUICE_CU_SYM
     if (cu_Init(0) != 0) return "cuInit failed (no usable device)";
     int n = 0;

@@ -312,6 +312,101 @@ static void p2p_sendrecv_probe_truncate(void) {
     MPI_Comm_free(&c);
 }
 
+/* Layouts the GPU move kernels take apart differently (docs/gpu.md): a leaf table (indexed),
+ * nested levels (a 3-D subarray), more levels than the kernel has (a 5-deep nest), legal type-signature mismatches, short messages into a strided receive (the
+ * rest of the buffer and every gap must stay), with blocking, nonblocking and STATUS_IGNORE
+ * completions, and truncation. */
+static void p2p_packed_layouts(void) {
+    MPI_Status st;
+    MPI_Request r;
+    int bl[1000], dp[1000], nind = 0;
+    for (int i = 0; i < 1000; i++) {
+        bl[i] = i % 7 + 1;
+        dp[i] = i * 13 + (i % 3);
+        nind += bl[i];
+    }
+    MPI_Datatype ind, sub, deep, tmp;
+    MPI_Type_indexed(1000, bl, dp, MPI_INT, &ind);
+    MPI_Type_commit(&ind);
+    int sizes[3] = {40, 40, 40}, subs[3] = {20, 20, 20}, starts[3] = {5, 5, 5};
+    MPI_Type_create_subarray(3, sizes, subs, starts, MPI_ORDER_C, MPI_DOUBLE, &sub);
+    MPI_Type_commit(&sub);
+    /* 5 levels of vectors with gaps over an int: one more than the kernel's levels */
+    deep = MPI_INT;
+    for (int l = 0; l < 5; l++) { /* 2 blocks of 1 element at 3 extents */
+        MPI_Type_vector(2, 1, 3, deep, &tmp);
+        if (deep != MPI_INT) MPI_Type_free(&deep);
+        deep = tmp;
+    }
+    MPI_Type_commit(&deep);
+    MPI_Aint lb, ext;
+    MPI_Type_get_extent(deep, &lb, &ext);
+    /* indexed both ways (count 2), then received as plain ints */
+    size_t ind_span = (size_t)(1000 * 13 + 2 + 7) * 4 * 2 + 64;
+    int *a = balloc(ind_span, 60);
+    int *ai = balloc((size_t)nind * 2 * 4, 61);
+    if (rank == 0) {
+        put_int(MPI_Send(a, 2, ind, 1, 20, MPI_COMM_WORLD));
+        put_int(MPI_Send(a, 2, ind, 1, 21, MPI_COMM_WORLD));
+    } else if (rank == 1) {
+        put_int(MPI_Recv(a, 2, ind, 0, 20, MPI_COMM_WORLD, &st));
+        put_status(&st);
+        put_int(MPI_Recv(ai, nind * 2, MPI_INT, 0, 21, MPI_COMM_WORLD, &st));
+        put_status(&st);
+    }
+    /* subarray to contiguous and back */
+    double *cube = balloc(40 * 40 * 40 * 8, 62);
+    double *flat = balloc(20 * 20 * 20 * 8, 63);
+    if (rank == 0) {
+        put_int(MPI_Send(cube, 1, sub, 1, 22, MPI_COMM_WORLD));
+        put_int(MPI_Recv(cube, 1, sub, 1, 23, MPI_COMM_WORLD, &st));
+        put_status(&st);
+    } else if (rank == 1) {
+        put_int(MPI_Recv(flat, 8000, MPI_DOUBLE, 0, 22, MPI_COMM_WORLD, &st));
+        put_status(&st);
+        put_int(MPI_Send(flat, 8000, MPI_DOUBLE, 0, 23, MPI_COMM_WORLD));
+    }
+    /* the deep nest, 3 elements, with Sendrecv */
+    size_t dspan = (size_t)ext * 3 + 256;
+    char *d0 = balloc(dspan, 64), *d1 = balloc(dspan, 65);
+    if (rank <= 1) {
+        put_int(MPI_Sendrecv(d0, 3, deep, 1 - rank, 24, d1, 3, deep, 1 - rank, 24, MPI_COMM_WORLD, &st));
+        put_status(&st);
+    }
+    /* short messages into vec8: blocking, nonblocking with a status, and STATUS_IGNORE */
+    double *v = balloc(4096 * 16 * 8, 66), *w = balloc(4096 * 16 * 8, 67), *x = balloc(4096 * 16 * 8, 68);
+    double *src = balloc(1001 * 8, 69);
+    if (rank == 0) {
+        put_int(MPI_Send(src, 1000, MPI_DOUBLE, 1, 25, MPI_COMM_WORLD));
+        put_int(MPI_Send(src, 1001, MPI_DOUBLE, 1, 26, MPI_COMM_WORLD));
+        put_int(MPI_Send(src, 999, MPI_DOUBLE, 1, 27, MPI_COMM_WORLD));
+    } else if (rank == 1) {
+        put_int(MPI_Recv(v, 1, vec8, 0, 25, MPI_COMM_WORLD, &st));
+        put_status(&st);
+        put_int(MPI_Irecv(w, 1, vec8, 0, 26, MPI_COMM_WORLD, &r));
+        put_int(MPI_Wait(&r, &st));
+        put_status(&st);
+        put_int(MPI_Irecv(x, 1, vec8, 0, 27, MPI_COMM_WORLD, &r));
+        put_int(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    }
+    /* truncation into vec8: the class (the buffer's contents are the MPI's choice) */
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    double *t = balloc_rec(4096 * 16 * 8, 0, 70);
+    double *big = balloc(40000 * 8, 71);
+    if (rank == 0) MPI_Send(big, 40000, MPI_DOUBLE, 1, 28, c);
+    if (rank == 1) {
+        int rc = MPI_Recv(t, 1, vec8, 0, 28, c, &st), cls;
+        MPI_Error_class(rc, &cls);
+        put_int(cls);
+    }
+    MPI_Comm_free(&c);
+    MPI_Type_free(&ind);
+    MPI_Type_free(&sub);
+    MPI_Type_free(&deep);
+}
+
 /* ---- collectives (all ranks) ----------------------------------------------------------------- */
 static void coll_rooted(void) {
     double *v = balloc(4096 * 16 * 8, 60);
@@ -467,6 +562,7 @@ int main(int argc, char **argv) {
     run_case("p2p_nonblocking", p2p_nonblocking);
     run_case("p2p_persistent", p2p_persistent);
     run_case("p2p_sendrecv_probe_truncate", p2p_sendrecv_probe_truncate);
+    run_case("p2p_packed_layouts", p2p_packed_layouts);
     run_case("coll_rooted", coll_rooted);
     run_case("coll_alltoall", coll_alltoall);
     run_case("coll_neighbor", coll_neighbor);

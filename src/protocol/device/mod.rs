@@ -27,10 +27,13 @@ pub mod pending;
 pub mod refuse;
 
 use std::ffi::{c_int, c_void};
+use std::sync::{Arc, Mutex};
 
+use crate::datatype::device_shape::DeviceShape;
 use crate::errors;
 use crate::ffi::{consts, errclass, mpi};
-use crate::transfer::gpu::{self, DeviceRange, HostBuffer};
+use crate::protocol::byte_twin;
+use crate::transfer::gpu::{self, mover, DeviceRange, HostBuffer};
 
 /// Bytes `[lo, hi)`, relative to a buffer address, that a typed buffer argument touches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,41 +84,94 @@ impl Span {
 }
 
 /// A device buffer staged in host memory for one operation.
+///
+/// Two forms: a *span* copy (the bytes from the type's true lower bound to its true upper bound,
+/// gaps included, laid out as on the device: the host call takes the application's count and
+/// type) and a *packed* copy (`packed` set: the GPU move kernels gather the typemap on the
+/// device, only the packed stream crosses PCIe, and the host call moves that stream as a
+/// contiguous run of the type's one predefined element type: the same type signature, so any
+/// receive that matches the application's message matches this one).
 #[derive(Debug)]
 pub struct Staged {
-    /// Device address of the span's first byte.
+    /// Device address of the span's first byte (packed: the application's buffer address).
     dev: usize,
+    /// Bytes of the host copy (the span's length, or the packed stream's).
     len: usize,
-    /// The span's offset from the application's buffer address.
+    /// The span's offset from the application's buffer address (0 when packed).
     lo: i64,
     range: DeviceRange,
     host: HostBuffer,
     /// Copied back to the device when the operation completes.
     output: bool,
+    /// The packed form.
+    packed: Option<Arc<Packed>>,
+}
+
+/// How `count` elements of a type travel in the packed form.
+#[derive(Debug)]
+pub struct Packed {
+    /// The kernels' layout of the elements.
+    shape: DeviceShape,
+    /// The predefined type they are all made of ([`byte_twin::to_key`] form), and how many of it.
+    basic: usize,
+    n: i64,
+}
+
+/// The buffer, count and type a staged (or not) buffer argument passes to the host call.
+#[derive(Clone, Copy, Debug)]
+pub struct HostArgs {
+    pub buf: *mut c_void,
+    pub count: i64,
+    pub dt: mpi::MPI_Datatype,
 }
 
 impl Staged {
-    /// The host address that stands for the application's buffer address.
+    /// The host address that stands for the application's buffer address (span form; the packed
+    /// form's stream starts there).
     pub fn buf(&self) -> *mut c_void {
         self.host.as_ptr().wrapping_offset(-(self.lo as isize)).cast()
     }
 
-    /// Copies the device bytes into the host copy.
-    pub fn fill(&mut self) -> Result<(), gpu::CudaError> {
-        // SAFETY: the host buffer holds `len` bytes; `[dev, dev + len)` was checked to lie in
-        // `range` when staged, and MPI requires the buffer to stay allocated during the call.
-        unsafe { gpu::to_host(self.host.as_ptr(), self.dev, self.len, &self.range) }
+    /// What the host call gets in place of the application's `(buf, count, dt)`.
+    pub fn args(&self, count: i64, dt: mpi::MPI_Datatype) -> HostArgs {
+        match &self.packed {
+            None => HostArgs { buf: self.buf(), count, dt },
+            Some(p) => HostArgs { buf: self.host.as_ptr().cast(), count: p.n, dt: byte_twin::from_key(p.basic) },
+        }
     }
 
-    /// Bytes staged (the span's length).
+    /// Whether the host copy is the packed stream (a receive into it fills a prefix).
+    pub fn packed(&self) -> bool {
+        self.packed.is_some()
+    }
+
+    /// Copies the device bytes into the host copy.
+    pub fn fill(&mut self) -> Result<(), gpu::CudaError> {
+        match &self.packed {
+            // SAFETY: the host buffer holds the packed stream's `len` bytes; the shape's bytes
+            // from `dev` were checked to lie in `range` (its span) when staged, and MPI requires
+            // the buffer to stay allocated during the call.
+            Some(p) => unsafe { mover::pack_to_host(self.host.as_ptr(), self.dev, &p.shape, &self.range) },
+            // SAFETY: the host buffer holds `len` bytes; `[dev, dev + len)` was checked to lie
+            // in `range` when staged.
+            None => unsafe { gpu::to_host(self.host.as_ptr(), self.dev, self.len, &self.range) },
+        }
+    }
+
+    /// Bytes staged (the span's length, or the packed stream's).
     pub fn bytes(&self) -> usize {
         self.len
     }
 
     /// Copies the first `n` bytes of the host copy back (an output staged without filling).
     pub fn flush_prefix(&mut self, n: usize) -> Result<(), gpu::CudaError> {
-        // SAFETY: as in `fill`, for at most `len` bytes.
-        unsafe { gpu::to_device(self.dev, self.host.as_ptr(), n.min(self.len), &self.range) }
+        let n = n.min(self.len);
+        match &self.packed {
+            // SAFETY: as in `fill`, the first `n` bytes of the stream.
+            Some(p) => unsafe { mover::unpack_from_host(self.dev, self.host.as_ptr(), n, &p.shape, &self.range) },
+            // SAFETY: as in `fill`, for at most `len` bytes.
+            None => unsafe { gpu::to_device(self.dev, self.host.as_ptr(), n, &self.range) },
+        }
     }
 
     /// Copies the host copy back to the device (outputs only).
@@ -123,9 +179,59 @@ impl Staged {
         if !self.output {
             return Ok(());
         }
-        // SAFETY: as in `fill`; MPI requires the buffer to stay allocated until completion.
-        unsafe { gpu::to_device(self.dev, self.host.as_ptr(), self.len, &self.range) }
+        self.flush_prefix(self.len)
     }
+}
+
+/// The packed form by (compiled type id, count); `None`: the type has none.
+type ShapeEntry = (u64, usize, Option<Arc<Packed>>);
+/// Recently used packed layouts.
+static SHAPES: Mutex<Vec<ShapeEntry>> = Mutex::new(Vec::new());
+/// Layouts kept in [`SHAPES`].
+const SHAPES_KEPT: usize = 16;
+/// Most leaf runs of a packed layout (its table goes to device memory once per context).
+const MAX_LEAF_RUNS: usize = 1 << 16;
+
+/// The packed form of `count` elements of `dt` when it serves: a derived type that is not one
+/// run in stream order, made of one predefined type without holes (so the packed bytes have a
+/// contiguous type of the same signature; types through struct constructors keep the span form),
+/// at least `SLUICE_GPU_PACK_MIN` packed bytes, and at most `max_count` predefined elements (the
+/// host call's count type must hold them).
+fn packable(count: i64, dt: mpi::MPI_Datatype, max_count: i64) -> Option<Arc<Packed>> {
+    let min = crate::runtime::config().map_or(usize::MAX, |c| c.gpu_pack_min);
+    if count <= 0 || min == usize::MAX || fills_prefix(dt) {
+        return None;
+    }
+    let ct = crate::protocol::datatype::lookup(dt)?;
+    let bytes = ct.size().checked_mul(count as usize)?;
+    if bytes < min || ct.from_struct() {
+        return None;
+    }
+    let found = {
+        let g = SHAPES.lock().unwrap_or_else(|e| e.into_inner());
+        g.iter().find(|e| e.0 == ct.id() && e.1 == count as usize).map(|e| e.2.clone())
+    };
+    let packed = found.unwrap_or_else(|| {
+        let p = packed_form(dt, ct.dataloop(), count as usize, bytes).map(Arc::new);
+        let mut g = SHAPES.lock().unwrap_or_else(|e| e.into_inner());
+        if g.len() >= SHAPES_KEPT {
+            g.remove(0);
+        }
+        g.push((ct.id(), count as usize, p.clone()));
+        p
+    });
+    packed.filter(|p| p.n <= max_count)
+}
+
+/// Builds the packed form (see [`packable`]) of `count` elements of `dt`, `bytes` packed bytes.
+fn packed_form(dt: mpi::MPI_Datatype, dl: &crate::datatype::ir::DataLoop, count: usize, bytes: usize) -> Option<Packed> {
+    let basic = crate::datatype::decode::basic_element(dt)?;
+    let b = crate::protocol::datatype::bounds(basic)?;
+    if b.size <= 0 || b.size != b.extent || b.size != b.true_extent || bytes % b.size as usize != 0 {
+        return None;
+    }
+    let shape = DeviceShape::new(dl, count, MAX_LEAF_RUNS)?;
+    Some(Packed { shape, basic: byte_twin::to_key(basic), n: (bytes / b.size as usize) as i64 })
 }
 
 /// The device memory a buffer argument of `call` touches, staged (and filled) for the call:
@@ -160,6 +266,47 @@ pub unsafe fn stage_as(
     fill: bool,
     comm: mpi::MPI_Comm,
 ) -> Result<Option<Staged>, c_int> {
+    // SAFETY: forwarded contract.
+    unsafe { stage_with(call, buf, span, || None, output, fill, comm) }
+}
+
+/// [`stage_as`] for one typed buffer argument `(buf, count, dt)` of a point-to-point call,
+/// staged in the packed form when the type has a packed layout ([`packable`]) and the device
+/// runs sluice's kernels, else as its span. `max_count`: the most the host call's count
+/// argument holds (`c_int` or `MPI_Count`).
+///
+/// # Safety
+/// As [`stage`].
+// The application's buffer triple, then the staging options.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn stage_typed(
+    call: &str,
+    buf: *const c_void,
+    count: i64,
+    dt: mpi::MPI_Datatype,
+    output: bool,
+    fill: bool,
+    max_count: i64,
+    comm: mpi::MPI_Comm,
+) -> Result<Option<Staged>, c_int> {
+    // SAFETY: forwarded contract.
+    unsafe { stage_with(call, buf, || Span::of(0, count, dt), || packable(count, dt, max_count), output, fill, comm) }
+}
+
+/// The staging both forms share: `packed` is asked only for a device buffer whose span lies in
+/// its allocation.
+///
+/// # Safety
+/// As [`stage`].
+unsafe fn stage_with(
+    call: &str,
+    buf: *const c_void,
+    span: impl FnOnce() -> Option<Span>,
+    packed: impl FnOnce() -> Option<Arc<Packed>>,
+    output: bool,
+    fill: bool,
+    comm: mpi::MPI_Comm,
+) -> Result<Option<Staged>, c_int> {
     if buf == consts::in_place().cast_const() {
         return Ok(None);
     }
@@ -188,7 +335,13 @@ pub unsafe fn stage_as(
         );
         return Err(errors::raise(comm, errclass::ERR_BUFFER, &msg));
     }
-    let mut s = Staged { dev: first, len: span.len(), lo: span.lo, host: HostBuffer::new(span.len(), &range), range, output };
+    let mut s = match packed().filter(|_| mover::ready(&range)) {
+        Some(p) => {
+            let len = p.shape.bytes();
+            Staged { dev: buf as usize, len, lo: 0, host: HostBuffer::new(len, &range), range, output, packed: Some(p) }
+        }
+        None => Staged { dev: first, len: span.len(), lo: span.lo, host: HostBuffer::new(span.len(), &range), range, output, packed: None },
+    };
     if fill {
         s.fill().map_err(|e| copy_failed(call, comm, &e))?;
     }
@@ -220,6 +373,11 @@ pub fn flush_all(call: &str, stages: &mut [Staged], rc: c_int, comm: mpi::MPI_Co
 /// The host address to pass for a staged (or not) buffer argument.
 pub fn host_or<T>(staged: &Option<Staged>, buf: *const T) -> *mut T {
     staged.as_ref().map_or(buf.cast_mut(), |s| s.buf().cast())
+}
+
+/// The host call's `(buf, count, dt)` for a staged (or not) buffer argument.
+pub fn host_args(staged: &Option<Staged>, buf: *const c_void, count: i64, dt: mpi::MPI_Datatype) -> HostArgs {
+    staged.as_ref().map_or(HostArgs { buf: buf.cast_mut(), count, dt }, |s| s.args(count, dt))
 }
 
 #[cfg(test)]

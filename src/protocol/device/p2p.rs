@@ -11,7 +11,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::{copy_failed, fills_prefix, flush_all, host_or, pending, stage, stage_as, Span};
+use super::{copy_failed, fills_prefix, flush_all, host_args, pending, stage_typed, HostArgs};
 use crate::ffi::{consts, errclass, mpi};
 use crate::protocol::p2p::{blank_status, delivered_bytes, status_or};
 use crate::protocol::p2p::{recv, send};
@@ -22,29 +22,46 @@ type Comm = mpi::MPI_Comm;
 type Req = mpi::MPI_Request;
 type Status = mpi::MPI_Status;
 
+/// The most a host call's `int` count holds (a packed form's byte count must fit).
+const INT: i64 = c_int::MAX as i64;
+/// The most an `MPI_Count` holds.
+#[cfg(sluice_large_count)]
+const LARGE: i64 = i64::MAX;
+
 /// A blocking call with one buffer argument (`output`: the call writes it).
 ///
 /// # Safety
 /// `buf`, `count` and `dt` are the application's arguments; `f` is the host call.
-unsafe fn one(call: &str, buf: *const c_void, count: i64, dt: Dt, output: bool, comm: Comm, f: impl FnOnce(*mut c_void) -> c_int) -> c_int {
+unsafe fn one(
+    call: &str,
+    buf: *const c_void,
+    count: i64,
+    dt: Dt,
+    output: bool,
+    max: i64,
+    comm: Comm,
+    f: impl FnOnce(HostArgs) -> c_int,
+) -> c_int {
+    let app = HostArgs { buf: buf.cast_mut(), count, dt };
     if !gpu::armed() {
-        return f(buf.cast_mut());
+        return f(app);
     }
     // SAFETY: forwarded contract.
-    match unsafe { stage(call, buf, || Span::of(0, count, dt), output, comm) } {
+    match unsafe { stage_typed(call, buf, count, dt, output, true, max, comm) } {
         Err(rc) => rc,
-        Ok(None) => f(buf.cast_mut()),
+        Ok(None) => f(app),
         Ok(Some(mut s)) => {
-            let rc = f(s.buf());
+            let rc = f(s.args(count, dt));
             flush_all(call, std::slice::from_mut(&mut s), rc, comm)
         }
     }
 }
 
-/// A blocking receive into one buffer: `f` gets the host address and a status to fill. A buffer
-/// whose receive fills a prefix of its span ([`fills_prefix`]) is not copied in first; only the
-/// bytes the MPI delivered (its status says how many; on truncation what the MPI leaves in the
-/// buffer) go back. Others are staged as any output.
+/// A blocking receive into one buffer: `f` gets the host arguments and a status to fill. A
+/// buffer staged in the packed form, or whose receive fills a prefix of its span
+/// ([`fills_prefix`]), is not copied in first; only the bytes the MPI delivered (its status says
+/// how many; on truncation what the MPI leaves in the buffer) go back. Others are staged as any
+/// output.
 ///
 /// # Safety
 /// As [`one`]; `status` is the application's (possibly `MPI_STATUS_IGNORE`).
@@ -53,25 +70,22 @@ unsafe fn receive(
     buf: *mut c_void,
     count: i64,
     dt: Dt,
+    max: i64,
     comm: Comm,
     status: *mut Status,
-    f: impl FnOnce(*mut c_void, *mut Status) -> c_int,
+    f: impl FnOnce(HostArgs, *mut Status) -> c_int,
 ) -> c_int {
+    let app = HostArgs { buf, count, dt };
     if !gpu::armed() {
-        return f(buf, status);
+        return f(app, status);
     }
-    let mut prefix = false;
-    let span = || {
-        let s = Span::of(0, count, dt)?;
-        prefix = fills_prefix(dt);
-        Some(s)
-    };
-    // SAFETY: forwarded contract. The fill is decided after the span (the closure runs first).
-    let staged = unsafe { stage_as(call, buf, span, true, false, comm) };
+    // SAFETY: forwarded contract. The fill is decided once the form is known.
+    let staged = unsafe { stage_typed(call, buf, count, dt, true, false, max, comm) };
     match staged {
         Err(rc) => rc,
-        Ok(None) => f(buf, status),
+        Ok(None) => f(app, status),
         Ok(Some(mut s)) => {
+            let prefix = s.packed() || fills_prefix(dt);
             if !prefix {
                 if let Err(e) = s.fill() {
                     return copy_failed(call, comm, &e);
@@ -79,7 +93,7 @@ unsafe fn receive(
             }
             let mut local = blank_status();
             let stp = status_or(status, &mut local);
-            let rc = f(s.buf(), stp);
+            let rc = f(s.args(count, dt), stp);
             let done = if prefix {
                 // SAFETY: the MPI filled `stp` for this completed receive.
                 s.flush_prefix(unsafe { delivered_bytes(rc, stp, s.bytes()) })
@@ -105,20 +119,22 @@ unsafe fn with_request(
     count: i64,
     dt: Dt,
     output: bool,
+    max: i64,
     comm: Comm,
     request: *mut Req,
     persistent: bool,
-    f: impl FnOnce(*mut c_void) -> c_int,
+    f: impl FnOnce(HostArgs) -> c_int,
 ) -> c_int {
+    let app = HostArgs { buf: buf.cast_mut(), count, dt };
     if !gpu::armed() {
-        return f(buf.cast_mut());
+        return f(app);
     }
     // SAFETY: forwarded contract. A persistent request's copy is filled at every start, not here.
-    match unsafe { stage_as(call, buf, || Span::of(0, count, dt), output, !persistent, comm) } {
+    match unsafe { stage_typed(call, buf, count, dt, output, !persistent, max, comm) } {
         Err(rc) => rc,
-        Ok(None) => f(buf.cast_mut()),
+        Ok(None) => f(app),
         Ok(Some(s)) => {
-            let rc = f(s.buf());
+            let rc = f(s.args(count, dt));
             if rc == errclass::SUCCESS && !request.is_null() {
                 // SAFETY: the host call wrote the request.
                 pending::track(call, unsafe { *request }, vec![s], persistent);
@@ -138,7 +154,9 @@ macro_rules! send_mode {
         /// As the MPI call of the same name.
         pub unsafe fn $blocking(buf: *const c_void, count: c_int, datatype: Dt, dest: c_int, tag: c_int, comm: Comm) -> c_int {
             // SAFETY: forwarded contract.
-            unsafe { one($n0, buf, count.into(), datatype, false, comm, |b| send::$blocking(b, count, datatype, dest, tag, comm)) }
+            unsafe {
+                one($n0, buf, count.into(), datatype, false, INT, comm, |h| send::$blocking(h.buf, h.count as c_int, h.dt, dest, tag, comm))
+            }
         }
 
         #[doc = concat!("`", $n1, "` with a device buffer or not.")]
@@ -156,8 +174,8 @@ macro_rules! send_mode {
         ) -> c_int {
             // SAFETY: forwarded contract.
             unsafe {
-                with_request($n1, buf, count.into(), datatype, false, comm, request, false, |b| {
-                    send::$nonblocking(b, count, datatype, dest, tag, comm, request)
+                with_request($n1, buf, count.into(), datatype, false, INT, comm, request, false, |h| {
+                    send::$nonblocking(h.buf, h.count as c_int, h.dt, dest, tag, comm, request)
                 })
             }
         }
@@ -177,8 +195,8 @@ macro_rules! send_mode {
         ) -> c_int {
             // SAFETY: forwarded contract.
             unsafe {
-                with_request($n2, buf, count.into(), datatype, false, comm, request, true, |b| {
-                    send::$init(b, count, datatype, dest, tag, comm, request)
+                with_request($n2, buf, count.into(), datatype, false, INT, comm, request, true, |h| {
+                    send::$init(h.buf, h.count as c_int, h.dt, dest, tag, comm, request)
                 })
             }
         }
@@ -190,7 +208,11 @@ macro_rules! send_mode {
         /// As the MPI call of the same name.
         pub unsafe fn $blocking_c(buf: *const c_void, count: mpi::MPI_Count, datatype: Dt, dest: c_int, tag: c_int, comm: Comm) -> c_int {
             // SAFETY: forwarded contract.
-            unsafe { one($n0, buf, count as i64, datatype, false, comm, |b| send::$blocking_c(b, count, datatype, dest, tag, comm)) }
+            unsafe {
+                one($n0, buf, count as i64, datatype, false, LARGE, comm, |h| {
+                    send::$blocking_c(h.buf, h.count as mpi::MPI_Count, h.dt, dest, tag, comm)
+                })
+            }
         }
 
         #[cfg(sluice_large_count)]
@@ -209,8 +231,8 @@ macro_rules! send_mode {
         ) -> c_int {
             // SAFETY: forwarded contract.
             unsafe {
-                with_request($n1, buf, count as i64, datatype, false, comm, request, false, |b| {
-                    send::$nonblocking_c(b, count, datatype, dest, tag, comm, request)
+                with_request($n1, buf, count as i64, datatype, false, LARGE, comm, request, false, |h| {
+                    send::$nonblocking_c(h.buf, h.count as mpi::MPI_Count, h.dt, dest, tag, comm, request)
                 })
             }
         }
@@ -231,8 +253,8 @@ macro_rules! send_mode {
         ) -> c_int {
             // SAFETY: forwarded contract.
             unsafe {
-                with_request($n2, buf, count as i64, datatype, false, comm, request, true, |b| {
-                    send::$init_c(b, count, datatype, dest, tag, comm, request)
+                with_request($n2, buf, count as i64, datatype, false, LARGE, comm, request, true, |h| {
+                    send::$init_c(h.buf, h.count as mpi::MPI_Count, h.dt, dest, tag, comm, request)
                 })
             }
         }
@@ -250,7 +272,11 @@ send_mode!(rsend / rsend_c, irsend / irsend_c, rsend_init / rsend_init_c, "MPI_R
 /// As `MPI_Recv`.
 pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, status: *mut Status) -> c_int {
     // SAFETY: forwarded contract.
-    unsafe { receive("MPI_Recv", buf, count.into(), datatype, comm, status, |b, st| recv::recv(b, count, datatype, source, tag, comm, st)) }
+    unsafe {
+        receive("MPI_Recv", buf, count.into(), datatype, INT, comm, status, |h, st| {
+            recv::recv(h.buf, h.count as c_int, h.dt, source, tag, comm, st)
+        })
+    }
 }
 
 /// `MPI_Irecv` with a device buffer or not.
@@ -260,8 +286,8 @@ pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, 
 pub unsafe fn irecv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
     // SAFETY: forwarded contract.
     unsafe {
-        with_request("MPI_Irecv", buf, count.into(), datatype, true, comm, request, false, |b| {
-            recv::irecv(b, count, datatype, source, tag, comm, request)
+        with_request("MPI_Irecv", buf, count.into(), datatype, true, INT, comm, request, false, |h| {
+            recv::irecv(h.buf, h.count as c_int, h.dt, source, tag, comm, request)
         })
     }
 }
@@ -273,8 +299,8 @@ pub unsafe fn irecv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int,
 pub unsafe fn recv_init(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, request: *mut Req) -> c_int {
     // SAFETY: forwarded contract.
     unsafe {
-        with_request("MPI_Recv_init", buf, count.into(), datatype, true, comm, request, true, |b| {
-            recv::recv_init(b, count, datatype, source, tag, comm, request)
+        with_request("MPI_Recv_init", buf, count.into(), datatype, true, INT, comm, request, true, |h| {
+            recv::recv_init(h.buf, h.count as c_int, h.dt, source, tag, comm, request)
         })
     }
 }
@@ -287,7 +313,9 @@ pub unsafe fn recv_init(buf: *mut c_void, count: c_int, datatype: Dt, source: c_
 pub unsafe fn mrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut mpi::MPI_Message, status: *mut Status) -> c_int {
     // SAFETY: forwarded contract.
     unsafe {
-        one("MPI_Mrecv", buf, count.into(), datatype, true, consts::comm_world(), |b| recv::mrecv(b, count, datatype, message, status))
+        one("MPI_Mrecv", buf, count.into(), datatype, true, INT, consts::comm_world(), |h| {
+            recv::mrecv(h.buf, h.count as c_int, h.dt, message, status)
+        })
     }
 }
 
@@ -298,8 +326,8 @@ pub unsafe fn mrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut 
 pub unsafe fn imrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut mpi::MPI_Message, request: *mut Req) -> c_int {
     // SAFETY: forwarded contract.
     unsafe {
-        with_request("MPI_Imrecv", buf, count.into(), datatype, true, consts::comm_world(), request, false, |b| {
-            recv::imrecv(b, count, datatype, message, request)
+        with_request("MPI_Imrecv", buf, count.into(), datatype, true, INT, consts::comm_world(), request, false, |h| {
+            recv::imrecv(h.buf, h.count as c_int, h.dt, message, request)
         })
     }
 }
@@ -330,14 +358,15 @@ pub unsafe fn sendrecv(
     }
     const CALL: &str = "MPI_Sendrecv";
     // SAFETY: the application's arguments.
-    let s = match unsafe { stage(CALL, sendbuf, || Span::of(0, sendcount.into(), sendtype), false, comm) } {
+    let s = match unsafe { stage_typed(CALL, sendbuf, sendcount.into(), sendtype, false, true, INT, comm) } {
         Ok(s) => s,
         Err(rc) => return rc,
     };
+    let out = host_args(&s, sendbuf, sendcount.into(), sendtype);
     // SAFETY: forwarded contract, on host copies of the device buffers.
     unsafe {
-        receive(CALL, recvbuf, recvcount.into(), recvtype, comm, status, |b, st| {
-            recv::sendrecv(host_or(&s, sendbuf), sendcount, sendtype, dest, sendtag, b, recvcount, recvtype, source, recvtag, comm, st)
+        receive(CALL, recvbuf, recvcount.into(), recvtype, INT, comm, status, |h, st| {
+            recv::sendrecv(out.buf, out.count as c_int, out.dt, dest, sendtag, h.buf, h.count as c_int, h.dt, source, recvtag, comm, st)
         })
     }
 }
@@ -359,8 +388,8 @@ pub unsafe fn sendrecv_replace(
 ) -> c_int {
     // SAFETY: forwarded contract.
     unsafe {
-        one("MPI_Sendrecv_replace", buf, count.into(), datatype, true, comm, |b| {
-            recv::sendrecv_replace(b, count, datatype, dest, sendtag, source, recvtag, comm, status)
+        one("MPI_Sendrecv_replace", buf, count.into(), datatype, true, INT, comm, |h| {
+            recv::sendrecv_replace(h.buf, h.count as c_int, h.dt, dest, sendtag, source, recvtag, comm, status)
         })
     }
 }
@@ -386,7 +415,9 @@ pub mod large_count {
     ) -> c_int {
         // SAFETY: forwarded contract.
         unsafe {
-            one("MPI_Recv_c", buf, count as i64, datatype, true, comm, |b| host::recv_c(b, count, datatype, source, tag, comm, status))
+            one("MPI_Recv_c", buf, count as i64, datatype, true, LARGE, comm, |h| {
+                host::recv_c(h.buf, h.count as mpi::MPI_Count, h.dt, source, tag, comm, status)
+            })
         }
     }
 
@@ -405,8 +436,8 @@ pub mod large_count {
     ) -> c_int {
         // SAFETY: forwarded contract.
         unsafe {
-            with_request("MPI_Irecv_c", buf, count as i64, datatype, true, comm, request, false, |b| {
-                host::irecv_c(b, count, datatype, source, tag, comm, request)
+            with_request("MPI_Irecv_c", buf, count as i64, datatype, true, LARGE, comm, request, false, |h| {
+                host::irecv_c(h.buf, h.count as mpi::MPI_Count, h.dt, source, tag, comm, request)
             })
         }
     }
@@ -426,8 +457,8 @@ pub mod large_count {
     ) -> c_int {
         // SAFETY: forwarded contract.
         unsafe {
-            with_request("MPI_Recv_init_c", buf, count as i64, datatype, true, comm, request, true, |b| {
-                host::recv_init_c(b, count, datatype, source, tag, comm, request)
+            with_request("MPI_Recv_init_c", buf, count as i64, datatype, true, LARGE, comm, request, true, |h| {
+                host::recv_init_c(h.buf, h.count as mpi::MPI_Count, h.dt, source, tag, comm, request)
             })
         }
     }
@@ -445,8 +476,8 @@ pub mod large_count {
     ) -> c_int {
         // SAFETY: forwarded contract.
         unsafe {
-            one("MPI_Mrecv_c", buf, count as i64, datatype, true, consts::comm_world(), |b| {
-                host::mrecv_c(b, count, datatype, message, status)
+            one("MPI_Mrecv_c", buf, count as i64, datatype, true, LARGE, consts::comm_world(), |h| {
+                host::mrecv_c(h.buf, h.count as mpi::MPI_Count, h.dt, message, status)
             })
         }
     }
@@ -464,8 +495,8 @@ pub mod large_count {
     ) -> c_int {
         // SAFETY: forwarded contract.
         unsafe {
-            with_request("MPI_Imrecv_c", buf, count as i64, datatype, true, consts::comm_world(), request, false, |b| {
-                host::imrecv_c(b, count, datatype, message, request)
+            with_request("MPI_Imrecv_c", buf, count as i64, datatype, true, LARGE, consts::comm_world(), request, false, |h| {
+                host::imrecv_c(h.buf, h.count as mpi::MPI_Count, h.dt, message, request)
             })
         }
     }
@@ -496,22 +527,23 @@ pub mod large_count {
             };
         }
         // SAFETY: the application's arguments.
-        let s = match unsafe { stage(CALL, sendbuf, || Span::of(0, sendcount as i64, sendtype), false, comm) } {
+        let s = match unsafe { stage_typed(CALL, sendbuf, sendcount as i64, sendtype, false, true, LARGE, comm) } {
             Ok(s) => s,
             Err(rc) => return rc,
         };
+        let out = host_args(&s, sendbuf, sendcount as i64, sendtype);
         // SAFETY: forwarded contract, on host copies of the device buffers.
         unsafe {
-            receive(CALL, recvbuf, recvcount as i64, recvtype, comm, status, |b, st| {
+            receive(CALL, recvbuf, recvcount as i64, recvtype, LARGE, comm, status, |h, st| {
                 host::sendrecv_c(
-                    host_or(&s, sendbuf),
-                    sendcount,
-                    sendtype,
+                    out.buf,
+                    out.count as mpi::MPI_Count,
+                    out.dt,
                     dest,
                     sendtag,
-                    b,
-                    recvcount,
-                    recvtype,
+                    h.buf,
+                    h.count as mpi::MPI_Count,
+                    h.dt,
                     source,
                     recvtag,
                     comm,
@@ -538,8 +570,8 @@ pub mod large_count {
     ) -> c_int {
         // SAFETY: forwarded contract.
         unsafe {
-            one("MPI_Sendrecv_replace_c", buf, count as i64, datatype, true, comm, |b| {
-                host::sendrecv_replace_c(b, count, datatype, dest, sendtag, source, recvtag, comm, status)
+            one("MPI_Sendrecv_replace_c", buf, count as i64, datatype, true, LARGE, comm, |h| {
+                host::sendrecv_replace_c(h.buf, h.count as mpi::MPI_Count, h.dt, dest, sendtag, source, recvtag, comm, status)
             })
         }
     }

@@ -20,6 +20,8 @@ use std::sync::Mutex;
 
 use cudarc::driver::sys;
 
+pub mod mover;
+
 static ARMED: AtomicBool = AtomicBool::new(false);
 
 /// Whether device buffers are looked for at all (a CUDA driver is present and `SLUICE_GPU`
@@ -128,12 +130,12 @@ struct Lane {
 static LANES: Mutex<Vec<Lane>> = Mutex::new(Vec::new());
 
 /// Makes `range`'s context current on this thread for the duration of `f`, and gives `f`
-/// sluice's stream for it.
-fn with_lane<T>(range: &DeviceRange, f: impl FnOnce(sys::CUstream) -> Result<T, CudaError>) -> Result<T, CudaError> {
+/// sluice's stream for it and the context (the key of per-context state).
+fn with_lane<T>(range: &DeviceRange, f: impl FnOnce(sys::CUstream, usize) -> Result<T, CudaError>) -> Result<T, CudaError> {
     let ctx = if range.ctx != 0 { range.ctx as sys::CUcontext } else { primary_context(range.ordinal)? };
     // SAFETY: a live context (the allocation's, or the device's retained primary context).
     check("cuCtxPushCurrent", unsafe { sys::cuCtxPushCurrent_v2(ctx) })?;
-    let result = stream_for(ctx as usize).and_then(f);
+    let result = stream_for(ctx as usize).and_then(|s| f(s, ctx as usize));
     let mut popped: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: pops the context pushed above.
     unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
@@ -178,7 +180,7 @@ pub unsafe fn to_host(dst: *mut u8, src: usize, len: usize, range: &DeviceRange)
     if len == 0 {
         return Ok(());
     }
-    with_lane(range, |s| {
+    with_lane(range, |s, _| {
         // SAFETY: forwarded contract; the stream is synchronized before the buffers are used.
         check("cuMemcpyAsync (device to host)", unsafe { sys::cuMemcpyAsync(dst as sys::CUdeviceptr, src as sys::CUdeviceptr, len, s) })?;
         // SAFETY: a stream of this context.
@@ -194,7 +196,7 @@ pub unsafe fn to_device(dst: usize, src: *const u8, len: usize, range: &DeviceRa
     if len == 0 {
         return Ok(());
     }
-    with_lane(range, |s| {
+    with_lane(range, |s, _| {
         // SAFETY: forwarded contract; synchronized before returning.
         check("cuMemcpyAsync (host to device)", unsafe { sys::cuMemcpyAsync(dst as sys::CUdeviceptr, src as sys::CUdeviceptr, len, s) })?;
         // SAFETY: a stream of this context.
@@ -241,7 +243,7 @@ impl HostBuffer {
                 return b;
             }
         }
-        let pinned = with_lane(range, |_| {
+        let pinned = with_lane(range, |_, _| {
             let mut p: *mut c_void = std::ptr::null_mut();
             // SAFETY: allocates `cap` bytes of portable pinned memory in the current context.
             check("cuMemHostAlloc", unsafe { sys::cuMemHostAlloc(&mut p, cap, sys::CU_MEMHOSTALLOC_PORTABLE) })?;
