@@ -4,6 +4,9 @@ scripts/device-check.sh, scripts/device-run.sh):
 
   gpu-p2p.png    device-buffer ping-pong bandwidth by size: sluice, staging by hand, the MPI's
                  host hop and the PCIe hop (bench/gpu/gpu_p2p.c), contiguous and vec-8
+  gpu-packed.png non-contiguous device buffers (vec-8, vec-1) by size: sluice with its GPU move
+                 kernels (packed form), sluice copying whole spans (SLUICE_GPU_PACK_MIN=off),
+                 a hand-written pack kernel + cuMemcpy + MPI, staging by hand, the host MPI
   rwcp-16.png    RW-CP pack/unpack speedup over 1 worker vs workers on 16 cores, the suite's
                  median and range, with parallel memcpy's speedup for scale
 
@@ -100,5 +103,44 @@ def rwcp_plot_and_table():
     fig.savefig(os.path.join(img, "rwcp-16.png"), dpi=110)
 
 
+def packed_plot_and_table(packed, span, title):
+    pk, sp = rows(packed), rows(span)
+    by = {(r["mode"], r["type"], r["bytes"]): r for r in pk}
+    spb = {(r["type"], r["bytes"]): r for r in sp if r["mode"] == "sluice"}
+    shapes = ["vec-8", "vec-1"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, shape in zip(axes, shapes):
+        sizes = sorted({int(r["bytes"]) for r in pk if r["type"] == shape})
+        lines = [("sluice (GPU kernels)", "o-", lambda b: by[("sluice", shape, str(b))]),
+                 ("sluice (span copies)", "o--", lambda b: spb[(shape, str(b))]),
+                 ("pack kernel + copy + MPI", "d-.", lambda b: by[("kernel", shape, str(b))]),
+                 ("staged by hand", "s:", lambda b: by[("staged", shape, str(b))]),
+                 ("host MPI", "^:", lambda b: by[("host", shape, str(b))])]
+        for label, style, get in lines:
+            ax.plot(sizes, [float(get(b)["GBps"]) for b in sizes], style, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("message bytes (data)")
+        ax.set_ylabel("GB/s one way (median)")
+        ax.set_title(shape)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "gpu-packed.png"), dpi=110)
+    print()
+    print("| type | bytes | sluice, kernels us [95% CI] | sluice, span copies us | pack kernel + copy + MPI us | staged by hand us | kernels / hand-written kernel | span / kernels |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in pk:
+        if r["mode"] != "sluice" or r["type"] not in shapes:
+            continue
+        k = (r["type"], r["bytes"])
+        s_us, sp_us = float(r["median_us"]), float(spb[k]["median_us"])
+        kn, st = float(by[("kernel",) + k]["median_us"]), float(by[("staged",) + k]["median_us"])
+        print(f"| {k[0]} | {k[1]} | {s_us:.1f} [{float(r['lo_us']):.1f}, {float(r['hi_us']):.1f}] | {sp_us:.1f} | {kn:.1f} | {st:.1f} "
+              f"| {s_us / kn:.3f} | {sp_us / s_us:.2f} |")
+
+
 p2p_plot_and_table("gpu_p2p-h200-mps-mpich.csv")
 rwcp_plot_and_table()
+packed_plot_and_table("gpu_p2p-h100-mps-mpich-packed.csv", "gpu_p2p-h100-mps-mpich-span.csv",
+                      "non-contiguous device buffers, 2 ranks, one H100 (MPS), MPICH 4.0.2")

@@ -512,14 +512,22 @@ static void device_errors(void) {
     cu_MemAlloc(&d, 4096);
     int *host = calloc(1024, sizeof(int)), rc, cls = -1;
     MPI_Win win;
-    MPI_Win_create(host, 4096, sizeof(int), MPI_INFO_NULL, c, &win);
-    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
-    MPI_Win_fence(0, win);
-    rc = MPI_Put((void *)(uintptr_t)d, 16, MPI_INT, (rank + 1) % nprocs, 0, 16, MPI_INT, win);
-    MPI_Error_class(rc, &cls);
-    EXPECT(cls == MPI_ERR_BUFFER, "MPI_Put from device memory gave class %d, want MPI_ERR_BUFFER", cls);
-    MPI_Win_fence(0, win);
-    MPI_Win_free(&win);
+    /* Open MPI 4.1 creates no window where its shared-memory transport has no single-copy
+     * mechanism (the GPU machine's containers forbid CMA): bare, it fails the same way, and
+     * there is then no window to refuse a Put on. */
+    int wrc = MPI_Win_create(host, 4096, sizeof(int), MPI_INFO_NULL, c, &win), wok = wrc == MPI_SUCCESS, all_ok = 0;
+    MPI_Allreduce(&wok, &all_ok, 1, MPI_INT, MPI_LAND, c);
+    if (all_ok) {
+        MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+        MPI_Win_fence(0, win);
+        rc = MPI_Put((void *)(uintptr_t)d, 16, MPI_INT, (rank + 1) % nprocs, 0, 16, MPI_INT, win);
+        MPI_Error_class(rc, &cls);
+        EXPECT(cls == MPI_ERR_BUFFER, "MPI_Put from device memory gave class %d, want MPI_ERR_BUFFER", cls);
+        MPI_Win_fence(0, win);
+    } else if (rank == 0) {
+        printf("note: MPI_Win_create failed here (the MPI creates no window in this environment); MPI_Put not checked\n");
+    }
+    if (wok) MPI_Win_free(&win);
     char path[256];
     if (rank == 0) snprintf(path, sizeof path, "/tmp/sluice_gpu_io_%d.bin", (int)getpid());
     MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
