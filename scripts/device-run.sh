@@ -22,7 +22,10 @@
 #
 # Environment: OUT (default ./device-out), DEVICE_RUN_DRY (0), DEVICE_MPIROOT (/opt/mpiroot; a
 # temp dir in dry runs), DEVICE_RUN_BUDGET (seconds for all steps, default 420), DEVICE_RWCP_WORKERS,
-# DEVICE_RWCP_SAMPLES (DEVICE_RWCP_WORKERS=none skips the rwcp steps), DEVICE_RUN_DRY_GPU=1 (run the GPU steps in a dry run too; without a GPU the
+# DEVICE_RWCP_SAMPLES (DEVICE_RWCP_WORKERS=none skips the rwcp steps), DEVICE_TESTS (the job
+# list, default scripts/device-tests.txt), DEVICE_MEMCHECK=1 (every GPU job's ranks run under
+# compute-sanitizer --tool memcheck, which fails the job on any error; start no MPS daemon for
+# it: the sanitizer does not serve MPS clients), DEVICE_RUN_DRY_GPU=1 (run the GPU steps in a dry run too; without a GPU the
 # programs print SKIP), DEVICE_RUN_FORCE_FALLBACK=1 (use .device/debs/fallback even for sonames
 # the system has).
 #
@@ -400,7 +403,14 @@ gpu_job() {
     mkdir -p "$WORK/gpu"
     [ -x "$prog" ] || { echo "no program $prog"; return 1; }
     echo "job: $mpi np=$np env=(${RANK_ENV[*]}) $prog $*" >"$f"
-    launch "$mpi" "$np" 120 "$prog" "$@" >>"$f" 2>&1
+    local wrap=()
+    if [ "${DEVICE_MEMCHECK:-0}" = 1 ]; then
+        local cs
+        cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n1)
+        [ -n "$cs" ] || { echo "no compute-sanitizer on this machine" | tee -a "$f"; return 1; }
+        wrap=("$cs" --tool memcheck --error-exitcode 9)
+    fi
+    launch "$mpi" "$np" 120 "${wrap[@]}" "$prog" "$@" >>"$f" 2>&1
     rc=$?
     RANK_ENV=()
     cat "$f"
@@ -413,10 +423,10 @@ gpu_job() {
 }
 
 gpu_jobs() {
-    local list=$ROOT/scripts/device-tests.txt line lines=() mpi np words prog jobs=0 p
+    local list=${DEVICE_TESTS:-$ROOT/scripts/device-tests.txt} line lines=() mpi np words prog jobs=0 p
     [ -f "$list" ] && mapfile -t lines < <(grep -vE '^[[:space:]]*(#|$)' "$list")
     if ((${#lines[@]})); then
-        say "   GPU jobs from scripts/device-tests.txt"
+        say "   GPU jobs from ${list#"$ROOT"/}"
         for line in "${lines[@]}"; do
             read -r -a words <<<"$line"
             mpi=${words[0]}
