@@ -454,6 +454,28 @@ static void coll_alltoall(void) {
     MPI_Type_free(&vblk);
 }
 
+/* The block collectives on a derived type on both sides (the packed form serves them block by
+ * block where SLUICE_GPU_PACK_MIN allows), blocking and nonblocking, in place too. */
+static void coll_packed(void) {
+    MPI_Datatype vblk, vres;
+    MPI_Type_vector(256, 8, 16, MPI_DOUBLE, &vblk);
+    MPI_Type_create_resized(vblk, 0, 256 * 16 * 8, &vres);
+    MPI_Type_commit(&vres);
+    size_t blk = 256 * 16 * 8, n = (size_t)nprocs;
+    double *s = balloc(blk, 90), *g = balloc(n * blk, 91), *a = balloc(n * blk, 92);
+    double *sc = balloc(n * blk, 93), *r = balloc(256 * 8 * 8, 94);
+    double *ts = balloc(n * blk, 95), *tr = balloc(n * blk, 96), *ip = balloc(n * blk, 97);
+    MPI_Request q[2];
+    put_int(MPI_Gather(s, 1, vres, g, 1, vres, 1 % nprocs, MPI_COMM_WORLD));
+    put_int(MPI_Allgather(s, 1, vres, a, 1, vres, MPI_COMM_WORLD));
+    put_int(MPI_Iscatter(sc, 1, vres, r, 256 * 8, MPI_DOUBLE, 0, MPI_COMM_WORLD, &q[0]));
+    put_int(MPI_Ialltoall(ts, 1, vres, tr, 1, vres, MPI_COMM_WORLD, &q[1]));
+    put_int(MPI_Waitall(2, q, MPI_STATUSES_IGNORE));
+    put_int(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ip, 1, vres, MPI_COMM_WORLD));
+    MPI_Type_free(&vres);
+    MPI_Type_free(&vblk);
+}
+
 static void coll_neighbor(void) {
     MPI_Comm ring;
     int dims[1] = {nprocs}, periods[1] = {1};
@@ -573,6 +595,7 @@ int main(int argc, char **argv) {
     run_case("p2p_packed_layouts", p2p_packed_layouts);
     run_case("coll_rooted", coll_rooted);
     run_case("coll_alltoall", coll_alltoall);
+    run_case("coll_packed", coll_packed);
     run_case("coll_neighbor", coll_neighbor);
     run_case("coll_reductions", coll_reductions);
     if (!host_twice) device_errors();

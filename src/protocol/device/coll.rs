@@ -3,8 +3,13 @@
 //! protocol's handler runs on the host copies, and the receive side goes back to the device
 //! when the call (blocking) or its request (nonblocking, [`super::pending`]) completes.
 //!
+//! The collectives with one count and type per side ([`run_blocks`]: Bcast, Gather, Scatter,
+//! Allgather, Alltoall, the neighbor forms of the last two) may stage in the packed form, each
+//! block then a run of predefined elements; the v/w forms copy spans (their displacements count
+//! extents of the application's type).
+//!
 //! The reductions and scans (intercepted for this alone) stage the same way and call the MPI on
-//! the host copies.
+//! the host copies (spans: a user-defined operation must get the application's type).
 //!
 //! Intercommunicators with device buffers are refused (`MPI_ERR_COMM`, naming the call): their
 //! argument significance differs and is not served yet.
@@ -17,7 +22,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::{flush_all, host_or, pending, stage, Span};
+use super::{flush_all, host_block_args, host_or, pending, stage, stage_blocks, HostArgs, Span};
 use crate::errors;
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::protocol::coll::{alltoall, neighbor, rooted};
@@ -95,10 +100,8 @@ unsafe fn run(
     request: *mut Req,
     f: impl FnOnce(*const c_void, *mut c_void) -> c_int,
 ) -> c_int {
-    let device = |p: *const c_void| p != consts::in_place().cast_const() && gpu::device_range(p as usize).is_some();
-    if (device(sb) || device(rb.cast_const())) && intra(comm).is_none() {
-        let msg = format!("{call}: device buffers in collectives on intercommunicators are not supported");
-        return errors::raise(comm, errclass::ERR_COMM, &msg);
+    if let Some(rc) = refuse_inter(call, comm, sb, rb.cast_const()) {
+        return rc;
     }
     // SAFETY: forwarded contract.
     let s = match unsafe { stage(call, sb, send_span, false, comm) } {
@@ -155,8 +158,105 @@ macro_rules! pair {
     };
 }
 
+/// Refuses device buffers on an intercommunicator (their argument significance differs); `None`
+/// where the call may go on.
+fn refuse_inter(call: &str, comm: Comm, sb: *const c_void, rb: *const c_void) -> Option<c_int> {
+    let device = |p: *const c_void| p != consts::in_place().cast_const() && gpu::device_range(p as usize).is_some();
+    if (device(sb) || device(rb)) && intra(comm).is_none() {
+        let msg = format!("{call}: device buffers in collectives on intercommunicators are not supported");
+        return Some(errors::raise(comm, errclass::ERR_COMM, &msg));
+    }
+    None
+}
+
+/// [`run`] for the collectives whose send and receive arguments are blocks of one count and
+/// type each (`*blocks`: how many blocks the argument holds on this rank, asked only for device
+/// buffers): such arguments may be staged in the packed form ([`stage_blocks`]), so `f` gets
+/// each side's whole host arguments.
+///
+/// # Safety
+/// As [`run`].
+unsafe fn run_blocks(
+    call: &'static str,
+    comm: Comm,
+    (sb, sc, st): (*const c_void, c_int, Dt),
+    sblocks: impl FnOnce() -> Option<i64>,
+    (rb, rc, rt): (*mut c_void, c_int, Dt),
+    rblocks: impl FnOnce() -> Option<i64>,
+    request: *mut Req,
+    f: impl FnOnce(HostArgs, HostArgs) -> c_int,
+) -> c_int {
+    if let Some(rc) = refuse_inter(call, comm, sb, rb.cast_const()) {
+        return rc;
+    }
+    // SAFETY: forwarded contract.
+    let s = match unsafe { stage_blocks(call, sb, sc, st, sblocks, false, comm) } {
+        Ok(s) => s,
+        Err(rc) => return rc,
+    };
+    // SAFETY: forwarded contract.
+    let r = match unsafe { stage_blocks(call, rb, rc, rt, rblocks, true, comm) } {
+        Ok(r) => r,
+        Err(rc) => return rc,
+    };
+    let rc = f(host_block_args(&s, sb, sc, st), host_block_args(&r, rb, rc, rt));
+    let mut stages: Vec<_> = s.into_iter().chain(r).collect();
+    if request.is_null() {
+        return flush_all(call, &mut stages, rc, comm);
+    }
+    if rc == errclass::SUCCESS && !stages.is_empty() {
+        // SAFETY: the host call wrote the request.
+        pending::track(call, unsafe { *request }, stages, false);
+    }
+    rc
+}
+
+/// [`pair!`] for the block collectives over [`run_blocks`]: `send(n)` and `recv(n)` give how
+/// many blocks each side holds.
+macro_rules! pair_blocks {
+    ($name:ident / $iname:ident, $call:literal / $icall:literal, $host:path, $ihost:path,
+     ($($a:ident: $t:ty),*), [$sb:ident, $sc:ident, $st:ident, $rb:ident, $rc:ident, $rt:ident, $comm:ident],
+     send($sn:expr), recv($rn:expr)) => {
+        #[doc = concat!("`", $call, "` with device buffers or not.")]
+        ///
+        /// # Safety
+        /// As the MPI function.
+        pub unsafe fn $name($($a: $t),*) -> c_int {
+            if !gpu::armed() {
+                // SAFETY: forwarded contract.
+                return unsafe { $host($($a),*) };
+            }
+            // SAFETY: forwarded contract; the host call gets the staged copies.
+            unsafe {
+                run_blocks($call, $comm, ($sb, $sc, $st), || $sn, ($rb, $rc, $rt), || $rn, std::ptr::null_mut(), |s, r| {
+                    let ($sb, $sc, $st, $rb, $rc, $rt) = (s.buf.cast_const(), s.count as c_int, s.dt, r.buf, r.count as c_int, r.dt);
+                    $host($($a),*)
+                })
+            }
+        }
+
+        #[doc = concat!("`", $icall, "` with device buffers or not.")]
+        ///
+        /// # Safety
+        /// As the MPI function.
+        pub unsafe fn $iname($($a: $t,)* request: *mut Req) -> c_int {
+            if !gpu::armed() {
+                // SAFETY: forwarded contract.
+                return unsafe { $ihost($($a,)* request) };
+            }
+            // SAFETY: forwarded contract; the host call gets the staged copies.
+            unsafe {
+                run_blocks($icall, $comm, ($sb, $sc, $st), || $sn, ($rb, $rc, $rt), || $rn, request, |s, r| {
+                    let ($sb, $sc, $st, $rb, $rc, $rt) = (s.buf.cast_const(), s.count as c_int, s.dt, r.buf, r.count as c_int, r.dt);
+                    $ihost($($a,)* request)
+                })
+            }
+        }
+    };
+}
+
 /// `MPI_Bcast` with a device buffer or not (staged as a receive everywhere: the root's copy
-/// comes back unchanged).
+/// comes back unchanged; packed form as [`run_blocks`]).
 ///
 /// # Safety
 /// As `MPI_Bcast`.
@@ -167,15 +267,15 @@ pub unsafe fn bcast(buf: *mut c_void, count: c_int, t: Dt, root: c_int, comm: Co
     }
     // SAFETY: forwarded contract.
     unsafe {
-        run(
+        run_blocks(
             "MPI_Bcast",
             comm,
-            std::ptr::null(),
+            (std::ptr::null(), 0, t),
             || None,
-            buf,
-            || Span::of(0, count.into(), t),
+            (buf, count, t),
+            || Some(1),
             std::ptr::null_mut(),
-            |_, b| rooted::bcast(b, count, t, root, comm),
+            |_, b| rooted::bcast(b.buf, b.count as c_int, b.dt, root, comm),
         )
     }
 }
@@ -191,15 +291,15 @@ pub unsafe fn ibcast(buf: *mut c_void, count: c_int, t: Dt, root: c_int, comm: C
     }
     // SAFETY: forwarded contract.
     unsafe {
-        run(
+        run_blocks(
             "MPI_Ibcast",
             comm,
-            std::ptr::null(),
+            (std::ptr::null(), 0, t),
             || None,
-            buf,
-            || Span::of(0, count.into(), t),
+            (buf, count, t),
+            || Some(1),
             request,
-            |_, b| rooted::ibcast(b, count, t, root, comm, request),
+            |_, b| rooted::ibcast(b.buf, b.count as c_int, b.dt, root, comm, request),
         )
     }
 }
@@ -214,11 +314,11 @@ fn size(comm: Comm) -> i64 {
     intra(comm).map_or(0, |(n, _)| n)
 }
 
-pair!(gather / igather, "MPI_Gather" / "MPI_Igather", rooted::gather, rooted::igather,
+pair_blocks!(gather / igather, "MPI_Gather" / "MPI_Igather", rooted::gather, rooted::igather,
     (sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, root: c_int, comm: Comm),
-    [sb, rb, comm],
-    send(Span::of(0, sc.into(), st)),
-    recv(if is_root(comm, root) { uniform(rc, size(comm), rt) } else { Some(Span::EMPTY) }));
+    [sb, sc, st, rb, rc, rt, comm],
+    send(Some(1)),
+    recv(Some(if is_root(comm, root) { size(comm) } else { 0 })));
 
 pair!(gatherv / igatherv, "MPI_Gatherv" / "MPI_Igatherv", rooted::gatherv, rooted::igatherv,
     (sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Dt, root: c_int, comm: Comm),
@@ -226,11 +326,11 @@ pair!(gatherv / igatherv, "MPI_Gatherv" / "MPI_Igatherv", rooted::gatherv, roote
     send(Span::of(0, sc.into(), st)),
     recv(if is_root(comm, root) { varying(rcs, rds, size(comm), rt) } else { Some(Span::EMPTY) }));
 
-pair!(scatter / iscatter, "MPI_Scatter" / "MPI_Iscatter", rooted::scatter, rooted::iscatter,
+pair_blocks!(scatter / iscatter, "MPI_Scatter" / "MPI_Iscatter", rooted::scatter, rooted::iscatter,
     (sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, root: c_int, comm: Comm),
-    [sb, rb, comm],
-    send(if is_root(comm, root) { uniform(sc, size(comm), st) } else { Some(Span::EMPTY) }),
-    recv(Span::of(0, rc.into(), rt)));
+    [sb, sc, st, rb, rc, rt, comm],
+    send(Some(if is_root(comm, root) { size(comm) } else { 0 })),
+    recv(Some(1)));
 
 pair!(scatterv / iscatterv, "MPI_Scatterv" / "MPI_Iscatterv", rooted::scatterv, rooted::iscatterv,
     (sb: *const c_void, scs: *const c_int, sds: *const c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, root: c_int, comm: Comm),
@@ -238,11 +338,11 @@ pair!(scatterv / iscatterv, "MPI_Scatterv" / "MPI_Iscatterv", rooted::scatterv, 
     send(if is_root(comm, root) { varying(scs, sds, size(comm), st) } else { Some(Span::EMPTY) }),
     recv(Span::of(0, rc.into(), rt)));
 
-pair!(allgather / iallgather, "MPI_Allgather" / "MPI_Iallgather", alltoall::allgather, alltoall::iallgather,
+pair_blocks!(allgather / iallgather, "MPI_Allgather" / "MPI_Iallgather", alltoall::allgather, alltoall::iallgather,
     (sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, comm: Comm),
-    [sb, rb, comm],
-    send(Span::of(0, sc.into(), st)),
-    recv(uniform(rc, size(comm), rt)));
+    [sb, sc, st, rb, rc, rt, comm],
+    send(Some(1)),
+    recv(Some(size(comm))));
 
 pair!(allgatherv / iallgatherv, "MPI_Allgatherv" / "MPI_Iallgatherv", alltoall::allgatherv, alltoall::iallgatherv,
     (sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Dt, comm: Comm),
@@ -250,11 +350,11 @@ pair!(allgatherv / iallgatherv, "MPI_Allgatherv" / "MPI_Iallgatherv", alltoall::
     send(Span::of(0, sc.into(), st)),
     recv(varying(rcs, rds, size(comm), rt)));
 
-pair!(alltoall / ialltoall, "MPI_Alltoall" / "MPI_Ialltoall", alltoall::alltoall, alltoall::ialltoall,
+pair_blocks!(alltoall / ialltoall, "MPI_Alltoall" / "MPI_Ialltoall", alltoall::alltoall, alltoall::ialltoall,
     (sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, comm: Comm),
-    [sb, rb, comm],
-    send(uniform(sc, size(comm), st)),
-    recv(uniform(rc, size(comm), rt)));
+    [sb, sc, st, rb, rc, rt, comm],
+    send(Some(size(comm))),
+    recv(Some(size(comm))));
 
 pair!(alltoallv / ialltoallv, "MPI_Alltoallv" / "MPI_Ialltoallv", alltoall::alltoallv, alltoall::ialltoallv,
     (sb: *const c_void, scs: *const c_int, sds: *const c_int, st: Dt, rb: *mut c_void, rcs: *const c_int, rds: *const c_int, rt: Dt, comm: Comm),
@@ -268,12 +368,12 @@ pair!(alltoallw / ialltoallw, "MPI_Alltoallw" / "MPI_Ialltoallw", alltoall::allt
     send(typed(scs, sds, sts, size(comm))),
     recv(typed(rcs, rds, rts, size(comm))));
 
-pair!(neighbor_allgather / ineighbor_allgather, "MPI_Neighbor_allgather" / "MPI_Ineighbor_allgather",
+pair_blocks!(neighbor_allgather / ineighbor_allgather, "MPI_Neighbor_allgather" / "MPI_Ineighbor_allgather",
     neighbor::neighbor_allgather, neighbor::ineighbor_allgather,
     (sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, comm: Comm),
-    [sb, rb, comm],
-    send(Span::of(0, sc.into(), st)),
-    recv(degrees(comm).and_then(|(i, _)| uniform(rc, i, rt))));
+    [sb, sc, st, rb, rc, rt, comm],
+    send(Some(1)),
+    recv(degrees(comm).map(|(i, _)| i)));
 
 pair!(neighbor_allgatherv / ineighbor_allgatherv, "MPI_Neighbor_allgatherv" / "MPI_Ineighbor_allgatherv",
     neighbor::neighbor_allgatherv, neighbor::ineighbor_allgatherv,
@@ -282,12 +382,12 @@ pair!(neighbor_allgatherv / ineighbor_allgatherv, "MPI_Neighbor_allgatherv" / "M
     send(Span::of(0, sc.into(), st)),
     recv(degrees(comm).and_then(|(i, _)| varying(rcs, rds, i, rt))));
 
-pair!(neighbor_alltoall / ineighbor_alltoall, "MPI_Neighbor_alltoall" / "MPI_Ineighbor_alltoall",
+pair_blocks!(neighbor_alltoall / ineighbor_alltoall, "MPI_Neighbor_alltoall" / "MPI_Ineighbor_alltoall",
     neighbor::neighbor_alltoall, neighbor::ineighbor_alltoall,
     (sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc: c_int, rt: Dt, comm: Comm),
-    [sb, rb, comm],
-    send(degrees(comm).and_then(|(_, o)| uniform(sc, o, st))),
-    recv(degrees(comm).and_then(|(i, _)| uniform(rc, i, rt))));
+    [sb, sc, st, rb, rc, rt, comm],
+    send(degrees(comm).map(|(_, o)| o)),
+    recv(degrees(comm).map(|(i, _)| i)));
 
 pair!(neighbor_alltoallv / ineighbor_alltoallv, "MPI_Neighbor_alltoallv" / "MPI_Ineighbor_alltoallv",
     neighbor::neighbor_alltoallv, neighbor::ineighbor_alltoallv,

@@ -112,9 +112,11 @@ pub struct Staged {
 pub struct Packed {
     /// The kernels' layout of the elements.
     shape: DeviceShape,
-    /// The predefined type they are all made of ([`byte_twin::to_key`] form), and how many of it.
+    /// The predefined type they are all made of ([`byte_twin::to_key`] form), how many of it in
+    /// all, and in one element of the application's type.
     basic: usize,
     n: i64,
+    per_element: i64,
 }
 
 /// The buffer, count and type a staged (or not) buffer argument passes to the host call.
@@ -137,6 +139,15 @@ impl Staged {
         match &self.packed {
             None => HostArgs { buf: self.buf(), count, dt },
             Some(p) => HostArgs { buf: self.host.as_ptr().cast(), count: p.n, dt: byte_twin::from_key(p.basic) },
+        }
+    }
+
+    /// [`Staged::args`] for a collective's argument of `count` elements a block: a packed copy
+    /// passes each block as its run of predefined elements.
+    pub fn block_args(&self, count: i64, dt: mpi::MPI_Datatype) -> HostArgs {
+        match &self.packed {
+            None => HostArgs { buf: self.buf(), count, dt },
+            Some(p) => HostArgs { buf: self.host.as_ptr().cast(), count: count * p.per_element, dt: byte_twin::from_key(p.basic) },
         }
     }
 
@@ -231,7 +242,8 @@ fn packed_form(dt: mpi::MPI_Datatype, dl: &crate::datatype::ir::DataLoop, count:
         return None;
     }
     let shape = DeviceShape::new(dl, count, MAX_LEAF_RUNS)?;
-    Some(Packed { shape, basic: byte_twin::to_key(basic), n: (bytes / b.size as usize) as i64 })
+    let n = (bytes / b.size as usize) as i64;
+    Some(Packed { shape, basic: byte_twin::to_key(basic), n, per_element: n / count as i64 })
 }
 
 /// The device memory a buffer argument of `call` touches, staged (and filled) for the call:
@@ -291,6 +303,36 @@ pub unsafe fn stage_typed(
 ) -> Result<Option<Staged>, c_int> {
     // SAFETY: forwarded contract.
     unsafe { stage_with(call, buf, || Span::of(0, count, dt), || packable(count, dt, max_count), output, fill, comm) }
+}
+
+/// [`stage_typed`] for a collective's buffer argument of `blocks()` blocks of `count` elements
+/// (one per peer; asked only for device buffers): in the packed form each block is its run of
+/// predefined elements ([`Staged::block_args`]), so every block's count must fit an `int`.
+///
+/// # Safety
+/// As [`stage`].
+pub unsafe fn stage_blocks(
+    call: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: mpi::MPI_Datatype,
+    blocks: impl FnOnce() -> Option<i64>,
+    output: bool,
+    comm: mpi::MPI_Comm,
+) -> Result<Option<Staged>, c_int> {
+    let sizes = std::cell::Cell::new(None);
+    let span = || {
+        let b = blocks()?;
+        let n = (count as i64).checked_mul(b)?;
+        sizes.set(Some((n, b)));
+        Span::of(0, n, dt)
+    };
+    let packed = || {
+        let (n, b) = sizes.get()?;
+        packable(n, dt, (c_int::MAX as i64).saturating_mul(b))
+    };
+    // SAFETY: forwarded contract.
+    unsafe { stage_with(call, buf, span, packed, output, true, comm) }
 }
 
 /// The staging both forms share: `packed` is asked only for a device buffer whose span lies in
@@ -373,6 +415,12 @@ pub fn flush_all(call: &str, stages: &mut [Staged], rc: c_int, comm: mpi::MPI_Co
 /// The host address to pass for a staged (or not) buffer argument.
 pub fn host_or<T>(staged: &Option<Staged>, buf: *const T) -> *mut T {
     staged.as_ref().map_or(buf.cast_mut(), |s| s.buf().cast())
+}
+
+/// The host call's `(buf, count, dt)` for a collective's staged (or not) argument of `count`
+/// elements a block.
+pub fn host_block_args(staged: &Option<Staged>, buf: *const c_void, count: c_int, dt: mpi::MPI_Datatype) -> HostArgs {
+    staged.as_ref().map_or(HostArgs { buf: buf.cast_mut(), count: count.into(), dt }, |s| s.block_args(count.into(), dt))
 }
 
 /// The host call's `(buf, count, dt)` for a staged (or not) buffer argument.
