@@ -219,10 +219,10 @@ int main(int argc, char **argv) {
     }
     /* vec-8 of the ddt suite (blocks of 8 doubles at stride 16 doubles) and vec-1 (single
      * doubles at stride 2) */
-    static const size_t vdata[] = {4096, 16384, 65536, 1 << 20, 16 << 20};
+    static const size_t vdata[] = {4096, 16384, 65536, 131072, 262144, 1 << 20, 16 << 20};
     static const int vblock[] = {8, 1};
     for (int v = 0; v < 2; v++) {
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < 7; i++) {
             int bd = vblock[v];
             int blocks = (int)(vdata[i] / (8 * (size_t)bd));
             Shape s = {bd == 8 ? "vec-8" : "vec-1", MPI_DATATYPE_NULL, vdata[i], vdata[i] * 2, 8 * (size_t)bd, 16 * (size_t)bd};

@@ -176,6 +176,25 @@ pub fn is_named(t: MPI_Datatype) -> bool {
     envelope(t).is_ok_and(|(_, _, _, c)| c == comb::NAMED)
 }
 
+/// Whether `combiner` is a constructor sluice decodes that builds from one child type (every one
+/// but struct).
+fn one_child(combiner: c_int) -> bool {
+    matches!(
+        combiner,
+        comb::DUP
+            | comb::CONTIGUOUS
+            | comb::VECTOR
+            | comb::HVECTOR
+            | comb::INDEXED
+            | comb::HINDEXED
+            | comb::INDEXED_BLOCK
+            | comb::HINDEXED_BLOCK
+            | comb::SUBARRAY
+            | comb::DARRAY
+            | comb::RESIZED
+    )
+}
+
 /// The one predefined type all of `t` is made of, when `t` is built from it by constructors of
 /// one child each (any but struct, down to a named type); `None` otherwise. A message of `t`
 /// then has the type signature of that many predefined elements, so its packed bytes can travel
@@ -188,21 +207,7 @@ pub fn basic_element(t: MPI_Datatype) -> Option<MPI_Datatype> {
             if combiner == comb::NAMED {
                 return Some(Ok(cur));
             }
-            let single = matches!(
-                combiner,
-                comb::DUP
-                    | comb::CONTIGUOUS
-                    | comb::VECTOR
-                    | comb::HVECTOR
-                    | comb::INDEXED
-                    | comb::HINDEXED
-                    | comb::INDEXED_BLOCK
-                    | comb::HINDEXED_BLOCK
-                    | comb::SUBARRAY
-                    | comb::DARRAY
-                    | comb::RESIZED
-            );
-            if !single || nd != 1 {
+            if !one_child(combiner) || nd != 1 {
                 return None;
             }
             let mut ints = vec![0 as c_int; ni as usize];
@@ -232,18 +237,7 @@ pub fn decode(t: MPI_Datatype) -> Result<DataLoop> {
     let (size, lb, extent, tlb, text) = mpi_bounds(t)?;
     let dl = match combiner {
         comb::NAMED | comb::F90_REAL | comb::F90_COMPLEX | comb::F90_INTEGER => named(size, tlb, text)?,
-        comb::DUP
-        | comb::CONTIGUOUS
-        | comb::VECTOR
-        | comb::HVECTOR
-        | comb::INDEXED
-        | comb::HINDEXED
-        | comb::INDEXED_BLOCK
-        | comb::HINDEXED_BLOCK
-        | comb::STRUCT
-        | comb::SUBARRAY
-        | comb::DARRAY
-        | comb::RESIZED => {
+        c if one_child(c) || c == comb::STRUCT => {
             let c = contents(t, ni, na, nd)?;
             derived(combiner, c)?
         }

@@ -22,7 +22,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::{flush_all, host_block_args, host_or, pending, stage, stage_blocks, HostArgs, Span};
+use super::{flush_all, host_block_args, host_or, pending, stage, stage_blocks, HostArgs, Span, Staged};
 use crate::errors;
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::protocol::coll::{alltoall, neighbor, rooted};
@@ -114,6 +114,16 @@ unsafe fn run(
         Err(rc) => return rc,
     };
     let rc = f(host_or(&s, sb), host_or(&r, rb));
+    // SAFETY: forwarded contract.
+    unsafe { finish(call, comm, s, r, rc, request) }
+}
+
+/// Ends a staged collective whose host call returned `rc`: a blocking one copies its outputs
+/// back, a nonblocking one leaves its staged copies with the request.
+///
+/// # Safety
+/// `request` is null or the request the host call wrote.
+unsafe fn finish(call: &'static str, comm: Comm, s: Option<Staged>, r: Option<Staged>, rc: c_int, request: *mut Req) -> c_int {
     let mut stages: Vec<_> = s.into_iter().chain(r).collect();
     if request.is_null() {
         return flush_all(call, &mut stages, rc, comm);
@@ -200,15 +210,8 @@ unsafe fn run_blocks(
         Err(rc) => return rc,
     };
     let rc = f(host_block_args(&s, sb, sc, st), host_block_args(&r, rb, rc, rt));
-    let mut stages: Vec<_> = s.into_iter().chain(r).collect();
-    if request.is_null() {
-        return flush_all(call, &mut stages, rc, comm);
-    }
-    if rc == errclass::SUCCESS && !stages.is_empty() {
-        // SAFETY: the host call wrote the request.
-        pending::track(call, unsafe { *request }, stages, false);
-    }
-    rc
+    // SAFETY: forwarded contract.
+    unsafe { finish(call, comm, s, r, rc, request) }
 }
 
 /// [`pair!`] for the block collectives over [`run_blocks`]: `send(n)` and `recv(n)` give how
