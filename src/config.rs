@@ -147,7 +147,7 @@ pub const PARAMS: &[Param] = &[
         name: "SLUICE_GPU_PACK_MIN",
         default: "128K",
         accepted: "off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 0, 4K, 1M",
-        doc: "Point-to-point calls and block collectives (Bcast, Gather, Scatter, Allgather, Alltoall, Neighbor_allgather/alltoall) on device buffers of a non-contiguous datatype with at least this many packed bytes pack and unpack on the GPU (sluice's move kernels): only the packed bytes cross PCIe and the MPI moves them as a contiguous run of the type's one predefined element type (the same type signature); smaller ones, types built through struct constructors, the v/w collectives and reductions, and all with off copy the type's whole span (gaps included) through host memory. Measured on an H100 (docs/benchmarks.md): a kernel launch costs ~10 us a side, so the span copy wins up to 64 KiB and the kernels win 2.5-3x from 1 MiB.",
+        doc: "Point-to-point calls and block collectives (Bcast, Gather, Scatter, Allgather, Alltoall, Neighbor_allgather/alltoall) on device buffers of a non-contiguous datatype with at least this many packed bytes pack and unpack on the GPU (sluice's move kernels): only the packed bytes cross PCIe and the MPI moves them as a contiguous run of the type's one predefined element type (the same type signature); smaller ones, types built through struct constructors, the v/w collectives and reductions, and all with off copy the type's whole span (gaps included) through host memory. Measured on an H100 (docs/benchmarks.md): a kernel launch costs ~10 us a side, so the span copy wins up to 64 KiB and the kernels win 1.9-3.4x from 1 MiB.",
     },
     Param {
         name: "SLUICE_CALIBRATION",

@@ -22,7 +22,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::{flush_all, host_block_args, host_or, pending, stage, stage_blocks, HostArgs, Span, Staged};
+use super::{flush_all, host_args, host_or, pending, stage, stage_blocks, HostArgs, Span, Staged};
 use crate::errors;
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::protocol::coll::{alltoall, neighbor, rooted};
@@ -209,7 +209,7 @@ unsafe fn run_blocks(
         Ok(r) => r,
         Err(rc) => return rc,
     };
-    let rc = f(host_block_args(&s, sb, sc, st), host_block_args(&r, rb, rc, rt));
+    let rc = f(host_args(&s, sb, sc.into(), st), host_args(&r, rb, rc.into(), rt));
     // SAFETY: forwarded contract.
     unsafe { finish(call, comm, s, r, rc, request) }
 }

@@ -113,7 +113,7 @@ pub struct Packed {
     /// The kernels' layout of the elements.
     shape: DeviceShape,
     /// The predefined type they are all made of ([`byte_twin::to_key`] form), how many of it in
-    /// all, and in one element of the application's type.
+    /// all (at most the host call's count limit), and in one element of the application's type.
     basic: usize,
     n: i64,
     per_element: i64,
@@ -134,17 +134,10 @@ impl Staged {
         self.host.as_ptr().wrapping_offset(-(self.lo as isize)).cast()
     }
 
-    /// What the host call gets in place of the application's `(buf, count, dt)`.
+    /// What the host call gets in place of the application's `(buf, count, dt)`, `count`
+    /// elements (of a point-to-point call, or of each block of a collective): a packed copy
+    /// passes them as their run of predefined elements.
     pub fn args(&self, count: i64, dt: mpi::MPI_Datatype) -> HostArgs {
-        match &self.packed {
-            None => HostArgs { buf: self.buf(), count, dt },
-            Some(p) => HostArgs { buf: self.host.as_ptr().cast(), count: p.n, dt: byte_twin::from_key(p.basic) },
-        }
-    }
-
-    /// [`Staged::args`] for a collective's argument of `count` elements a block: a packed copy
-    /// passes each block as its run of predefined elements.
-    pub fn block_args(&self, count: i64, dt: mpi::MPI_Datatype) -> HostArgs {
         match &self.packed {
             None => HostArgs { buf: self.buf(), count, dt },
             Some(p) => HostArgs { buf: self.host.as_ptr().cast(), count: count * p.per_element, dt: byte_twin::from_key(p.basic) },
@@ -417,13 +410,8 @@ pub fn host_or<T>(staged: &Option<Staged>, buf: *const T) -> *mut T {
     staged.as_ref().map_or(buf.cast_mut(), |s| s.buf().cast())
 }
 
-/// The host call's `(buf, count, dt)` for a collective's staged (or not) argument of `count`
-/// elements a block.
-pub fn host_block_args(staged: &Option<Staged>, buf: *const c_void, count: c_int, dt: mpi::MPI_Datatype) -> HostArgs {
-    staged.as_ref().map_or(HostArgs { buf: buf.cast_mut(), count: count.into(), dt }, |s| s.block_args(count.into(), dt))
-}
-
-/// The host call's `(buf, count, dt)` for a staged (or not) buffer argument.
+/// The host call's `(buf, count, dt)` for a staged (or not) buffer argument of `count` elements
+/// (a collective's: each block's).
 pub fn host_args(staged: &Option<Staged>, buf: *const c_void, count: i64, dt: mpi::MPI_Datatype) -> HostArgs {
     staged.as_ref().map_or(HostArgs { buf: buf.cast_mut(), count, dt }, |s| s.args(count, dt))
 }

@@ -70,8 +70,17 @@ fn kernels(ctx: usize) -> Option<[usize; 5]> {
     k
 }
 
-/// Whether the kernels load in `range`'s context (loads them the first time).
+/// Whether the kernels load in `range`'s context (loads them the first time). Asked once per
+/// staged buffer: a context already tried is answered from [`KERNELS`] without making it
+/// current (allocations made in the device's primary context report none, so those go through
+/// [`with_lane`], which finds it).
 pub fn ready(range: &DeviceRange) -> bool {
+    if range.ctx != 0 {
+        let g = KERNELS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&(_, k)) = g.iter().find(|(c, _)| *c == range.ctx) {
+            return k.is_some();
+        }
+    }
     with_lane(range, |_, ctx| Ok(kernels(ctx).is_some())).unwrap_or(false)
 }
 
