@@ -17,7 +17,8 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 
-use sluice::datatype::{compiled::CompiledType, decode::decode, interp};
+use sluice::datatype::decode::{decode, DecodeError};
+use sluice::datatype::{compiled::CompiledType, interp, probe};
 use sluice::ffi::consts as k;
 use sluice::ffi::mpi::{self, MPI_Aint, MPI_Datatype};
 
@@ -850,6 +851,22 @@ fn compare_with(t: MPI_Datatype, count: usize, picks: &[u64], source: &dyn Fn(us
     // SAFETY: `src` covers the typemap around `origin` (Case::new); `got` holds the stream.
     unsafe { ct.pack(src.as_ptr().add(origin), count, &mut got) };
     prop_assert!(got == want, "{what}: CompiledType pack ({}) differs from PMPI_Pack\n{:?}", ct.kernel().name(), ct.dataloop());
+    // The typemap read back from the MPI (the fallback for types the decoder cannot rebuild)
+    // has the same bounds and packs the same bytes.
+    match probe::typemap(t) {
+        Ok(p) => {
+            prop_assert_eq!((p.size, p.lb, p.extent), (size, lb, ext), "{}: probed size/lb/extent", what);
+            let mut got = vec![0u8; c.total];
+            // SAFETY: as above.
+            unsafe { CompiledType::new(&p).pack(src.as_ptr().add(origin), count, &mut got) };
+            prop_assert!(got == want, "{what}: the probed typemap packs other bytes than PMPI_Pack\n{p:?}");
+        }
+        // Too large, or MPICH's x87 copies of `long double` (the suite's cases).
+        Err(e) => prop_assert!(
+            text as usize > probe::MAX_EXTENT || matches!(e, DecodeError::Mismatch("the MPI does not move this type as bytes")),
+            "{what}: probe failed: {e:?}"
+        ),
+    }
 
     // Byte ranges of the stream, through the decoded and the normalized dataloop.
     let cut = |p: &u64| (*p % (c.total as u64 + 1)) as usize;
@@ -1172,16 +1189,60 @@ fn suite_cases() {
 /// A type built by a large-count constructor is declined (MPICH 4.0's plain get_envelope
 /// fails on it; with the default fatal error handler, still in place here, asking it would
 /// abort the process).
-fn large_count_types_stay_with_the_mpi() {
+fn large_count_types_are_probed() {
     #[cfg(sluice_large_count)]
     {
         // SAFETY: a fresh output handle.
-        let t = commit(make(|o| unsafe { mpi::PMPI_Type_contiguous_c(5, k::int(), o) }));
+        let t = commit(make(|o| unsafe { mpi::PMPI_Type_vector_c(5, 2, 3, k::int(), o) }));
         let got = decode(t);
-        assert!(matches!(got, Err(sluice::datatype::decode::DecodeError::Unsupported(_))), "{got:?}");
+        assert!(matches!(got, Err(DecodeError::Unsupported(_))), "{got:?}");
+        // Its typemap is read back from the MPI instead: the same bytes as PMPI_Pack.
+        let dl = sluice::datatype::decode::typemap(t).expect("a large-count type is probed");
+        let c = Case::new(t, 3, "vector_c(5, 2, 3, MPI_INT)");
+        let src = fill(c.len, 0x1a26e);
+        let want = c.mpi_pack(&src).expect("PMPI_Pack");
+        let mut got = vec![0u8; c.total];
+        // SAFETY: `src` covers the typemap around `origin` (Case::new); `got` holds the stream.
+        unsafe { CompiledType::new(&dl).pack(src.as_ptr().add(c.origin), 3, &mut got) };
+        assert!(got == want, "the probed large-count type packs other bytes than PMPI_Pack");
         let mut t = t;
         // SAFETY: the derived type built above (not `free`: it asks get_envelope).
         assert_eq!(unsafe { mpi::PMPI_Type_free(&mut t) }, 0);
+    }
+}
+
+/// (h)vectors whose stride is exactly -1 byte, which Open MPI 4.1 lays out forward, one block
+/// extent apart (`decode`'s `vector`): sluice's typemap must be the MPI's, on either MPI.
+fn minus_one_byte_strides() {
+    let resized = |t, lb, ext| commit(make(|o| unsafe { mpi::PMPI_Type_create_resized(t, lb, ext, o) }));
+    let (c1, s1) = (resized(k::char(), 0, 1), resized(k::short(), 0, 1));
+    let (i1, cm) = (resized(k::int(), 0, 1), resized(k::char(), 0, -1));
+    // SAFETY (constructors): predefined or committed children, fresh output handles.
+    let cases: Vec<(String, MPI_Datatype)> = vec![
+        ("vector(3, 1, -1, char)".into(), make(|o| unsafe { mpi::PMPI_Type_vector(3, 1, -1, k::char(), o) })),
+        ("vector(5, 2, -1, char)".into(), make(|o| unsafe { mpi::PMPI_Type_vector(5, 2, -1, k::char(), o) })),
+        ("hvector(3, 1, -1, char)".into(), make(|o| unsafe { mpi::PMPI_Type_create_hvector(3, 1, -1, k::char(), o) })),
+        ("hvector(4, 2, -1, char)".into(), make(|o| unsafe { mpi::PMPI_Type_create_hvector(4, 2, -1, k::char(), o) })),
+        ("hvector(3, 1, -1, int)".into(), make(|o| unsafe { mpi::PMPI_Type_create_hvector(3, 1, -1, k::int(), o) })),
+        ("hvector(3, 2, -1, int)".into(), make(|o| unsafe { mpi::PMPI_Type_create_hvector(3, 2, -1, k::int(), o) })),
+        ("vector(3, 1, -1, resized(int, 0, 1))".into(), make(|o| unsafe { mpi::PMPI_Type_vector(3, 1, -1, i1, o) })),
+        ("vector(3, 2, -1, resized(short, 0, 1))".into(), make(|o| unsafe { mpi::PMPI_Type_vector(3, 2, -1, s1, o) })),
+        ("vector(4, 1, -1, resized(char, 0, 1))".into(), make(|o| unsafe { mpi::PMPI_Type_vector(4, 1, -1, c1, o) })),
+        ("vector(3, 1, 1, resized(char, 0, -1))".into(), make(|o| unsafe { mpi::PMPI_Type_vector(3, 1, 1, cm, o) })),
+        ("hvector(3, 1, -1, resized(char, 0, -1))".into(), make(|o| unsafe { mpi::PMPI_Type_create_hvector(3, 1, -1, cm, o) })),
+        ("vector(100000, 1, -1, char)".into(), make(|o| unsafe { mpi::PMPI_Type_vector(100000, 1, -1, k::char(), o) })),
+    ];
+    for (what, t) in cases {
+        let t = commit(t);
+        // compare() takes a failed decode as a failure too; this names the case.
+        decode(t).unwrap_or_else(|e| panic!("{what}: decode failed: {e:?}"));
+        for count in [1, 3] {
+            compare(t, count, &[0, 2, 5, 11, 3000, 70001], 0x5ee1, &format!("{count} x {what}")).unwrap_or_else(|e| panic!("{e}"));
+        }
+        free(t);
+    }
+    for t in [c1, s1, i1, cm] {
+        free(t);
     }
 }
 
@@ -1258,7 +1319,8 @@ fn decode_frees_every_child() {
 fn datatype_engine_matches_mpi() {
     // SAFETY: singleton init, once per process (this is the only test in the binary).
     assert_eq!(unsafe { mpi::PMPI_Init(null_mut(), null_mut()) }, 0, "MPI_Init failed");
-    large_count_types_stay_with_the_mpi();
+    large_count_types_are_probed();
+    minus_one_byte_strides();
     decode_frees_every_child();
     // Constructor errors (raised on these communicators) come back as codes, not aborts.
     for comm in [k::comm_world(), k::comm_self()] {

@@ -34,7 +34,7 @@ fn check(rc: c_int) -> Result<()> {
 }
 
 /// What MPI says about a datatype: (size, lb, extent, true_lb, true_extent).
-fn mpi_bounds(t: MPI_Datatype) -> Result<(usize, i64, i64, i64, i64)> {
+pub(super) fn mpi_bounds(t: MPI_Datatype) -> Result<(usize, i64, i64, i64, i64)> {
     let (mut size, mut lb, mut ext, mut tlb, mut text): (c_int, MPI_Aint, MPI_Aint, MPI_Aint, MPI_Aint) = (0, 0, 0, 0, 0);
     // SAFETY: `t` is a datatype handle the caller got from MPI; the outputs are valid locals.
     unsafe {
@@ -231,6 +231,19 @@ pub fn basic_element(t: MPI_Datatype) -> Option<MPI_Datatype> {
     }
 }
 
+/// The typemap of a committed (or predefined) datatype: decoded from its constructors, or,
+/// where that fails, read back from the MPI's engine ([`super::probe`]); the first error when
+/// neither can. The handle itself is not freed.
+pub fn typemap(t: MPI_Datatype) -> Result<DataLoop> {
+    decode(t).or_else(|e| match super::probe::typemap(t) {
+        Ok(dl) => {
+            log::debug!("datatype not decoded ({e:?}): its typemap was read back from the MPI");
+            Ok(dl)
+        }
+        Err(_) => Err(e),
+    })
+}
+
 /// Decodes a committed (or predefined) datatype. The handle itself is not freed.
 pub fn decode(t: MPI_Datatype) -> Result<DataLoop> {
     let (ni, na, nd, combiner) = envelope(t)?;
@@ -270,8 +283,8 @@ fn derived(combiner: c_int, c: Contents) -> Result<DataLoop> {
     Ok(match combiner {
         comb::DUP | comb::RESIZED => child, // decode() applies MPI's bounds
         comb::CONTIGUOUS => DataLoop::contig(n, child),
-        comb::VECTOR => DataLoop::vector(n, ints[1] as usize, ints[2] as i64 * ext, child),
-        comb::HVECTOR => DataLoop::vector(n, ints[1] as usize, addrs[0], child),
+        comb::VECTOR => vector(n, ints[1] as usize, ints[2] as i64 * ext, child),
+        comb::HVECTOR => vector(n, ints[1] as usize, addrs[0], child),
         comb::INDEXED => {
             let displs = ints[1 + n..1 + 2 * n].iter().map(|&d| d as i64 * ext).collect();
             DataLoop::indexed(usizes(&ints[1..1 + n]), displs, child)
@@ -285,6 +298,47 @@ fn derived(combiner: c_int, c: Contents) -> Result<DataLoop> {
         comb::SUBARRAY => subarray(&ints, child)?,
         comb::DARRAY => darray(&ints, child)?,
         other => return Err(DecodeError::Unsupported(other)),
+    })
+}
+
+/// A (h)vector as the MPI builds it.
+///
+/// Open MPI 4.1 places the blocks of a (h)vector whose stride is exactly -1 byte one block
+/// extent apart, forward (lower bound 0, `MPI_Pack` of `vector(3, 1, -1, MPI_CHAR)` gives
+/// bytes 0 1 2 where the standard and MPICH give 0 -1 -2): its internal "add" call reads an
+/// extent of -1 as "the child's own extent". Data sent with the bare MPI lands where its engine
+/// puts it, so sluice must place it there too (a type decoded the standard's way would disagree
+/// with the MPI's bounds and be left to the MPI, and a receive of it would then miss pipelined
+/// messages). Whether the MPI does this is measured once, not assumed from its name
+/// ([`minus_one_stride_is_child_extent`]). Only where the MPI does not lay the vector out as
+/// one contiguous run (its first branch: one block, or blocks exactly one block apart) does
+/// the stride take part.
+fn vector(count: usize, blocklen: usize, stride_bytes: i64, child: DataLoop) -> DataLoop {
+    let one_run = count <= 1 || blocklen as i64 * child.extent == stride_bytes;
+    if stride_bytes == -1 && !one_run && minus_one_stride_is_child_extent() {
+        let block_extent = DataLoop::contig(blocklen, child.clone()).extent;
+        return DataLoop::vector(count, blocklen, block_extent, child);
+    }
+    DataLoop::vector(count, blocklen, stride_bytes, child)
+}
+
+/// Whether this MPI builds an hvector of byte stride -1 as blocks one child extent apart
+/// (Open MPI 4.1 does; see [`vector`]): asked of the MPI once, with `hvector(2, 1, -1,
+/// MPI_BYTE)`, whose lower bound is -1 by the standard and 0 where the quirk is.
+fn minus_one_stride_is_child_extent() -> bool {
+    static QUIRK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *QUIRK.get_or_init(|| {
+        let mut t = crate::ffi::consts::datatype_null();
+        let (mut lb, mut ext): (MPI_Aint, MPI_Aint) = (0, 0);
+        // SAFETY: a new type from a predefined one into a local handle, read, then freed.
+        unsafe {
+            if mpi::PMPI_Type_create_hvector(2, 1, -1, crate::ffi::consts::byte(), &mut t) != mpi::MPI_SUCCESS as c_int {
+                return false;
+            }
+            let rc = mpi::PMPI_Type_get_extent(t, &mut lb, &mut ext);
+            mpi::PMPI_Type_free(&mut t);
+            rc == mpi::MPI_SUCCESS as c_int && lb == 0
+        }
     })
 }
 

@@ -40,6 +40,7 @@ pub mod kernel;
 pub mod normalize;
 pub mod parallel;
 pub mod pool;
+pub mod probe;
 pub mod segment;
 #[cfg(test)]
 pub(crate) mod testgen;

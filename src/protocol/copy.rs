@@ -76,7 +76,7 @@ fn compiled(t: mpi::MPI_Datatype) -> Result<Arc<CompiledType>, Refused> {
     if let Some(c) = NAMED.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|m| m.get(&key)) {
         return Ok(c.clone());
     }
-    let c = crate::datatype::decode::decode(t)
+    let c = crate::datatype::decode::typemap(t)
         .map(|dl| Arc::new(CompiledType::new(&dl)))
         .map_err(|e| Refused(code::ERR_TYPE, format!("the datatype cannot be used ({e:?})")))?;
     if crate::datatype::decode::is_named(t) {

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::datatype::compiled::CompiledType;
-use crate::datatype::decode::decode;
+use crate::datatype::decode::typemap;
 use crate::ffi::{consts, datatype_key, errclass, mpi, next};
 use crate::stats;
 
@@ -456,7 +456,7 @@ fn compile(t: mpi::MPI_Datatype) {
     if !crate::runtime::config().is_some_and(|c| c.datatype_engine) {
         return;
     }
-    match decode(t) {
+    match typemap(t) {
         Ok(dl) => insert(t, Arc::new(CompiledType::new(&dl))),
         Err(e) => {
             remove(t);

@@ -16,6 +16,10 @@
  * - MPI_Cancel of a persistent receive that MPI_Start served from a probed message;
  * - MPI_Sendrecv_replace of a message MPI_Probe found;
  * - MPI_Testany's flag when a tracked receive completed and a send is still active;
+ * - receive types whose layout the MPI decides unusually: (h)vectors of MPI_CHAR with a byte
+ *   stride of -1 (an array reversed by the standard; Open MPI 4.1 lays them out forward), and on
+ *   MPI-4 MPIs a type built by a large-count constructor (MPI_Type_vector_c), which sluice reads
+ *   back from the MPI's own engine: a pipelined send into each, by every receive kind;
  * - ping-ping of one MPI_INT, repeated (small messages next to the pipeline).
  * Every byte of every receive allocation is checked (guards and gaps included), every status. */
 #define SLUICE_P2P_CONF
@@ -349,6 +353,31 @@ int main(int argc, char **argv) {
     MPI_Datatype pair_vec;
     MPI_OK(MPI_Type_vector(1000, 1, 2, MPI_DOUBLE_INT, &pair_vec));
     MPI_OK(MPI_Type_commit(&pair_vec));
+    /* 300,000 chars reversed (byte stride -1), and the same chars every other byte (pipelined) */
+    enum { N_CHARS = 300000 };
+    MPI_Datatype rev_vec, rev_hvec, sparse_chars, large_count;
+    /* (placed at their last byte, so that the lower bound is not negative on any MPI) */
+    MPI_Datatype reversed;
+    int one = 1;
+    MPI_Aint last = N_CHARS - 1;
+    MPI_OK(MPI_Type_vector(N_CHARS, 1, -1, MPI_CHAR, &reversed));
+    MPI_OK(MPI_Type_create_hindexed(1, &one, &last, reversed, &rev_vec));
+    MPI_OK(MPI_Type_commit(&rev_vec));
+    MPI_Type_free(&reversed);
+    last = N_CHARS / 2 - 1;
+    MPI_OK(MPI_Type_create_hvector(N_CHARS / 2, 1, -1, MPI_CHAR, &reversed));
+    MPI_OK(MPI_Type_create_hindexed(1, &one, &last, reversed, &rev_hvec));
+    MPI_OK(MPI_Type_commit(&rev_hvec));
+    MPI_Type_free(&reversed);
+    MPI_OK(MPI_Type_vector(N_CHARS, 1, 2, MPI_CHAR, &sparse_chars));
+    MPI_OK(MPI_Type_commit(&sparse_chars));
+#if MPI_VERSION >= 4
+    /* 512 KiB: every other int, built by the large-count constructor */
+    MPI_OK(MPI_Type_vector_c(N_INTS / 2, 1, 2, MPI_INT, &large_count));
+#else
+    MPI_OK(MPI_Type_vector(N_INTS / 2, 1, 2, MPI_INT, &large_count));
+#endif
+    MPI_OK(MPI_Type_commit(&large_count));
 
     int tag = 100;
     for (int how = 0; how < 4; how++)
@@ -362,6 +391,11 @@ int main(int argc, char **argv) {
         pair(pair_vec, 1, MPI_DOUBLE_INT, 1000, how, tag++, "vector of 1000 MPI_DOUBLE_INT -> MPI_DOUBLE_INT");
         pair(pair_vec, 300, MPI_DOUBLE_INT, 300000, how, tag++, "300 x vector of 1000 MPI_DOUBLE_INT -> MPI_DOUBLE_INT");
         pair(rs_sparse, 30000, rs_struct, 30000, how, tag++, "30000 x struct{int,double} -> resized (lb 16, extent 12)");
+        for (int rc = 1; rc <= 2; rc++) {
+            pair(sparse_chars, 1, rev_vec, rc, how, tag++, "vector(300000 chars, stride 2) -> vector(300000, 1, -1, MPI_CHAR)");
+            pair(sparse_chars, 1, rev_hvec, 2 * rc, how, tag++, "vector(300000 chars, stride 2) -> hvector(150000, 1, -1, MPI_CHAR)");
+        }
+        pair(blocks, 1, large_count, 2, how, tag++, "block-indexed 16 B -> 2 x vector_c(131072, 1, 2, MPI_INT)");
     }
     self_send(MPI_INT, 4, vec, tag++, "MPI_INT");
     self_send(MPI_C_DOUBLE_COMPLEX, 16, vec, tag++, "MPI_C_DOUBLE_COMPLEX");
@@ -388,6 +422,10 @@ int main(int argc, char **argv) {
     MPI_Type_free(&rs_struct);
     MPI_Type_free(&rs_sparse);
     MPI_Type_free(&pair_vec);
+    MPI_Type_free(&rev_vec);
+    MPI_Type_free(&rev_hvec);
+    MPI_Type_free(&sparse_chars);
+    MPI_Type_free(&large_count);
     conf_types_free();
     MPI_OK(MPI_Comm_free(&dup));
     MPI_OK(MPI_Comm_free(&split));
