@@ -23,6 +23,9 @@
 #   lib/{openmpi,mpich}/libsluice.so          debug info stripped
 #   bin/{openmpi,mpich}/<name>                tests/c/gpu_*.c, bench/gpu/*.c (mpicc.<mpi> -O2)
 #   selftest/{openmpi,mpich}/mpi_hello        device-run.sh's MPI/sluice check (src/mpi_hello.c)
+#   soak/{openmpi,mpich}/p2p_typepairs        the type-pair generator (tests/c/p2p_typepairs.c,
+#                                             -O1 as scripts/soak-typepairs.sh builds it), for
+#                                             device-run.sh's DEVICE_SOAK_SECONDS step
 #   tools/sluice-rwcp-bench                   the RW-CP benchmark (Open MPI flavor; no MPI calls
 #                                             but links libmpi.so.40)
 #   debs/*.deb                                MPI runtime packages, unpacked into the private root
@@ -296,7 +299,7 @@ build_all() {
 stage_binaries() {
     local mpi src name f sources=() seen=()
     for mpi in "${MPIS[@]}"; do
-        mkdir -p "$DEV/lib/$mpi" "$DEV/bin/$mpi" "$DEV/selftest/$mpi"
+        mkdir -p "$DEV/lib/$mpi" "$DEV/bin/$mpi" "$DEV/selftest/$mpi" "$DEV/soak/$mpi"
         strip --strip-debug -o "$DEV/lib/$mpi/libsluice.so" "$ROOT/target/$mpi/release/libsluice.so"
     done
     mkdir -p "$DEV/tools" "$DEV/src"
@@ -312,6 +315,8 @@ stage_binaries() {
     for mpi in "${MPIS[@]}"; do
         mpicc."$mpi" -O2 -Wall -Wno-stringop-overflow -o "$DEV/selftest/$mpi/mpi_hello" "$DEV/src/mpi_hello.c" ||
             die "mpicc.$mpi failed for the selftest hello"
+        mpicc."$mpi" -O1 -Wall -Wno-stringop-overflow -pthread -o "$DEV/soak/$mpi/p2p_typepairs" "$ROOT/tests/c/p2p_typepairs.c" ||
+            die "mpicc.$mpi failed for the type-pair generator"
         seen=()
         for src in "${sources[@]}"; do
             name=$(basename "$src" .c)
@@ -323,7 +328,7 @@ stage_binaries() {
             echo "compiled .device/bin/$mpi/$name"
         done
     done
-    for f in "$DEV"/bin/*/* "$DEV"/selftest/*/*; do strip --strip-debug "$f"; done
+    for f in "$DEV"/bin/*/* "$DEV"/selftest/*/* "$DEV"/soak/*/*; do strip --strip-debug "$f"; done
 }
 
 # The MPI runtime's package set: every package owning a file that the launchers, libmpi.so.40,
@@ -338,7 +343,7 @@ runtime_packages() {
         "$ARCHLIB/libmpi.so.40" "$ARCHLIB/libmpich.so.12")
     shopt -s nullglob
     seeds+=("$ARCHLIB"/openmpi/lib/openmpi3/*.so "$ARCHLIB"/ucx/*.so* "$ARCHLIB"/pmix2/lib/pmix/*.so)
-    seeds+=("$DEV"/lib/*/libsluice.so "$DEV"/bin/*/* "$DEV"/selftest/*/* "$DEV"/tools/*)
+    seeds+=("$DEV"/lib/*/libsluice.so "$DEV"/bin/*/* "$DEV"/selftest/*/* "$DEV"/soak/*/* "$DEV"/tools/*)
     shopt -u nullglob
     pkgs[openmpi-common]=1 # help texts and data files, no ELF
     for f in "${seeds[@]}"; do
@@ -422,7 +427,7 @@ cmd_prepare() {
     build_all
     note "staging binaries into .device/"
     # Everything but the downloaded .debs is rebuilt from scratch.
-    rm -rf "${DEV:?}/lib" "${DEV:?}/bin" "$DEV/selftest" "$DEV/tools" "$DEV/src" "$DEV/manifest.txt"
+    rm -rf "${DEV:?}/lib" "${DEV:?}/bin" "$DEV/selftest" "$DEV/soak" "$DEV/tools" "$DEV/src" "$DEV/manifest.txt"
     mkdir -p "$DEV"
     stage_binaries
     note "computing the MPI runtime package set (ldd + dpkg -S)"
@@ -436,7 +441,7 @@ cmd_prepare() {
     download_debs "${pkglist[@]}"
     write_manifest
     note ".device contents"
-    (cd "$DEV" && du -sh lib bin selftest tools debs | sed 's/^/  /')
+    (cd "$DEV" && du -sh lib bin selftest soak tools debs | sed 's/^/  /')
     cmd_size
     echo
     cmd_command

@@ -23,7 +23,9 @@
 # Environment: OUT (default ./device-out), DEVICE_RUN_DRY (0), DEVICE_MPIROOT (/opt/mpiroot; a
 # temp dir in dry runs), DEVICE_RUN_BUDGET (seconds for all steps, default 420), DEVICE_RWCP_WORKERS,
 # DEVICE_RWCP_SAMPLES (DEVICE_RWCP_WORKERS=none skips the rwcp steps), DEVICE_TESTS (the job
-# list, default scripts/device-tests.txt), DEVICE_MEMCHECK=1 (every GPU job's ranks run under
+# list, default scripts/device-tests.txt), DEVICE_SOAK_SECONDS (run the type-pair soak for that
+# long after the GPU jobs, or what the budget leaves; DEVICE_SOAK_JOBS copies, DEVICE_SOAK_SEED,
+# DEVICE_SOAK_CHUNK pairs per launch), DEVICE_MEMCHECK=1 (every GPU job's ranks run under
 # compute-sanitizer --tool memcheck, which fails the job on any error; start no MPS daemon for
 # it: the sanitizer does not serve MPS clients), DEVICE_RUN_DRY_GPU=1 (run the GPU steps in a dry run too; without a GPU the
 # programs print SKIP), DEVICE_RUN_FORCE_FALLBACK=1 (use .device/debs/fallback even for sonames
@@ -451,6 +453,45 @@ gpu_jobs() {
     ((jobs)) || say "   no GPU programs in .device/bin/ and no jobs in scripts/device-tests.txt"
 }
 
+# ---- 4b. type-pair soak ---------------------------------------------------------------------------
+
+# soak SECONDS: DEVICE_SOAK_JOBS (default 6) copies of scripts/soak-typepairs.sh at once, seeds
+# DEVICE_SOAK_SEED (default 6000) + 1000 k, each with --time SECONDS --keep-going, on the
+# private root's launchers (wrappers named as the build machine's) and the staged generator and
+# libraries: the many cores of this machine run the issue-21 soak several times as fast as the
+# build machine's two. Passes when every copy ends with "0 differences".
+soak() {
+    local secs=$1 jobs=${DEVICE_SOAK_JOBS:-6} seed0=${DEVICE_SOAK_SEED:-6000} k d=$WORK/soak tree mpi rc=0 pids=()
+    tree=$TMPBASE/soak-tree
+    mkdir -p "$d" "$tree/bin" || return 1
+    for mpi in "${MPIS[@]}"; do
+        [ -x "$DEV/soak/$mpi/p2p_typepairs" ] || { echo "no $DEV/soak/$mpi/p2p_typepairs"; return 1; }
+        mkdir -p "$tree/target/$mpi/release" "$tree/target/$mpi/typepairs"
+        ln -sf "$DEV/lib/$mpi/libsluice.so" "$tree/target/$mpi/release/libsluice.so"
+        # The script compiles the generator with mpicc.<mpi> -o target/<mpi>/typepairs/...: the
+        # staged binary is copied there by this stand-in instead.
+        printf '#!/bin/sh\nexec cp -f "%s" "%s"\n' "$DEV/soak/$mpi/p2p_typepairs" "$tree/target/$mpi/typepairs/p2p_typepairs" >"$tree/bin/mpicc.$mpi"
+    done
+    printf '#!/bin/sh\nexec "%s" "$@"\n' "$U/bin/orterun" >"$tree/bin/mpirun.openmpi"
+    printf '#!/bin/sh\nexec "%s" "$@"\n' "$U/bin/mpiexec.hydra" >"$tree/bin/mpiexec.mpich"
+    chmod +x "$tree/bin"/*
+    for ((k = 0; k < jobs; k++)); do
+        # --time stops new rounds (a seed at 2 and 4 ranks on both MPIs) after 60% of the time,
+        # so the last round ends within it and each copy prints its totals.
+        (SOAK_ROOT=$tree PATH="$tree/bin:$PATH" tmo "$secs" bash "$ROOT/scripts/soak-typepairs.sh" --keep-going \
+            --seed $((seed0 + 1000 * k)) --time $((secs * 6 / 10)) --chunk "${DEVICE_SOAK_CHUNK:-400}" >"$d/soak-$k.log" 2>&1) &
+        pids+=($!)
+    done
+    for k in "${!pids[@]}"; do wait "${pids[$k]}" || rc=1; done
+    for ((k = 0; k < jobs; k++)); do
+        echo "copy $k (seed $((seed0 + 1000 * k))): $(tail -n 1 "$d/soak-$k.log")"
+        echo "  last seed done: $(grep -E '^seed [0-9]+ done' "$d/soak-$k.log" | tail -n 1)"
+        grep -E '^DIFFERENCE' -A12 "$d/soak-$k.log" | head -40
+        tail -n 1 "$d/soak-$k.log" | grep -qE ' 0 differences' || rc=1
+    done
+    return $rc
+}
+
 # ---- 5. RW-CP scaling -----------------------------------------------------------------------------
 
 rwcp() {
@@ -482,6 +523,13 @@ if grep -qE '^install +0 ' "$SUMMARY"; then
         PHASE_END=$((DEADLINE - RWCP_RESERVE))
         gpu_jobs
         PHASE_END=$DEADLINE
+    fi
+    # The soak takes what the budget has left, less the rwcp reserve and time to finish.
+    if [ "${DEVICE_SOAK_SECONDS:-0}" != 0 ]; then
+        left=$((DEADLINE - RWCP_RESERVE - SECONDS - 60))
+        secs=$DEVICE_SOAK_SECONDS
+        ((secs > left)) && secs=$left
+        if ((secs >= 30)); then step soak-typepairs soak "$secs"; else record soak-typepairs skipped-budget 0; fi
     fi
 else
     say "   install failed: MPI steps skipped"

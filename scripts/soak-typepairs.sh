@@ -11,10 +11,11 @@
 #   --time S       stop starting new chunks after S seconds (default: no limit)
 #   --chunk N      pairs per launch (default 400)
 #   --seed S       first seed (default 1); each chunk uses the next seed
-# Needs scripts/build.sh to have built target/<flavor>/release/libsluice.so.
-# Ends with "N pairs, M differences" (M counts differing pairs; exit status 1 when M > 0).
+# Needs scripts/build.sh to have built target/<flavor>/release/libsluice.so. SOAK_ROOT: run in
+# that directory instead of the repository (its target/<flavor>/...; scripts/device-run.sh).
+# Prints a line per seed done; ends with "N pairs, M differences" (M counts differing pairs; exit status 1 when M > 0).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "${SOAK_ROOT:-$(dirname "$0")/..}" || exit 2
 pairs=100000 limit=0 flavors="openmpi mpich" ranks="2 4" chunk=400 seed=1 keep=0
 while (($#)); do
   case $1 in
@@ -112,6 +113,7 @@ while ((!stop)); do
       total=$((total + n))
     done
   done
+  echo "seed $s done: $total pairs, $differences differences ($((SECONDS - start)) s)"
   s=$((s + 1))
   alldone=1
   for f in $flavors; do ((done_pairs[$f] < pairs)) && alldone=0; done
