@@ -38,8 +38,8 @@ pub const PARAMS: &[Param] = &[
     Param {
         name: "SLUICE_LOG",
         default: "warn",
-        accepted: "off, error, warn, info, debug, trace",
-        doc: "Log level; each line is prefixed with the rank and written with a single write(2).",
+        accepted: "off, error, warn, info, debug, trace; plus `plan`, alone or after a comma (plan, debug,plan)",
+        doc: "Log level; each line is prefixed with the rank and written with a single write(2). `plan` also logs each new plan once: a copy's path (sluice_copy) with its predicted throughput per hop, and each route a send takes (staged, pipelined in chunks or through the shared-memory arena) per datatype and size class.",
     },
     Param {
         name: "SLUICE_DATATYPE",
@@ -207,8 +207,10 @@ pub struct Config {
     pub disable: bool,
     /// `SLUICE_STATS`.
     pub stats: bool,
-    /// `SLUICE_LOG`.
+    /// `SLUICE_LOG`: the level.
     pub log: LogLevel,
+    /// `SLUICE_LOG` holds `plan`: log each new plan once.
+    pub log_plans: bool,
     /// `SLUICE_DATATYPE`.
     pub datatype_engine: bool,
     /// `SLUICE_P2P`.
@@ -284,16 +286,29 @@ fn parse_bool(p: &'static Param, v: &str) -> Result<bool, ConfigError> {
     }
 }
 
-fn parse_log(p: &'static Param, v: &str) -> Result<LogLevel, ConfigError> {
-    Ok(match v.trim().to_ascii_lowercase().as_str() {
-        "off" | "none" => LogLevel::Off,
-        "error" => LogLevel::Error,
-        "warn" | "warning" => LogLevel::Warn,
-        "info" => LogLevel::Info,
-        "debug" => LogLevel::Debug,
-        "trace" => LogLevel::Trace,
-        _ => return Err(ConfigError { name: p.name, value: v.to_string(), accepted: p.accepted }),
-    })
+/// `SLUICE_LOG`: a level and/or `plan`, comma-separated (the level defaults to `warn`).
+fn parse_log(p: &'static Param, v: &str) -> Result<(LogLevel, bool), ConfigError> {
+    let err = || ConfigError { name: p.name, value: v.to_string(), accepted: p.accepted };
+    let (mut level, mut plans) = (None, false);
+    for word in v.split(',').map(|w| w.trim().to_ascii_lowercase()) {
+        let l = match word.as_str() {
+            "plan" | "plans" if !plans => {
+                plans = true;
+                continue;
+            }
+            "off" | "none" => LogLevel::Off,
+            "error" => LogLevel::Error,
+            "warn" | "warning" => LogLevel::Warn,
+            "info" => LogLevel::Info,
+            "debug" => LogLevel::Debug,
+            "trace" => LogLevel::Trace,
+            _ => return Err(err()),
+        };
+        if level.replace(l).is_some() {
+            return Err(err());
+        }
+    }
+    Ok((level.unwrap_or(LogLevel::Warn), plans))
 }
 
 fn parse_bytes(p: &'static Param, v: &str) -> Result<usize, ConfigError> {
@@ -415,6 +430,7 @@ impl Config {
                 disable,
                 stats: false,
                 log: LogLevel::Warn,
+                log_plans: false,
                 datatype_engine: false,
                 p2p: false,
                 coll: false,
@@ -441,7 +457,8 @@ impl Config {
         Ok(Config {
             disable,
             stats: parse_bool(param("SLUICE_STATS"), &value("SLUICE_STATS"))?,
-            log: parse_log(param("SLUICE_LOG"), &value("SLUICE_LOG"))?,
+            log: parse_log(param("SLUICE_LOG"), &value("SLUICE_LOG"))?.0,
+            log_plans: parse_log(param("SLUICE_LOG"), &value("SLUICE_LOG"))?.1,
             datatype_engine: parse_bool(param("SLUICE_DATATYPE"), &value("SLUICE_DATATYPE"))?,
             p2p: parse_bool(param("SLUICE_P2P"), &value("SLUICE_P2P"))?,
             coll: parse_bool(param("SLUICE_COLL"), &value("SLUICE_COLL"))?,
@@ -500,6 +517,7 @@ mod tests {
             disable: false,
             stats: false,
             log: LogLevel::Warn,
+            log_plans: false,
             datatype_engine: true,
             p2p: true,
             coll: true,
@@ -581,7 +599,20 @@ mod tests {
         let c = parse(&[("SLUICE_STATS", "Yes"), ("SLUICE_LOG", "debug"), ("SLUICE_TEST_PANIC", "MPI_Send")]).unwrap();
         assert!(c.stats);
         assert_eq!(c.log, LogLevel::Debug);
+        assert!(!c.log_plans);
         assert_eq!(c.test_panic.as_deref(), Some("MPI_Send"));
+        for (v, level, plans) in [
+            ("plan", LogLevel::Warn, true),
+            ("debug, Plan", LogLevel::Debug, true),
+            ("plan,off", LogLevel::Off, true),
+            ("info", LogLevel::Info, false),
+        ] {
+            let c = parse(&[("SLUICE_LOG", v)]).unwrap();
+            assert_eq!((c.log, c.log_plans), (level, plans), "{v:?}");
+        }
+        for bad in ["plan,plan", "warn,info", "plan,", "plans,loud"] {
+            assert_eq!(parse(&[("SLUICE_LOG", bad)]).unwrap_err().name, "SLUICE_LOG", "{bad:?}");
+        }
     }
 
     #[test]

@@ -2,9 +2,57 @@
 //! lines from concurrent ranks and threads never interleave mid-line.
 
 use std::io::Write as _;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Mutex;
 
 static RANK: AtomicI32 = AtomicI32::new(-1);
+
+/// `SLUICE_LOG` holds `plan`.
+static PLANS: AtomicBool = AtomicBool::new(false);
+
+/// The plans logged so far, by key (each is logged once per process).
+static PLANS_SEEN: Mutex<Option<rustc_hash::FxHashSet<u64>>> = Mutex::new(None);
+
+/// Turns plan logging on or off (`SLUICE_LOG=plan`).
+pub fn set_plans(on: bool) {
+    PLANS.store(on, Ordering::Relaxed);
+}
+
+/// Whether plans are logged: one relaxed load, so callers may ask on every decision.
+#[inline]
+pub fn plans() -> bool {
+    PLANS.load(Ordering::Relaxed)
+}
+
+/// Logs `plan: <what()>` the first time this process sees `key`, when plans are logged.
+/// `key` names the decision (its inputs' classes), so a steady stream of equal messages logs one
+/// line, not one per call.
+#[inline]
+pub fn plan_once(key: u64, what: impl FnOnce() -> String) {
+    if plans() {
+        plan_once_slow(key, what);
+    }
+}
+
+#[cold]
+fn plan_once_slow(key: u64, what: impl FnOnce() -> String) {
+    let new = PLANS_SEEN.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(Default::default).insert(key);
+    if new {
+        write_line(&format!("plan: {}", what()));
+    }
+}
+
+/// A key for [`plan_once`] from the decision's inputs.
+pub fn plan_key(parts: impl std::hash::Hash) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(parts)
+}
+
+/// The power-of-two size class of `bytes` (0 for 0 and 1), for plan keys: a log line per class
+/// rather than per size.
+pub fn size_class(bytes: usize) -> u32 {
+    usize::BITS - bytes.max(1).leading_zeros() - 1
+}
 
 struct Logger;
 

@@ -77,6 +77,7 @@ pub fn start() -> Result<(), crate::config::ConfigError> {
         }
     };
     logging::init(cfg.log.filter());
+    logging::set_plans(cfg.log_plans);
     if cfg.disable {
         set_mode(Mode::PassThrough);
         let _ = CONFIG.set(cfg);

@@ -49,3 +49,27 @@ fn a_bad_model_file_warns_and_copies_with_the_built_in_model() {
     assert_ok(&job, "copy_api");
     assert!(job.stderr.contains("SLUICE_CALIBRATION") && job.stderr.contains("built-in"), "no warning:\n{}", job.all());
 }
+
+/// `SLUICE_LOG=plan`: each new plan is logged once per process: a copy's path with its hops,
+/// and the routes point-to-point sends take (staged, pipelined); lines never repeat in a rank.
+#[test]
+fn plans_are_logged_once_each() {
+    let transpose = compile_linked("examples", "transpose");
+    let job = launch_shim(2, &transpose, &[("SLUICE_LOG", "plan")]);
+    assert_ok(&job, "transpose");
+    assert!(job.stderr.contains("plan: copy:") && job.stderr.contains("DiskRead"), "no copy plan logged:\n{}", job.all());
+    let mut jobs = vec![];
+    for (name, route) in [("p2p_pipeline", ": pipelined, M0 of"), ("p2p_engine", "staged, packed by sluice's")] {
+        let job = launch_shim(2, &compile_c(name), &[("SLUICE_LOG", "plan")]);
+        assert!(job.ok && job.stderr.contains(route), "{name}: failed, or no {route:?} line:\n{}", job.all());
+        jobs.push(job);
+    }
+    let p2p = compile_c("p2p_pipeline");
+    let quiet = launch_shim(2, &p2p, &[]);
+    assert!(quiet.ok && !quiet.stderr.contains("plan:"), "plans logged without SLUICE_LOG=plan:\n{}", quiet.all());
+    for j in &jobs {
+        let lines: Vec<&str> = j.stderr.lines().filter(|l| l.contains("plan: ")).collect();
+        let unique: std::collections::BTreeSet<&str> = lines.iter().copied().collect();
+        assert_eq!(lines.len(), unique.len(), "a plan was logged twice by one rank:\n{}", j.stderr);
+    }
+}

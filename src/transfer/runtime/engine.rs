@@ -177,6 +177,7 @@ impl Runtime {
             g.clear();
         }
         g.insert(key, path.clone());
+        crate::logging::plan_once(crate::logging::plan_key(("copy", key)), || path.explain(&self.model, src.bytes()));
         Ok(path)
     }
 

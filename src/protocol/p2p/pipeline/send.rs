@@ -175,6 +175,7 @@ unsafe fn post_chunks(src: Source<'_>, total: usize, c: usize, ctag: c_int, peer
     }
     let d = m0_data();
     let rest = total - d;
+    note_plan(src, total, c, peer, region.is_some());
     if let Some(region) = region {
         crate::stats::count(crate::stats::Family::Shm, total);
         let p = region.as_mut_ptr();
@@ -212,6 +213,24 @@ unsafe fn post_chunks(src: Source<'_>, total: usize, c: usize, ctag: c_int, peer
         off += len;
     }
     hold(Outgoing { wait: Wait::Chunks(reqs), m0, stream: Some(stream) });
+}
+
+/// `SLUICE_LOG=plan`: the route of a pipelined send, once per (source kind, size class, route).
+fn note_plan(src: Source<'_>, total: usize, c: usize, peer: c_int, arena: bool) {
+    let (kind, id) = match src {
+        Source::Engine(l, _) => ("packed by sluice's engine", l.compiled().id()),
+        Source::Bytes(_) => ("contiguous", 0),
+    };
+    let class = crate::logging::size_class(total);
+    crate::logging::plan_once(crate::logging::plan_key(("pipelined", id, class, arena)), || {
+        let route = if arena {
+            "the rest through the shared-memory arena".to_string()
+        } else {
+            format!("the rest in {} chunks of {c} bytes through the MPI", (total - m0_data()).div_ceil(c))
+        };
+        let ty = if id == 0 { String::new() } else { format!(" (datatype #{id})") };
+        format!("send of {total} bytes{ty} to world rank {peer}, {kind}: pipelined, M0 of {} bytes, {route}", reserved())
+    });
 }
 
 fn hold(o: Outgoing) {
