@@ -148,6 +148,18 @@ int sluice_copy(const sluice_place_t *src, const sluice_place_t *dst, int priori
 int sluice_plan_explain(const sluice_place_t *src, const sluice_place_t *dst, char *text, int size);
 #endif
 
+/* A file descriptor for a file place, for callers without one of their own (the Fortran module
+ * `sluice`, include/sluice.f90, builds on it): flags SLUICE_FILE_READ, SLUICE_FILE_WRITE (reads
+ * too: layouts with gaps are read, modified and written back) and SLUICE_FILE_CREATE (creates a
+ * missing file, mode 0644, never truncates; implies WRITE). Returns the descriptor, or
+ * SLUICE_ERR_ARG (null path, bad flags) or SLUICE_ERR_IO (the open failed; message printed).
+ * sluice_file_close closes it: SLUICE_SUCCESS or SLUICE_ERR_IO. */
+#define SLUICE_FILE_READ 1
+#define SLUICE_FILE_WRITE 2
+#define SLUICE_FILE_CREATE 4
+int sluice_file_open(const char *path, int flags);
+int sluice_file_close(int fd);
+
 /* Waits for the copy, frees the event and sets *event to SLUICE_EVENT_NULL. Returns
  * SLUICE_SUCCESS, or SLUICE_ERR_IO if the copy failed (the message is printed). A null event
  * returns at once. */

@@ -73,3 +73,14 @@ fn plans_are_logged_once_each() {
         assert_eq!(lines.len(), unique.len(), "a plan was logged twice by one rank:\n{}", j.stderr);
     }
 }
+
+/// The copy API from Fortran (`use sluice`, include/sluice.f90): tests/fortran/copy.F90 at 2
+/// and 4 ranks (a transpose in memory, a file round trip, plan text, the error codes).
+#[test]
+fn fortran_module_copies_and_reports_errors() {
+    let exe = compile_fortran_linked("copy.F90");
+    for np in [2u32, 4] {
+        let job = launch_shim(np, &exe, &[]);
+        assert!(job.ok && job.stdout.lines().any(|l| l.trim() == "PASS"), "copy.F90 np={np}:\n{}", job.all());
+    }
+}

@@ -47,6 +47,35 @@ pub struct CPlace {
     pub datatype: mpi::MPI_Datatype,
 }
 
+/// `sluice_file_open`'s flags (include/sluice.h).
+pub mod file_flags {
+    use std::ffi::c_int;
+    pub const READ: c_int = 1;
+    pub const WRITE: c_int = 2;
+    pub const CREATE: c_int = 4;
+}
+
+/// Opens `path` for a file place: reading (`READ`), writing (`WRITE`, reading too: a layout
+/// with gaps is read, modified and written back), creating it when missing (`CREATE`, mode 0644,
+/// implies `WRITE`; never truncated). Returns the descriptor, which the caller closes.
+///
+/// For languages that have no file descriptors of their own (the Fortran module `sluice`).
+pub fn open_file(path: &std::ffi::CStr, flags: c_int) -> Result<c_int, Refused> {
+    use file_flags::*;
+    use std::os::fd::IntoRawFd;
+    if flags & !(READ | WRITE | CREATE) != 0 || flags & (READ | WRITE | CREATE) == 0 {
+        return Err(Refused(code::ERR_ARG, format!("bad flags {flags} (SLUICE_FILE_READ, _WRITE, _CREATE)")));
+    }
+    let path = std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path.to_bytes()));
+    let write = flags & (WRITE | CREATE) != 0;
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true).write(write).create(flags & CREATE != 0);
+    match o.open(path) {
+        Ok(f) => Ok(f.into_raw_fd()),
+        Err(e) => Err(Refused(code::ERR_IO, format!("cannot open {}: {e}", path.display()))),
+    }
+}
+
 /// A failed call: its code and what to tell the user.
 pub struct Refused(pub c_int, pub String);
 

@@ -108,6 +108,20 @@ pub fn compile_fortran(file: &str, defines: &[&str]) -> PathBuf {
     })
 }
 
+/// Compiles `tests/fortran/<file>` with `mpif90.<flavor>` linked against the shim (programs
+/// that call sluice's own API through the `sluice` module, include/sluice.f90).
+pub fn compile_fortran_linked(file: &str) -> PathBuf {
+    let src = repo().join("tests/fortran").join(file);
+    let stem = Path::new(file).file_stem().unwrap().to_string_lossy().into_owned();
+    let lib = shim().parent().unwrap().to_path_buf();
+    build_once(&src.clone(), scratch().join(format!("{stem}_f_linked")), |out| {
+        let mut c = Command::new(format!("mpif90.{FLAVOR}"));
+        c.args(["-O1", "-ffree-line-length-none", "-J"]).arg(scratch()).arg(&src);
+        c.arg("-L").arg(&lib).arg("-lsluice").arg(format!("-Wl,-rpath,{}", lib.display())).arg("-o").arg(out);
+        c
+    })
+}
+
 /// Result of one MPI job.
 pub struct Job {
     pub ok: bool,

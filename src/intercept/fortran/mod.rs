@@ -49,3 +49,4 @@ mod bindings;
 #[cfg(sluice_mpi = "openmpi")]
 mod coll;
 mod convert;
+pub mod copy_api;
