@@ -5,8 +5,14 @@
 #     a transposing loop), both in one run, at three sizes;
 #   - priority: examples/priority.c, a copy started while eight others occupy the same
 #     channels, timed under FIFO order (same priority) and with a higher priority, on a direct
-#     (Memcpy) and a multi-hop (DiskRead + Memcpy) path.
+#     (Memcpy) and a multi-hop (DiskRead + Memcpy) path;
+#   - stages: bench/runtime/copy_stages.c, the multi-hop copy (file -> converted memory) against
+#     its two stages alone (DiskRead, Memcpy) in the same run: issue 22's pipelining target
+#     (>= 90% of the slowest channel), with the rank bound to one core and unbound.
 #
+# The runtime's channel workers are threads of the rank: bound to one core (Open MPI's default
+# for 1-2 ranks) they take turns. So the rank runs unbound here (COPY_BIND, default none), and
+# the stages are measured both ways.
 #   scripts/bench-copy.sh [OUTDIR]     (or COPY_OUT=DIR; default bench-out/copy)
 #
 # COPY_RUNS (default 7) runs of each program per point, interleaved; medians and 95% intervals
@@ -31,9 +37,12 @@ lib=$ROOT/target/openmpi/release
 for ex in transpose priority; do
     bench_mpicc openmpi "$OUT/$ex" -I"$ROOT/include" "$ROOT/examples/$ex.c" -L"$lib" -lsluice -Wl,-rpath,"$lib"
 done
+bench_mpicc openmpi "$OUT/copy_stages" -I"$ROOT/include" "$ROOT/bench/runtime/copy_stages.c" -L"$lib" -lsluice -Wl,-rpath,"$lib"
+export BENCH_BIND=${COPY_BIND:-none}
 read -r load0 _ </proc/loadavg
 echo "size,run,hand_ms,sluice_ms" >"$OUT/transpose.csv"
 echo "path,run,fifo_ms,priority_ms,alone_ms" >"$OUT/priority.csv"
+echo "bind,run,multi_ms,read_ms,convert_ms" >"$OUT/stages.csv"
 for run in $(seq 1 "$RUNS"); do
     for s in $SIZES; do
         line=$(bench_launch openmpi 1 bare "$OUT/transpose" "${s%x*}" "${s#*x}" | grep '^transpose .* ms$') || die "transpose $s failed"
@@ -45,11 +54,18 @@ for run in $(seq 1 "$RUNS"); do
     grep -q '^priority: OK' "$OUT/priority-$run.txt" || die "priority: wrong data"
     awk -v r="$run" '/^direct \(/ { print "direct," r "," $(NF-3) "," $(NF-2) "," $NF } /^multi-hop \(/ { print "multi-hop," r "," $(NF-3) "," $(NF-2) "," $NF }' \
         "$OUT/priority-$run.txt" >>"$OUT/priority.csv"
+    for b in core none; do
+        BENCH_BIND=$b bench_launch openmpi 1 bare "$OUT/copy_stages" 8 11 >"$OUT/stages-$b-$run.txt" || die "copy_stages failed"
+        grep -q '^stages: OK' "$OUT/stages-$b-$run.txt" || die "copy_stages: wrong data"
+        sed -nE "s/^stages: .*multi-hop ([0-9.]+) ms, read alone ([0-9.]+) ms, convert alone ([0-9.]+) ms/$b,$run,\1,\2,\3/p" \
+            "$OUT/stages-$b-$run.txt" >>"$OUT/stages.csv"
+    done
     echo "run $run of $RUNS done"
 done
 read -r load1 _ </proc/loadavg
 {
     bench_meta_common "$load0" "$load1"
     echo "runs=$RUNS"
+    echo "bind=$BENCH_BIND (stages: core and none)"
 } >"$OUT/meta.txt"
 "$PY" "$ROOT/scripts/plot_copy.py" "$OUT" | tee "$OUT/copy.md"

@@ -17,7 +17,8 @@
 #   bench_launch MPI NP CONFIG BIN ARGS...
 #                                    runs BIN on NP ranks under MPI's launcher, CONFIG bare, sluice
 #                                    (libsluice.so preloaded) or stats (and SLUICE_STATS=1); binds
-#                                    ranks to cores unless NP exceeds the cores; RUN_TIMEOUT s (300);
+#                                    ranks to cores unless NP exceeds the cores (BENCH_BIND: the
+#                                    --bind-to value instead); RUN_TIMEOUT s (300);
 #                                    with BENCH_CLUSTER set, across the emulated cluster's nodes
 #                                    (scripts/cluster.sh up must have made them), unbound
 #   bench_stats_calls LOG FAMILY     calls counted for FAMILY in a SLUICE_STATS=1 report (or "")
@@ -91,7 +92,7 @@ bench_mpicc() {
 }
 
 bench_launch() {
-    local mpi=$1 np=$2 cfg=$3 bin=$4 so pre=() bind=core via=()
+    local mpi=$1 np=$2 cfg=$3 bin=$4 so pre=() bind=${BENCH_BIND:-core} via=()
     shift 4
     so=$(bench_sluice_so "$mpi")
     ((np > $(nproc))) && bind=none # more ranks than cores: nothing to bind them to

@@ -1,4 +1,4 @@
-"""Tables and plot for scripts/bench-copy.sh: OUTDIR/transpose.csv and priority.csv ->
+"""Tables and plot for scripts/bench-copy.sh: OUTDIR/transpose.csv, priority.csv and stages.csv ->
 copy.png, and the markdown tables on stdout (medians with 95% intervals over the runs)."""
 import csv
 import os
@@ -48,7 +48,20 @@ def main(out):
         mp, pr = fmt(p[s][1])
         ma, al = fmt(p[s][2])
         print(f"| {s} | {f} | {pr} | {100 * (1 - mp / mf):.0f}% | {al} | {100 * (1 - ma / mf):.0f}% |")
-    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    s_order, st = [], {}
+    spath = os.path.join(out, "stages.csv")
+    if os.path.exists(spath):
+        s_order, st = load(spath, "bind", "multi_ms", "read_ms", "convert_ms")
+        print("\n| stages (8 MiB, file -> converted memory) | multi-hop ms | DiskRead alone ms | Memcpy alone ms "
+              "| slowest / multi-hop | (sum) / multi-hop |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for b in s_order:
+            mm, m = fmt(st[b][0])
+            mr, r = fmt(st[b][1])
+            mc, c = fmt(st[b][2])
+            print(f"| rank bound to {'one core' if b == 'core' else 'no core'} ({b}) | {m} | {r} | {c} "
+                  f"| {max(mr, mc) / mm:.2f} | {(mr + mc) / mm:.2f} |")
+    fig, ax = plt.subplots(1, 3 if s_order else 2, figsize=(15 if s_order else 10, 4))
     x = range(len(t_order))
     ax[0].bar([i - 0.2 for i in x], [median_ci(t[s][0])[0] for s in t_order], 0.4, label="by hand (pread + loop)")
     ax[0].bar([i + 0.2 for i in x], [median_ci(t[s][1])[0] for s in t_order], 0.4, label="sluice_copy")
@@ -64,6 +77,15 @@ def main(out):
     ax[1].set_ylabel("ms until the ninth copy completes")
     ax[1].set_title("priority: 1 copy among 9 of 8 MiB")
     ax[1].legend()
+    if s_order:
+        x = range(len(s_order))
+        ax[2].bar([i - 0.27 for i in x], [median_ci(st[b][0])[0] for b in s_order], 0.27, label="multi-hop copy")
+        ax[2].bar([i for i in x], [median_ci(st[b][1])[0] for b in s_order], 0.27, label="DiskRead alone")
+        ax[2].bar([i + 0.27 for i in x], [median_ci(st[b][2])[0] for b in s_order], 0.27, label="Memcpy alone")
+        ax[2].set_xticks(list(x), [f"--bind-to {b}" for b in s_order])
+        ax[2].set_ylabel("ms (median)")
+        ax[2].set_title("pipelining: a 2-hop copy vs its stages")
+        ax[2].legend()
     fig.tight_layout()
     fig.savefig(os.path.join(out, "copy.png"), dpi=110)
 

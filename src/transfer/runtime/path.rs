@@ -312,6 +312,37 @@ impl Path {
                 h.throughput / 1e9
             );
         }
+        if let Some(note) = self.sharing_note(cpus()) {
+            s.push_str(&note);
+        }
         s
     }
+
+    /// Distinct channels the hops use (each runs on its own worker thread).
+    pub fn channels(&self) -> usize {
+        let mut c: Vec<u32> = self.hops.iter().map(|h| h.channel.0).collect();
+        c.sort_unstable();
+        c.dedup();
+        c.len()
+    }
+
+    /// A note when this process may run on fewer CPUs than the path has channels: its workers
+    /// then take turns instead of overlapping, and the copy takes about the sum of its hops'
+    /// times, not the slowest one's (measured: `bench/runtime/copy_stages.c` under Open MPI's
+    /// default binding of one core per rank gives 0.57 of the slowest stage's speed, 0.82 with
+    /// `--bind-to none`; scripts/bench-copy.sh).
+    pub fn sharing_note(&self, cpus: usize) -> Option<String> {
+        let n = self.channels();
+        (n > 1 && cpus < n).then(|| {
+            format!(
+                "note: this process may run on {cpus} CPU(s) (its affinity mask) and the path has {n} channels: \
+                 they take turns instead of overlapping (give each rank more cores, e.g. mpirun --bind-to none or --map-by slot:PE={n})\n"
+            )
+        })
+    }
+}
+
+/// CPUs this process may run on (its affinity mask and CPU quota).
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
