@@ -29,6 +29,22 @@ pub enum Dest {
     InPlace(Layout, *mut c_void),
 }
 
+/// `SLUICE_LOG=plan`: how a pipelined message lands, once per (landing, type, size class, route).
+fn note_plan(dest: &Dest, total: usize, capacity: usize, sender: c_int, arena: bool) {
+    let (landing, id) = match dest {
+        Dest::Bytes(_) => ("in place (contiguous)", 0),
+        Dest::Engine(op) => ("unpacked by sluice's engine", op.layout.compiled().id()),
+        Dest::InPlace(l, _) => ("M0 through the MPI's engine, the rest unpacked by range", l.compiled().id()),
+    };
+    let class = crate::logging::size_class(total);
+    crate::logging::plan_once(crate::logging::plan_key(("receive", landing, id, class, arena)), || {
+        let ty = if id == 0 { String::new() } else { format!(" (datatype #{id})") };
+        let route = if arena { "through the shared-memory arena" } else { "in chunks through the MPI" };
+        let cut = if total > capacity { format!(", truncated to {capacity} bytes") } else { String::new() };
+        format!("receive of a {total}-byte pipelined message{ty} from world rank {sender}: {landing}, {route}{cut}")
+    });
+}
+
 impl Dest {
     /// The header M0 carries, read where M0 landed.
     ///
@@ -128,6 +144,7 @@ impl Incoming {
         if shm.is_some() {
             crate::stats::count(crate::stats::Family::Shm, header.total as usize);
         }
+        note_plan(&dest, header.total as usize, capacity, header.sender, shm.is_some());
         let no_region = header.shm.is_some() && shm.is_none();
         let mut t = Incoming {
             peer: header.sender,
