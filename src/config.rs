@@ -39,7 +39,7 @@ pub const PARAMS: &[Param] = &[
         name: "SLUICE_LOG",
         default: "warn",
         accepted: "off, error, warn, info, debug, trace; plus `plan`, alone or after a comma (plan, debug,plan)",
-        doc: "Log level; each line is prefixed with the rank and written with a single write(2). `plan` also logs each new plan once: a copy's path (sluice_copy) with its predicted throughput per hop, and each route a send takes (staged, pipelined in chunks or through the shared-memory arena) per datatype and size class.",
+        doc: "Log level; each line is prefixed with the rank and written with a single write(2). `plan` also logs each new plan once: a copy's path (sluice_copy) with its predicted throughput per hop, each route a send or receive takes (staged, pipelined in chunks or through the shared-memory arena) per datatype and size class, and how each collective is converted.",
     },
     Param {
         name: "SLUICE_DATATYPE",

@@ -51,8 +51,8 @@ fn a_bad_model_file_warns_and_copies_with_the_built_in_model() {
 }
 
 /// `SLUICE_LOG=plan`: each new plan is logged once per process: a copy's path with its hops,
-/// and the routes point-to-point sends and receives take (staged, pipelined); lines never
-/// repeat in a rank.
+/// the routes point-to-point sends and receives take (staged, pipelined) and how collectives
+/// are converted; lines never repeat in a rank.
 #[test]
 fn plans_are_logged_once_each() {
     let transpose = compile_linked("examples", "transpose");
@@ -63,6 +63,7 @@ fn plans_are_logged_once_each() {
     let routes = [
         ("p2p_pipeline", [": pipelined, M0 of", "-byte pipelined message"]),
         ("p2p_engine", ["staged, packed by sluice's", "staged, the MPI receives MPI_PACKED"]),
+        ("coll_check", ["plan: MPI_Alltoallw: converted", "plan: MPI_Ibcast: converted"]),
     ];
     for (name, lines) in routes {
         let job = launch_shim(2, &compile_c(name), &[("SLUICE_LOG", "plan")]);

@@ -92,7 +92,7 @@ unsafe fn allgather_any(sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, r
         None => call(sb, sc, st, rb, rc, rt),
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
         Some(conv) => unsafe {
-            run(conv, request, |c| {
+            run("Allgather", conv, request, |c| {
                 let r = c.recv.as_ref().expect("receive side");
                 match c.send.as_ref() {
                     Some(s) => call(s.ptr(), s.count(), consts::byte(), r.ptr(), r.count(), consts::byte()),
@@ -144,7 +144,7 @@ unsafe fn allgatherv_any(
         None => call(sb, sc, st, rb, rcs, rds, rt),
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
         Some(conv) => unsafe {
-            run(conv, request, |c| {
+            run("Allgatherv", conv, request, |c| {
                 let r = c.recv.as_ref().expect("receive side");
                 let (b, n, t) = (r.base(), r.counts(), r.displs());
                 match c.send.as_ref() {
@@ -186,7 +186,7 @@ unsafe fn alltoall_any(sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
         Some((mut conv, rank)) => unsafe {
             conv.copy_own_block(rank, true);
-            run(conv, request, |c| {
+            run("Alltoall", conv, request, |c| {
                 let r = c.recv.as_ref().expect("receive side");
                 match c.send.as_ref() {
                     Some(s) => call(s.ptr(), s.count(), consts::byte(), r.ptr(), r.count(), consts::byte()),
@@ -246,7 +246,7 @@ unsafe fn alltoallv_any(
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
         Some((mut conv, rank)) => unsafe {
             conv.copy_own_block(rank, false);
-            run(conv, request, |c| {
+            run("Alltoallv", conv, request, |c| {
                 let r = c.recv.as_ref().expect("receive side");
                 let (b, n, d) = (r.base(), r.counts(), r.displs());
                 match c.send.as_ref() {
@@ -324,7 +324,7 @@ unsafe fn alltoallw_any(
         None => call(sb, scs, sds, sts, rb, rcs, rds, rts),
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
         Some(conv) => unsafe {
-            run(conv, request, |c| {
+            run("Alltoallw", conv, request, |c| {
                 let r = c.recv.as_ref().expect("receive side");
                 let (b, n, d, t) = (r.base(), r.counts(), r.displs(), r.types());
                 match c.send.as_ref() {

@@ -143,6 +143,23 @@ impl Converted {
     }
 }
 
+/// `SLUICE_LOG=plan`: how a collective is converted, once per (call, side shapes, size class).
+fn note_plan(name: &'static str, conv: &Converted, nonblocking: bool) {
+    let side = |s: Option<&Side>| s.map(|s| (s.uses_engine(), s.staged_bytes()));
+    let (send, recv) = (side(conv.send.as_ref()), side(conv.recv.as_ref()));
+    let class = |s: Option<(bool, usize)>| s.map(|(e, b)| (e, crate::logging::size_class(b)));
+    crate::logging::plan_once(crate::logging::plan_key(("coll", name, nonblocking, class(send), class(recv))), || {
+        let say = |what: &str, s: Option<(bool, usize)>| match s {
+            None => format!("{what} as given"),
+            Some((true, b)) => format!("{what} through {b} bytes of staging (sluice's engine)"),
+            Some((false, _)) => format!("{what} in the application's buffer (its contiguous blocks as MPI_BYTE)"),
+        };
+        // MPI_Bcast, MPI_Ibcast; MPI_Neighbor_alltoall, MPI_Ineighbor_alltoall.
+        let call = if nonblocking { format!("MPI_I{}", name.to_ascii_lowercase()) } else { format!("MPI_{name}") };
+        format!("{call}: converted, the MPI moves MPI_BYTEs; {}, {}", say("send side", send), say("receive side", recv))
+    });
+}
+
 /// Runs a converted collective: packs, makes the MPI call `call` (blocking when `request` is
 /// null, else the nonblocking form writing `*request`), and unpacks at once (blocking) or when
 /// the request completes (tracked in `ops`, finished by the Wait/Test family).
@@ -150,7 +167,8 @@ impl Converted {
 /// # Safety
 /// The application's buffers are valid for the call's typemaps; `request` is null or the
 /// application's request pointer.
-unsafe fn run(mut conv: Converted, request: *mut Req, call: impl FnOnce(&Converted) -> c_int) -> c_int {
+unsafe fn run(name: &'static str, mut conv: Converted, request: *mut Req, call: impl FnOnce(&Converted) -> c_int) -> c_int {
+    note_plan(name, &conv, !request.is_null());
     // SAFETY: the caller guarantees the application's buffers (send data, and the receive
     // buffer's input slots with MPI_IN_PLACE) are readable.
     unsafe {

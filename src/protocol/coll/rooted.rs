@@ -89,7 +89,7 @@ unsafe fn bcast_any(buf: *mut c_void, count: c_int, t: Dt, root: c_int, comm: Co
         None => call(buf, count, t),
         // SAFETY: the application's buffer is valid for the call (MPI's contract).
         Some(conv) => unsafe {
-            run(conv, request, |c| {
+            run("Bcast", conv, request, |c| {
                 let s = c.send.as_ref().or(c.recv.as_ref()).expect("a bcast side");
                 call(s.ptr(), s.count(), consts::byte())
             })
@@ -160,7 +160,7 @@ unsafe fn gather_any(
         None => call(sb, sc, st, rb, rc, rt),
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
         Some(conv) => unsafe {
-            run(conv, request, |c| {
+            run("Gather", conv, request, |c| {
                 let (sb, sc, st) = send_args(c, sb, sc, st);
                 let (rb, rc, rt) = recv_args(c, rb, rc, rt);
                 call(sb, sc, st, rb, rc, rt)
@@ -250,7 +250,7 @@ unsafe fn gatherv_any(
         None => call(sb, sc, st, rb, rcs, rds, rt),
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
         Some(conv) => unsafe {
-            run(conv, request, |c| {
+            run("Gatherv", conv, request, |c| {
                 let (sb, sc, st) = send_args(c, sb, sc, st);
                 match c.recv.as_ref() {
                     Some(r) => call(sb, sc, st, r.base(), r.counts(), r.displs(), consts::byte()),
@@ -324,7 +324,7 @@ unsafe fn scatter_any(
         None => call(sb, sc, st, rb, rc, rt),
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
         Some(conv) => unsafe {
-            run(conv, request, |c| {
+            run("Scatter", conv, request, |c| {
                 let (sb, sc, st) = send_args(c, sb, sc, st);
                 let (rb, rc, rt) = recv_args(c, rb, rc, rt);
                 call(sb, sc, st, rb, rc, rt)
@@ -413,7 +413,7 @@ unsafe fn scatterv_any(
         None => call(sb, scs, sds, st, rb, rc, rt),
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
         Some(conv) => unsafe {
-            run(conv, request, |c| {
+            run("Scatterv", conv, request, |c| {
                 let (rb, rc, rt) = recv_args(c, rb, rc, rt);
                 match c.send.as_ref() {
                     Some(s) => call(s.base(), s.counts(), s.displs(), consts::byte(), rb, rc, rt),

@@ -486,6 +486,11 @@ impl Side {
         self.engine
     }
 
+    /// Bytes of the application's data this side moves (every peer's block).
+    pub fn staged_bytes(&self) -> usize {
+        self.pieces.iter().map(|b| b.piece.bytes()).sum()
+    }
+
     /// The buffer argument of a uniform side (peer 0's bytes).
     pub fn ptr(&self) -> *mut c_void {
         let d = self.displs.first().copied().unwrap_or(0) as isize;
