@@ -145,6 +145,9 @@ impl Converted {
 
 /// `SLUICE_LOG=plan`: how a collective is converted, once per (call, side shapes, size class).
 fn note_plan(name: &'static str, conv: &Converted, nonblocking: bool) {
+    if !crate::logging::plans() {
+        return; // the key is not even computed: these run on every staged call
+    }
     let side = |s: Option<&Side>| s.map(|s| (s.uses_engine(), s.staged_bytes()));
     let (send, recv) = (side(conv.send.as_ref()), side(conv.recv.as_ref()));
     let class = |s: Option<(bool, usize)>| s.map(|(e, b)| (e, crate::logging::size_class(b)));

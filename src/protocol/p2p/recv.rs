@@ -60,6 +60,9 @@ unsafe fn blocking(
 
 /// `SLUICE_LOG=plan`: a receive through staging, once per (type, capacity's size class).
 fn note_staged(layout: &Layout) {
+    if !crate::logging::plans() {
+        return; // the key is not even computed: these run on every staged call
+    }
     let (ct, bytes) = (layout.compiled(), layout.bytes());
     crate::logging::plan_once(crate::logging::plan_key(("staged receive", ct.id(), crate::logging::size_class(bytes))), || {
         format!(

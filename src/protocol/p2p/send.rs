@@ -110,6 +110,9 @@ unsafe fn with_request(
 
 /// `SLUICE_LOG=plan`: a send packed by sluice into one MPI message, once per (type, size class).
 fn note_staged(layout: &Layout) {
+    if !crate::logging::plans() {
+        return; // the key is not even computed: these run on every staged call
+    }
     let (ct, bytes) = (layout.compiled(), layout.bytes());
     crate::logging::plan_once(crate::logging::plan_key(("staged", ct.id(), crate::logging::size_class(bytes))), || {
         format!(

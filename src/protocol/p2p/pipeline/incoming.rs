@@ -31,6 +31,9 @@ pub enum Dest {
 
 /// `SLUICE_LOG=plan`: how a pipelined message lands, once per (landing, type, size class, route).
 fn note_plan(dest: &Dest, total: usize, capacity: usize, sender: c_int, arena: bool) {
+    if !crate::logging::plans() {
+        return; // the key is not even computed: these run on every staged call
+    }
     let (landing, id) = match dest {
         Dest::Bytes(_) => ("in place (contiguous)", 0),
         Dest::Engine(op) => ("unpacked by sluice's engine", op.layout.compiled().id()),

@@ -217,6 +217,9 @@ unsafe fn post_chunks(src: Source<'_>, total: usize, c: usize, ctag: c_int, peer
 
 /// `SLUICE_LOG=plan`: the route of a pipelined send, once per (source kind, size class, route).
 fn note_plan(src: Source<'_>, total: usize, c: usize, peer: c_int, arena: bool) {
+    if !crate::logging::plans() {
+        return; // the key is not even computed: these run on every staged call
+    }
     let (kind, id) = match src {
         Source::Engine(l, _) => ("packed by sluice's engine", l.compiled().id()),
         Source::Bytes(_) => ("contiguous", 0),
