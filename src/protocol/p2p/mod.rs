@@ -159,3 +159,21 @@ pub fn outstanding() -> (i64, i64) {
     let sending = pipeline::send::staging_held() as i64;
     ((ops::tracked() + pipeline::track::tracked()) as i64, staging::in_use() - sending)
 }
+
+/// `SLUICE_LOG=plan`: a send (`send`) or receive through staging, once per (direction, type,
+/// size class).
+fn note_staged(layout: &Layout, send: bool) {
+    if !crate::logging::plans() {
+        return; // the key is not even computed: this runs on every staged call
+    }
+    let (ct, bytes) = (layout.compiled(), layout.bytes());
+    let key = crate::logging::plan_key(("staged", send, ct.id(), crate::logging::size_class(bytes)));
+    crate::logging::plan_once(key, || {
+        let (id, kernel) = (ct.id(), ct.kernel().name());
+        if send {
+            format!("send of {bytes} bytes (datatype #{id}): staged, packed by sluice's {kernel} kernel, one MPI message of MPI_PACKED")
+        } else {
+            format!("receive of up to {bytes} bytes (datatype #{id}): staged, the MPI receives MPI_PACKED bytes, sluice's {kernel} kernel unpacks them")
+        }
+    });
+}

@@ -30,7 +30,7 @@ unsafe fn blocking(
     pipe: Option<Comm>,
     receive: impl FnOnce(*mut c_void, c_int, *mut Status) -> c_int,
 ) -> c_int {
-    note_staged(&layout);
+    super::note_staged(&layout, false);
     let mut st = staging::take_for_receive(layout.bytes());
     let mut local = super::blank_status();
     let stp = status_or(status, &mut local);
@@ -58,21 +58,6 @@ unsafe fn blocking(
     rc
 }
 
-/// `SLUICE_LOG=plan`: a receive through staging, once per (type, capacity's size class).
-fn note_staged(layout: &Layout) {
-    if !crate::logging::plans() {
-        return; // the key is not even computed: these run on every staged call
-    }
-    let (ct, bytes) = (layout.compiled(), layout.bytes());
-    crate::logging::plan_once(crate::logging::plan_key(("staged receive", ct.id(), crate::logging::size_class(bytes))), || {
-        format!(
-            "receive of up to {bytes} bytes (datatype #{}): staged, the MPI receives MPI_PACKED bytes, sluice's {} kernel unpacks them",
-            ct.id(),
-            ct.kernel().name()
-        )
-    });
-}
-
 /// A nonblocking or persistent receive into staging, tracked until completion.
 fn with_request(
     layout: Layout,
@@ -81,7 +66,7 @@ fn with_request(
     persistent: bool,
     receive: impl FnOnce(*mut c_void, c_int) -> c_int,
 ) -> c_int {
-    note_staged(&layout);
+    super::note_staged(&layout, false);
     let mut op = Op {
         dir: Dir::Recv,
         staging: staging::take_for_receive(layout.bytes()),

@@ -46,7 +46,7 @@ unsafe fn blocking(
         // SAFETY: forwarded contract.
         return unsafe { pipelined_blocking(Source::Engine(&layout, buf), layout.bytes(), dest, tag, comm, post) };
     }
-    note_staged(&layout);
+    super::note_staged(&layout, true);
     // SAFETY: the application's send buffer is valid for its typemap (MPI contract).
     let mut st = unsafe { layout.packed(buf) };
     // SAFETY: sluice's staging buffer holds `bytes` packed bytes; the other arguments are the
@@ -90,7 +90,7 @@ unsafe fn with_request(
     // the staging buffer), which `MPI_Start` refills before posting the chunks.
     let peer = if pipelined { pipeline::world_rank_of(comm, dest) } else { None };
     if peer.is_none() {
-        note_staged(&layout);
+        super::note_staged(&layout, true);
     }
     let (dir, st, count) = match peer {
         Some(peer) => (Dir::SendPipelined { peer }, staging::take(pipeline::reserved()), pipeline::reserved() as c_int),
@@ -106,21 +106,6 @@ unsafe fn with_request(
         ops::track(unsafe { *request }, op);
     }
     rc
-}
-
-/// `SLUICE_LOG=plan`: a send packed by sluice into one MPI message, once per (type, size class).
-fn note_staged(layout: &Layout) {
-    if !crate::logging::plans() {
-        return; // the key is not even computed: these run on every staged call
-    }
-    let (ct, bytes) = (layout.compiled(), layout.bytes());
-    crate::logging::plan_once(crate::logging::plan_key(("staged", ct.id(), crate::logging::size_class(bytes))), || {
-        format!(
-            "send of {bytes} bytes (datatype #{}): staged, packed by sluice's {} kernel, one MPI message of MPI_PACKED",
-            ct.id(),
-            ct.kernel().name()
-        )
-    });
 }
 
 /// A send of exactly the reserved size that sluice's engine path does not serve (a contiguous
