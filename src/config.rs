@@ -454,11 +454,12 @@ impl Config {
                 test_chunk_fault: 0,
             });
         }
+        let (log, log_plans) = parse_log(param("SLUICE_LOG"), &value("SLUICE_LOG"))?;
         Ok(Config {
             disable,
             stats: parse_bool(param("SLUICE_STATS"), &value("SLUICE_STATS"))?,
-            log: parse_log(param("SLUICE_LOG"), &value("SLUICE_LOG"))?.0,
-            log_plans: parse_log(param("SLUICE_LOG"), &value("SLUICE_LOG"))?.1,
+            log,
+            log_plans,
             datatype_engine: parse_bool(param("SLUICE_DATATYPE"), &value("SLUICE_DATATYPE"))?,
             p2p: parse_bool(param("SLUICE_P2P"), &value("SLUICE_P2P"))?,
             coll: parse_bool(param("SLUICE_COLL"), &value("SLUICE_COLL"))?,

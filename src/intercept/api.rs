@@ -148,7 +148,7 @@ fn refuse(function: &str, r: Refused) -> c_int {
 }
 
 /// Runs an API body; a panic (a bug in sluice) becomes `fallback` instead of unwinding into C.
-fn api(fallback: c_int, f: impl FnOnce() -> c_int) -> c_int {
+pub(crate) fn api(fallback: c_int, f: impl FnOnce() -> c_int) -> c_int {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(fallback)
 }
 

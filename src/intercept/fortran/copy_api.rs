@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 
 use super::convert::type_f2c;
 use crate::ffi::{mpi, Fint};
-use crate::intercept::api::{sluice_copy, sluice_plan_explain};
+use crate::intercept::api::{api, sluice_copy, sluice_plan_explain};
 use crate::protocol::copy::{self, CPlace, Refused};
 use crate::transfer::runtime::Event;
 
@@ -52,10 +52,12 @@ fn ptr(p: &Option<CPlace>) -> *const CPlace {
 /// As `sluice_copy`, with `FPlace` pointers.
 #[no_mangle]
 pub unsafe extern "C" fn sluice_copy_f(src: *const FPlace, dst: *const FPlace, priority: c_int, event: *mut *mut Event) -> c_int {
-    // SAFETY: forwarded contract.
-    let (s, d) = unsafe { (c_place(src), c_place(dst)) };
-    // SAFETY: null or valid places; the rest forwarded.
-    unsafe { sluice_copy(ptr(&s), ptr(&d), priority, event) }
+    api(copy::code::ERR_ARG, || {
+        // SAFETY: forwarded contract.
+        let (s, d) = unsafe { (c_place(src), c_place(dst)) };
+        // SAFETY: null or valid places; the rest forwarded.
+        unsafe { sluice_copy(ptr(&s), ptr(&d), priority, event) }
+    })
 }
 
 /// `sluice_plan_explain` for Fortran places.
@@ -64,10 +66,12 @@ pub unsafe extern "C" fn sluice_copy_f(src: *const FPlace, dst: *const FPlace, p
 /// As `sluice_plan_explain`, with `FPlace` pointers.
 #[no_mangle]
 pub unsafe extern "C" fn sluice_plan_explain_f(src: *const FPlace, dst: *const FPlace, text: *mut c_char, size: c_int) -> c_int {
-    // SAFETY: forwarded contract.
-    let (s, d) = unsafe { (c_place(src), c_place(dst)) };
-    // SAFETY: null or valid places; the rest forwarded.
-    unsafe { sluice_plan_explain(ptr(&s), ptr(&d), text, size) }
+    api(copy::code::ERR_ARG, || {
+        // SAFETY: forwarded contract.
+        let (s, d) = unsafe { (c_place(src), c_place(dst)) };
+        // SAFETY: null or valid places; the rest forwarded.
+        unsafe { sluice_plan_explain(ptr(&s), ptr(&d), text, size) }
+    })
 }
 
 /// `sluice_file_open`: a file descriptor for a file place (include/sluice.h), or an error code.
@@ -76,27 +80,30 @@ pub unsafe extern "C" fn sluice_plan_explain_f(src: *const FPlace, dst: *const F
 /// `path` is null or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn sluice_file_open(path: *const c_char, flags: c_int) -> c_int {
-    let body = || {
-        if path.is_null() {
-            return Err(Refused(copy::code::ERR_ARG, "null path".into()));
-        }
-        // SAFETY: non-null, NUL-terminated (see above).
-        copy::open_file(unsafe { CStr::from_ptr(path) }, flags)
-    };
-    std::panic::catch_unwind(body).unwrap_or(Err(Refused(copy::code::ERR_ARG, "internal error".into()))).unwrap_or_else(|r| {
-        log::warn!("sluice_file_open: {}", r.1);
-        r.0
+    api(copy::code::ERR_ARG, || {
+        let r = if path.is_null() {
+            Err(Refused(copy::code::ERR_ARG, "null path".into()))
+        } else {
+            // SAFETY: non-null, NUL-terminated (see above).
+            copy::open_file(unsafe { CStr::from_ptr(path) }, flags)
+        };
+        r.unwrap_or_else(|Refused(code, message)| {
+            log::warn!("sluice_file_open: {message}");
+            code
+        })
     })
 }
 
 /// `sluice_file_close`: closes a descriptor from `sluice_file_open`; 0 or `SLUICE_ERR_IO`.
 #[no_mangle]
 pub extern "C" fn sluice_file_close(fd: c_int) -> c_int {
-    // SAFETY: close(2) on any integer is safe to call; a bad descriptor returns EBADF.
-    if unsafe { libc::close(fd) } == 0 {
-        copy::code::SUCCESS
-    } else {
-        log::warn!("sluice_file_close: {}", std::io::Error::last_os_error());
-        copy::code::ERR_IO
-    }
+    api(copy::code::ERR_IO, || {
+        // SAFETY: close(2) on any integer is safe to call; a bad descriptor returns EBADF.
+        if unsafe { libc::close(fd) } == 0 {
+            copy::code::SUCCESS
+        } else {
+            log::warn!("sluice_file_close: {}", std::io::Error::last_os_error());
+            copy::code::ERR_IO
+        }
+    })
 }

@@ -180,7 +180,7 @@ unsafe fn allgather_any(sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, r
         None => call(sb, sc, st, rb, rc, rt),
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
         Some(conv) => unsafe {
-            run("Neighbor_Allgather", conv, request, |c| {
+            run("Neighbor_allgather", conv, request, |c| {
                 let (s, r) = (c.send.as_ref().expect("send side"), c.recv.as_ref().expect("receive side"));
                 call(s.ptr(), s.count(), consts::byte(), r.ptr(), r.count(), consts::byte())
             })
@@ -230,7 +230,7 @@ unsafe fn allgatherv_any(
         None => call(sb, sc, st, rb, rcs, rds, rt),
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
         Some(conv) => unsafe {
-            run("Neighbor_Allgatherv", conv, request, |c| {
+            run("Neighbor_allgatherv", conv, request, |c| {
                 let (s, r) = (c.send.as_ref().expect("send side"), c.recv.as_ref().expect("receive side"));
                 call(s.ptr(), s.count(), consts::byte(), r.base(), r.counts(), r.displs(), consts::byte())
             })
@@ -266,7 +266,7 @@ unsafe fn alltoall_any(sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc
         None => call(sb, sc, st, rb, rc, rt),
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
         Some(conv) => unsafe {
-            run("Neighbor_Alltoall", conv, request, |c| {
+            run("Neighbor_alltoall", conv, request, |c| {
                 let (s, r) = (c.send.as_ref().expect("send side"), c.recv.as_ref().expect("receive side"));
                 call(s.ptr(), s.count(), consts::byte(), r.ptr(), r.count(), consts::byte())
             })
@@ -316,7 +316,7 @@ unsafe fn alltoallv_any(
         None => call(sb, scs, sds, st, rb, rcs, rds, rt),
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
         Some(conv) => unsafe {
-            run("Neighbor_Alltoallv", conv, request, |c| {
+            run("Neighbor_alltoallv", conv, request, |c| {
                 let (s, r) = (c.send.as_ref().expect("send side"), c.recv.as_ref().expect("receive side"));
                 call(s.base(), s.counts(), s.displs(), consts::byte(), r.base(), r.counts(), r.displs(), consts::byte())
             })
@@ -387,7 +387,7 @@ unsafe fn alltoallw_any(
         None => call(sb, scs, sds, sts, rb, rcs, rds, rts),
         // SAFETY: the application's buffers are valid for the call (MPI's contract).
         Some(conv) => unsafe {
-            run("Neighbor_Alltoallw", conv, request, |c| {
+            run("Neighbor_alltoallw", conv, request, |c| {
                 let (s, r) = (c.send.as_ref().expect("send side"), c.recv.as_ref().expect("receive side"));
                 call(s.base(), s.counts(), s.aint_displs(), s.types(), r.base(), r.counts(), r.aint_displs(), r.types())
             })

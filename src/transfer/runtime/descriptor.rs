@@ -89,10 +89,7 @@ impl Transfer {
 
     /// The channels this transfer's hops use, each once.
     fn channels(&self) -> Vec<usize> {
-        let mut c: Vec<usize> = self.path.hops.iter().map(|h| h.channel.0 as usize).collect();
-        c.sort_unstable();
-        c.dedup();
-        c
+        self.path.channels()
     }
 
     /// The budget admitted it: allocate the slots, suspend lower priorities on its channels and

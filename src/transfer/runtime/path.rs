@@ -318,21 +318,21 @@ impl Path {
         s
     }
 
-    /// Distinct channels the hops use (each runs on its own worker thread).
-    pub fn channels(&self) -> usize {
-        let mut c: Vec<u32> = self.hops.iter().map(|h| h.channel.0).collect();
+    /// The distinct channels the hops use, by index (each runs on its own worker thread).
+    pub fn channels(&self) -> Vec<usize> {
+        let mut c: Vec<usize> = self.hops.iter().map(|h| h.channel.0 as usize).collect();
         c.sort_unstable();
         c.dedup();
-        c.len()
+        c
     }
 
     /// A note when this process may run on fewer CPUs than the path has channels: its workers
     /// then take turns instead of overlapping, and the copy takes about the sum of its hops'
-    /// times, not the slowest one's (measured: `bench/runtime/copy_stages.c` under Open MPI's
-    /// default binding of one core per rank gives 0.57 of the slowest stage's speed, 0.82 with
-    /// `--bind-to none`; scripts/bench-copy.sh).
+    /// times, not the slowest one's (measured: `bench/runtime/copy_stages.c` with the rank bound
+    /// to one core, Open MPI's default for one or two ranks, runs at 0.38 of the slowest stage's
+    /// speed, unbound at 0.71; scripts/bench-copy.sh, docs/benchmarks.md).
     pub fn sharing_note(&self, cpus: usize) -> Option<String> {
-        let n = self.channels();
+        let n = self.channels().len();
         (n > 1 && cpus < n).then(|| {
             format!(
                 "note: this process may run on {cpus} CPU(s) (its affinity mask) and the path has {n} channels: \

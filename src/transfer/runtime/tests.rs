@@ -173,12 +173,12 @@ fn paths_follow_the_places() {
     assert_eq!(kinds(&p), [DiskRead, Memcpy]);
     assert_eq!(p.buffers, [Buffer::Window(path::Side::Src)]);
     // Two channels on fewer CPUs than that take turns: the plan says so.
-    assert_eq!(p.channels(), 2);
+    assert_eq!(p.channels().len(), 2);
     assert!(p.sharing_note(1).is_some_and(|n| n.contains("1 CPU(s)") && n.contains("--bind-to none")));
     assert_eq!(p.sharing_note(2), None);
     let p = rt.plan(&host(&mut a, &bytes(), n * 3 / 4, 0), &file(&f, &v, n / 1024, 0)).unwrap();
     assert_eq!(kinds(&p), [DiskRead, Memcpy, DiskWrite]);
-    assert_eq!((p.channels(), p.sharing_note(2).is_some(), p.sharing_note(3)), (3, true, None));
+    assert_eq!((p.channels().len(), p.sharing_note(2).is_some(), p.sharing_note(3)), (3, true, None));
     assert!(matches!(p.hops[0].action, Action::Read { file: path::Side::Dst, .. }));
     let by = bytes();
     let p = rt.plan(&host(&mut a, &v, n / 1024, 0), &file(&f, &by, n * 3 / 4, 0)).unwrap();
