@@ -114,6 +114,12 @@ pub const PARAMS: &[Param] = &[
         doc: "Shared-memory arena per process that pipelined transfers to ranks on the same node pack into (the receiver unpacks from it); off: their chunks travel through the MPI.",
     },
     Param {
+        name: "SLUICE_PROGRESS_THREAD",
+        default: "0",
+        accepted: BOOL,
+        doc: "A thread per process drives sluice's progress engine (pipelined chunks, freed requests) while the application computes; sluice then initializes the MPI at MPI_THREAD_MULTIPLE, and MPI_Init fails (MPI_ERR_ARG, as for any bad setting) when the MPI cannot give it.",
+    },
+    Param {
         name: "SLUICE_THREADS",
         default: "auto",
         accepted: "auto, or a worker count from 1 to 1024",
@@ -235,6 +241,8 @@ pub struct Config {
     pub pipeline_depth: usize,
     /// `SLUICE_SHM_ARENA`, bytes (`usize::MAX`: off).
     pub shm_arena: usize,
+    /// `SLUICE_PROGRESS_THREAD`.
+    pub progress_thread: bool,
     /// `SLUICE_THREADS`: `None` is `auto` (the cores hwloc reports).
     pub threads: Option<usize>,
     /// `SLUICE_PARALLEL_MIN`, packed bytes.
@@ -443,6 +451,7 @@ impl Config {
                 pipeline_chunk: 128 << 10,
                 pipeline_depth: 4,
                 shm_arena: usize::MAX,
+                progress_thread: false,
                 threads: Some(1),
                 parallel_min: usize::MAX,
                 ckpt_epsilon: 0.2,
@@ -478,6 +487,7 @@ impl Config {
             pipeline_chunk: parse_bytes_in(param("SLUICE_PIPELINE_CHUNK"), &value("SLUICE_PIPELINE_CHUNK"), 64, 1 << 30, false)?,
             pipeline_depth: parse_bytes_in(param("SLUICE_PIPELINE_DEPTH"), &value("SLUICE_PIPELINE_DEPTH"), 1, 64, false)?,
             shm_arena: parse_bytes_in(param("SLUICE_SHM_ARENA"), &value("SLUICE_SHM_ARENA"), 1 << 20, usize::MAX - 1, true)?,
+            progress_thread: parse_bool(param("SLUICE_PROGRESS_THREAD"), &value("SLUICE_PROGRESS_THREAD"))?,
             threads: parse_threads(param("SLUICE_THREADS"), &value("SLUICE_THREADS"))?,
             parallel_min: parse_bytes_or_off(param("SLUICE_PARALLEL_MIN"), &value("SLUICE_PARALLEL_MIN"))?,
             ckpt_epsilon: parse_epsilon(param("SLUICE_CKPT_EPSILON"), &value("SLUICE_CKPT_EPSILON"))?,
@@ -531,6 +541,7 @@ mod tests {
             pipeline_chunk: 128 << 10,
             pipeline_depth: 4,
             shm_arena: 256 << 20,
+            progress_thread: false,
             threads: None,
             parallel_min: usize::MAX,
             ckpt_epsilon: 0.2,

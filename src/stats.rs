@@ -65,11 +65,14 @@ pub enum Family {
     ChDiskRead,
     /// Not a call family: the DiskWrite channel's requests, as `ChMemcpy`.
     ChDiskWrite,
+    /// Not a call family: rounds of the progress thread with work in flight
+    /// (`SLUICE_PROGRESS_THREAD`; calls = rounds, time = time spent driving the engine).
+    ProgressThread,
 }
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 21] = [
+    pub const ALL: [Family; 22] = [
         Family::Init,
         Family::P2p,
         Family::Persistent,
@@ -91,6 +94,7 @@ impl Family {
         Family::ChMemcpy,
         Family::ChDiskRead,
         Family::ChDiskWrite,
+        Family::ProgressThread,
     ];
 
     /// Short lower-case name used in reports.
@@ -117,6 +121,7 @@ impl Family {
             Family::ChMemcpy => "ch-memcpy",
             Family::ChDiskRead => "ch-disk-read",
             Family::ChDiskWrite => "ch-disk-write",
+            Family::ProgressThread => "progress-thread",
         }
     }
 }

@@ -53,6 +53,17 @@ const CONFIGS: &[Config] = &[
         ],
         truncation_fields_differ: &["count", "content", "*"],
     },
+    // Minimum thresholds with a progress thread: every pipelined transfer is also advanced by a
+    // thread the application does not know, concurrently with its own calls.
+    Config {
+        env: &[
+            ("SLUICE_PIPELINE_THRESHOLD", "128"),
+            ("SLUICE_PIPELINE_CHUNK", "64"),
+            ("SLUICE_PIPELINE_DEPTH", "2"),
+            ("SLUICE_PROGRESS_THREAD", "1"),
+        ],
+        truncation_fields_differ: &["count", "content", "*"],
+    },
 ];
 
 const RANKS: [u32; 2] = [2, 4];
@@ -268,5 +279,29 @@ fn p2p_chunk_fault() {
         let job = launch_shim(2, &exe, &env);
         job.assert_pass("p2p_chunk_fault");
         assert!(job.stderr.contains("a chunk of a pipelined message from rank 0 failed"), "chunk {chunk}:\n{}", job.all());
+    }
+}
+
+#[test]
+fn progress_thread() {
+    // SLUICE_PROGRESS_THREAD=1: a pipelined message lands while neither rank calls MPI, with
+    // the arena and through the MPI, at 2 and 4 ranks (and MPI_Init_thread reports
+    // MPI_THREAD_MULTIPLE, which sluice asked for). Without the thread nothing lands then: the
+    // test tells the two apart.
+    let exe = compile_c("progress_thread");
+    let bare = launch(2, &exe, &[], None);
+    bare.assert_pass("progress_thread");
+    let control = launch_shim(2, &exe, &[]);
+    control.assert_pass("progress_thread");
+    assert!(control.stdout.contains("landed during compute 0/1"), "without the thread the message moved anyway:\n{}", control.all());
+    for arena in ["256M", "off"] {
+        for np in RANKS {
+            let env = [("SLUICE_PROGRESS_THREAD", "1"), ("EXPECT_ASYNC", "1"), ("SLUICE_SHM_ARENA", arena), ("SLUICE_STATS", "1")];
+            let job = launch_shim(np, &exe, &env);
+            job.assert_pass("progress_thread");
+            let want = format!("landed during compute {0}/{0}", np / 2);
+            assert!(job.stdout.contains(&want) && job.stdout.contains("thread_multiple=1"), "{np} ranks, arena {arena}:\n{}", job.all());
+            assert!(job.stat_calls("progress-thread").unwrap_or(0) > 0, "{np} ranks, arena {arena}: no round of the thread counted\n{}", job.all());
+        }
     }
 }

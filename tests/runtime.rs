@@ -92,3 +92,31 @@ fn fortran_module_copies_and_reports_errors() {
         assert!(job.ok && job.stdout.lines().any(|l| l.trim() == "PASS"), "copy.F90 np={np}:\n{}", job.all());
     }
 }
+
+#[test]
+fn mpi_paths_are_calibrated_between_two_ranks() {
+    // `mpirun -np 2 sluice-info --calibrate`: the MPI's contiguous path and its datatype engine,
+    // measured between ranks 0 and 1, join the model as two channels to rank 1's memory (a
+    // peer on this node; a remote rank across the emulated cluster's nodes). Rank 0 writes it.
+    let dir = std::env::temp_dir().join(format!("sluice-mpi-cal-{}", std::process::id()));
+    let path = dir.join("model.toml");
+    let p = path.to_str().unwrap();
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_sluice-info"));
+    let job = launch_args(2, exe, &["--calibrate"], &[("SLUICE_CALIBRATION", p)], None);
+    assert!(job.ok && job.stdout.contains("wrote"), "{}", job.all());
+    let model = sluice::transfer::plan::Model::from_file(&path).unwrap_or_else(|e| panic!("{e}\n{}", job.all()));
+    let peer = if cluster_nodes() > 1 { "REMOTE0" } else { "PEER0" };
+    let to = model.memory_id(peer).unwrap_or_else(|| panic!("no {peer} in the model\n{}", job.all()));
+    let sys = model.memory_id("SYS0").unwrap();
+    use sluice::transfer::plan::ChannelKind;
+    let kinds: Vec<ChannelKind> = model.incoming(to).iter().map(|&c| model.channel(c).kind).collect();
+    assert_eq!(kinds, [ChannelKind::Network, ChannelKind::MpiTyped], "{}", job.all());
+    for &c in model.incoming(to) {
+        let ch = model.channel(c);
+        assert_eq!(ch.src, sys);
+        assert!(ch.curve.points().count() == 6 && ch.curve.peak() > 1e6, "{:?}: {:?}", ch.kind, ch.curve);
+    }
+    // The model in use shows them.
+    assert!(job.stdout.contains(&format!("Network SYS0 -> {peer}")) && job.stdout.contains(&format!("MpiTyped SYS0 -> {peer}")), "{}", job.all());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

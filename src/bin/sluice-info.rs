@@ -164,6 +164,28 @@ fn print_model() {
     }
 }
 
+/// Whether a launcher started this process as an MPI rank (Open MPI's `mpirun`, MPICH's Hydra
+/// `mpiexec`, or a PMI-based launcher such as `srun`).
+fn launched_by_mpi() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"].iter().any(|v| std::env::var_os(v).is_some())
+}
+
+/// Initializes the MPI, measures its paths between ranks 0 and 1 (every rank takes part),
+/// finalizes it; returns this rank and rank 0's curves.
+fn measure_mpi() -> Result<(c_int, Option<sluice::transfer::mpi_calibrate::MpiCurves>), String> {
+    let mut rank = 0;
+    // SAFETY: MPI_Init with null arguments is allowed; this process has not initialized MPI.
+    if unsafe { mpi::PMPI_Init(std::ptr::null_mut(), std::ptr::null_mut()) } != 0 {
+        return Err("MPI_Init failed".into());
+    }
+    // SAFETY: MPI is initialized; writes one int.
+    unsafe { mpi::PMPI_Comm_rank(sluice::ffi::consts::comm_world(), &mut rank) };
+    let r = sluice::transfer::mpi_calibrate::measure();
+    // SAFETY: every rank finalizes after the collective measurement returned (or failed).
+    unsafe { mpi::PMPI_Finalize() };
+    r.map(|c| (rank, c))
+}
+
 fn calibrate() -> ExitCode {
     use sluice::transfer::runtime::{calibrate, model_path};
     let Some(path) = model_path(calibration_setting().as_deref()) else {
@@ -173,7 +195,21 @@ fn calibrate() -> ExitCode {
     let scratch = path.parent().map(|p| p.to_path_buf()).unwrap_or_else(std::env::temp_dir);
     let _ = std::fs::create_dir_all(&scratch);
     let host = sluice::transfer::node::host_name();
-    match calibrate::measure(&scratch, &host).and_then(|text| calibrate::write_atomically(&path, &text)) {
+    // Under an MPI launcher the MPI's own paths are measured too, between ranks 0 and 1; rank 0
+    // measures the local channels and writes the model, the others only take part.
+    let mpi = match launched_by_mpi().then(measure_mpi) {
+        None => None,
+        Some(Ok((0, curves))) => curves,
+        Some(Ok((_, _))) => return ExitCode::SUCCESS,
+        Some(Err(e)) => {
+            eprintln!("sluice-info: calibration of the MPI's paths failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if mpi.is_none() {
+        println!("(the MPI's own paths are measured when run as two ranks: mpirun -np 2 sluice-info --calibrate)");
+    }
+    match calibrate::measure(&scratch, &host, mpi.as_ref()).and_then(|text| calibrate::write_atomically(&path, &text)) {
         Ok(()) => {
             println!("wrote {}", path.display());
             std::env::set_var("SLUICE_CALIBRATION", &path);

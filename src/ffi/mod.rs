@@ -117,6 +117,26 @@ pub const ANY_SOURCE: std::ffi::c_int = mpi::MPI_ANY_SOURCE as std::ffi::c_int;
 #[allow(missing_docs)]
 pub const ANY_TAG: std::ffi::c_int = mpi::MPI_ANY_TAG as std::ffi::c_int;
 
+/// `MPI_THREAD_MULTIPLE`.
+pub const THREAD_MULTIPLE: std::ffi::c_int = mpi::MPI_THREAD_MULTIPLE as std::ffi::c_int;
+/// `MPI_THREAD_SINGLE`.
+pub const THREAD_SINGLE: std::ffi::c_int = mpi::MPI_THREAD_SINGLE as std::ffi::c_int;
+
+/// Whether the calling thread may call MPI now: the MPI runs at `MPI_THREAD_MULTIPLE`, or this
+/// is the thread that initialized it. Only to be asked while MPI is initialized.
+pub fn this_thread_may_call_mpi() -> bool {
+    let (mut level, mut main) = (THREAD_SINGLE, 0);
+    // SAFETY: both calls are legal from any thread while MPI is initialized; each writes one int.
+    unsafe {
+        mpi::PMPI_Query_thread(&mut level);
+        if level >= THREAD_MULTIPLE {
+            return true;
+        }
+        mpi::PMPI_Is_thread_main(&mut main);
+    }
+    main != 0
+}
+
 /// Fortran `INTEGER` as MPI's C side sees it (`MPI_Fint`). Both supported MPIs, built with
 /// gfortran's default integer kind, use C `int`; `cbuild/handles.c` asserts this at compile time.
 pub type Fint = std::ffi::c_int;

@@ -196,7 +196,7 @@ pub unsafe extern "C" fn sluice_event_wait(event: *mut *mut Event) -> c_int {
         // SAFETY: made by Box::into_raw in sluice_copy, not freed yet (the handle is reset below).
         let ev = unsafe { Box::from_raw(*e) };
         *e = std::ptr::null_mut();
-        copy::outcome(ev.wait())
+        copy::outcome(copy::wait(&ev))
     })
 }
 
@@ -216,7 +216,7 @@ pub unsafe extern "C" fn sluice_event_test(event: *mut *mut Event, flag: *mut c_
             return code::SUCCESS;
         }
         // SAFETY: a live event from sluice_copy.
-        let Some(o) = (unsafe { &**e }).test() else {
+        let Some(o) = copy::test(unsafe { &**e }) else {
             *flag = 0;
             return code::SUCCESS;
         };

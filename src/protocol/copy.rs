@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 
 use crate::datatype::compiled::CompiledType;
 use crate::ffi::{consts, mpi};
-use crate::transfer::runtime::{self, CopyError, Memory, Place};
+use crate::transfer::runtime::{self, progress, CopyError, Event, Memory, Place};
 
 /// Error codes of sluice's own API (`include/sluice.h`).
 pub mod code {
@@ -186,6 +186,31 @@ pub unsafe fn explain(src: *const CPlace, dst: *const CPlace) -> Result<String, 
     let rt = runtime::global();
     let path = rt.plan(&s, &d).map_err(refused)?;
     Ok(format!("model: {}\n{}", runtime::model_source().unwrap_or("built-in"), path.explain(rt.model(), s.bytes())))
+}
+
+/// `sluice_event_wait`: the copy's outcome, driving the progress engine while the channels'
+/// workers move it (MPI transfers in flight keep moving while the application waits here).
+pub fn wait(ev: &Event) -> Result<(), String> {
+    loop {
+        if let Some(o) = ev.test() {
+            return o;
+        }
+        if progress::idle() || !crate::ffi::this_thread_may_call_mpi() {
+            return ev.wait(); // nothing this thread may move: sleep until the copy completes
+        }
+        progress::drive();
+        std::thread::yield_now();
+    }
+}
+
+/// `sluice_event_test`: the copy's outcome if it completed, after one drive of the engine.
+pub fn test(ev: &Event) -> Option<Result<(), String>> {
+    // Work in flight means MPI is up (the sources are empty before MPI_Init and after
+    // MPI_Finalize); the thread must still be one the application may call MPI from.
+    if !progress::idle() && crate::ffi::this_thread_may_call_mpi() {
+        progress::drive();
+    }
+    ev.test()
 }
 
 /// The code of a copy's outcome.

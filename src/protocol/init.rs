@@ -4,6 +4,7 @@
 use std::ffi::{c_char, c_int};
 
 use crate::ffi::{consts, errclass, mpi, next};
+use crate::transfer::runtime::progress;
 use crate::{errors, logging, runtime, stats};
 
 /// After a successful MPI initialization: start sluice, report a bad configuration through
@@ -12,7 +13,7 @@ fn after_init(rc: c_int, t0: u64, mpi_ns: u64) -> c_int {
     if rc != errclass::SUCCESS {
         return rc;
     }
-    let started = runtime::start().map(|()| start_pipeline());
+    let started = runtime::start().map(|()| start_pipeline().and_then(|()| start_progress_thread()));
     match started {
         Ok(Err(msg)) => errors::raise(consts::comm_world(), errclass::ERR_ARG, &format!("MPI_Init: {msg}")),
         Ok(Ok(())) => {
@@ -33,24 +34,57 @@ fn start_pipeline() -> Result<(), String> {
     crate::protocol::p2p::pipeline::start(runtime::config().filter(|c| !c.disable))
 }
 
-/// `MPI_Init`.
+/// `SLUICE_PROGRESS_THREAD=1` on an enabled sluice, read before the MPI starts (the rest of
+/// the configuration is read, and reported, once it is up): the MPI must then be initialized
+/// at `MPI_THREAD_MULTIPLE`, since the progress thread calls it.
+fn wants_progress_thread() -> bool {
+    crate::config::Config::from_env().is_ok_and(|c| c.progress_thread && !c.disable)
+}
+
+/// Starts the progress thread if the configuration asks for it; an error when the MPI does not
+/// run at `MPI_THREAD_MULTIPLE` (it was asked for; an MPI built without thread support gives
+/// less) or the thread cannot be created.
+fn start_progress_thread() -> Result<(), String> {
+    if !runtime::config().is_some_and(|c| c.progress_thread && !c.disable) {
+        return Ok(());
+    }
+    let mut level = crate::ffi::THREAD_SINGLE;
+    // SAFETY: MPI is initialized; writes one int.
+    unsafe { mpi::PMPI_Query_thread(&mut level) };
+    if level < crate::ffi::THREAD_MULTIPLE {
+        return Err(format!(
+            "SLUICE_PROGRESS_THREAD=1 needs MPI_THREAD_MULTIPLE, and the MPI provides only thread level {level}; unset SLUICE_PROGRESS_THREAD or use an MPI built with thread support"
+        ));
+    }
+    progress::thread::start(crate::protocol::p2p::pipeline::nudge).map_err(|e| format!("SLUICE_PROGRESS_THREAD=1: cannot start the progress thread: {e}"))
+}
+
+/// `MPI_Init`; `MPI_Init_thread` at `MPI_THREAD_MULTIPLE` for a progress thread.
 ///
 /// # Safety
 /// As `MPI_Init`: `argc`/`argv` are null or the program's arguments.
 pub unsafe fn init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     let t0 = stats::now_ns();
-    // SAFETY: arguments forwarded unchanged.
-    let rc = unsafe { next::MPI_Init(argc, argv) };
+    let rc = if wants_progress_thread() {
+        let mut provided = crate::ffi::THREAD_SINGLE;
+        // SAFETY: arguments forwarded; `provided` is a local int.
+        unsafe { next::MPI_Init_thread(argc, argv, crate::ffi::THREAD_MULTIPLE, &mut provided) }
+    } else {
+        // SAFETY: arguments forwarded unchanged.
+        unsafe { next::MPI_Init(argc, argv) }
+    };
     after_init(rc, t0, stats::now_ns() - t0)
 }
 
-/// `MPI_Init_thread`.
+/// `MPI_Init_thread`; at `MPI_THREAD_MULTIPLE` for a progress thread (the application is told
+/// the level the MPI provides, which the standard allows to exceed what it required).
 ///
 /// # Safety
 /// As `MPI_Init_thread`.
 pub unsafe fn init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) -> c_int {
     let t0 = stats::now_ns();
-    // SAFETY: arguments forwarded unchanged.
+    let required = if wants_progress_thread() { crate::ffi::THREAD_MULTIPLE } else { required };
+    // SAFETY: arguments forwarded (the level raised at most).
     let rc = unsafe { next::MPI_Init_thread(argc, argv, required, provided) };
     after_init(rc, t0, stats::now_ns() - t0)
 }
@@ -61,6 +95,8 @@ pub unsafe fn init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, require
 /// # Safety
 /// As `MPI_Finalize`.
 pub unsafe fn finalize() -> c_int {
+    // From here on only this thread calls MPI for sluice (the drains below).
+    progress::thread::stop();
     if runtime::config().is_some_and(|c| c.stats) && errors::mpi_is_active() {
         gather_and_print_stats();
     }

@@ -9,6 +9,7 @@
 
 pub mod gpu;
 mod hollow;
+pub mod mpi_calibrate;
 pub mod netpath;
 pub mod node;
 pub mod plan;

@@ -158,6 +158,11 @@ pub fn cluster_nodes() -> u32 {
 /// when [`cluster_nodes`] is nonzero); `env` is exported to every rank; `preload` becomes the
 /// ranks' `LD_PRELOAD` (None: bare MPI). A 180 s timeout turns a hang into a failure.
 pub fn launch(np: u32, exe: &Path, env: &[(&str, &str)], preload: Option<&str>) -> Job {
+    launch_args(np, exe, &[], env, preload)
+}
+
+/// [`launch`] with command-line arguments for `exe`.
+pub fn launch_args(np: u32, exe: &Path, args: &[&str], env: &[(&str, &str)], preload: Option<&str>) -> Job {
     let _guard = serial();
     let mut cmd = Command::new("timeout");
     cmd.arg("180");
@@ -179,7 +184,7 @@ pub fn launch(np: u32, exe: &Path, env: &[(&str, &str)], preload: Option<&str>) 
             cmd.args(["-env", k, v]);
         }
     }
-    cmd.arg(exe);
+    cmd.arg(exe).args(args);
     collect(cmd.output().expect("launcher"))
 }
 

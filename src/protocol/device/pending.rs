@@ -18,7 +18,7 @@ use std::sync::Mutex;
 
 use super::{copy_failed, Staged};
 use crate::ffi::{consts, errclass, is_shared_request, mpi, request_from_key, request_key, UNDEFINED};
-use crate::protocol::p2p::{blank_status, complete};
+use crate::protocol::p2p::{blank_status, complete, Source};
 
 type Req = mpi::MPI_Request;
 type Status = mpi::MPI_Status;
@@ -59,6 +59,18 @@ static OPS: Mutex<Option<FxHashMap<usize, Op>>> = Mutex::new(None);
 static DETACHED: Mutex<Vec<(usize, Op)>> = Mutex::new(Vec::new());
 /// Entries in OPS and DETACHED together.
 static COUNT: AtomicUsize = AtomicUsize::new(0);
+/// Entries in DETACHED, which only the progress engine completes.
+static FREED: Source = Source::new("gpu-freed-requests", Some(poll_freed));
+
+/// The completion calls below drive the engine while this very list may be locked (at
+/// finalize, or a poll that reached them): skipped then, as the holder is working on it.
+fn poll_freed() {
+    match DETACHED.try_lock() {
+        Ok(g) => complete_detached(g, false),
+        Err(std::sync::TryLockError::Poisoned(e)) => complete_detached(e.into_inner(), false),
+        Err(std::sync::TryLockError::WouldBlock) => {}
+    }
+}
 
 #[inline(always)]
 fn any() -> bool {
@@ -142,7 +154,10 @@ unsafe fn handles(reqs: *mut Req, count: c_int) -> Vec<Req> {
 
 /// Completes freed requests that sluice still holds (`wait`: waits for each, at finalize).
 fn progress_detached(wait: bool) {
-    let mut g = DETACHED.lock().unwrap_or_else(|e| e.into_inner());
+    complete_detached(DETACHED.lock().unwrap_or_else(|e| e.into_inner()), wait);
+}
+
+fn complete_detached(mut g: std::sync::MutexGuard<'_, Vec<(usize, Op)>>, wait: bool) {
     let mut i = 0;
     while i < g.len() {
         let mut req = request_from_key(g[i].0);
@@ -162,6 +177,7 @@ fn progress_detached(wait: bool) {
             continue;
         }
         let (_, mut op) = g.swap_remove(i);
+        FREED.sub(1);
         COUNT.fetch_sub(1, Ordering::AcqRel);
         op.finish();
         if op.persistent && req != consts::request_null() {
@@ -171,11 +187,10 @@ fn progress_detached(wait: bool) {
     }
 }
 
+/// Drives the progress engine (the freed requests here among its sources).
 #[inline(always)]
 fn progress() {
-    if any() {
-        progress_detached(false);
-    }
+    crate::transfer::runtime::progress::drive();
 }
 
 /// `MPI_Finalize`: completes the freed requests sluice still holds.
@@ -408,6 +423,7 @@ pub unsafe fn request_free(request: *mut Req) -> c_int {
         Some(op) if op.active => {
             DETACHED.lock().unwrap_or_else(|e| e.into_inner()).push((request_key(r), op));
             COUNT.fetch_add(1, Ordering::AcqRel);
+            FREED.add(1);
             // SAFETY: the application's handle: freed, from its point of view.
             unsafe { *request = consts::request_null() };
             errclass::SUCCESS

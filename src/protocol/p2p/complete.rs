@@ -11,6 +11,7 @@ use super::ops::{self, Entry};
 use super::pipeline::track;
 use super::{blank_status, status_or};
 use crate::ffi::{consts, errclass, mpi, next};
+use crate::transfer::runtime::progress;
 
 type Req = mpi::MPI_Request;
 type Status = mpi::MPI_Status;
@@ -135,7 +136,7 @@ unsafe fn requests<'a>(reqs: *mut Req, n: c_int) -> &'a mut [Req] {
 /// # Safety
 /// As `MPI_Wait`.
 pub(crate) unsafe fn wait_mpi(request: *mut Req, status: *mut Status) -> c_int {
-    ops::progress_detached(false);
+    progress::drive();
     // SAFETY: a non-null request pointer is the application's handle.
     let Some(mut op) = (!request.is_null()).then(|| ops::take(unsafe { *request })).flatten() else {
         // SAFETY: forwarded unchanged.
@@ -164,7 +165,7 @@ pub(crate) unsafe fn wait_mpi(request: *mut Req, status: *mut Status) -> c_int {
 /// # Safety
 /// As `MPI_Test`.
 pub(crate) unsafe fn test_mpi(request: *mut Req, flag: *mut c_int, status: *mut Status) -> c_int {
-    ops::progress_detached(false);
+    progress::drive();
     // SAFETY: a non-null request pointer is the application's handle.
     let Some(mut op) = (!request.is_null()).then(|| ops::take(unsafe { *request })).flatten() else {
         // SAFETY: forwarded unchanged.
@@ -194,7 +195,7 @@ pub(crate) unsafe fn test_mpi(request: *mut Req, flag: *mut c_int, status: *mut 
 /// # Safety
 /// As `MPI_Waitall`.
 pub(crate) unsafe fn waitall_mpi(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_int {
-    ops::progress_detached(false);
+    progress::drive();
     // SAFETY: the application's array of `count` requests.
     let rs = unsafe { requests(reqs, count) };
     let taken = Taken::from(rs);
@@ -225,7 +226,7 @@ pub(crate) unsafe fn waitall_mpi(count: c_int, reqs: *mut Req, statuses: *mut St
 /// # Safety
 /// As `MPI_Testall`.
 pub(crate) unsafe fn testall_mpi(count: c_int, reqs: *mut Req, flag: *mut c_int, statuses: *mut Status) -> c_int {
-    ops::progress_detached(false);
+    progress::drive();
     // SAFETY: the application's array of `count` requests.
     let rs = unsafe { requests(reqs, count) };
     let taken = Taken::from(rs);
@@ -261,7 +262,7 @@ unsafe fn any_of(
     call: impl FnOnce(*mut Req, *mut Status) -> c_int,
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
-    ops::progress_detached(false);
+    progress::drive();
     // SAFETY: the application's array of `count` requests.
     let rs = unsafe { requests(reqs, count) };
     let taken = Taken::from(rs);
@@ -321,7 +322,7 @@ unsafe fn some_of(
     call: impl FnOnce(*mut Req, *mut Status) -> c_int,
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
-    ops::progress_detached(false);
+    progress::drive();
     // SAFETY: the application's array of `incount` requests.
     let rs = unsafe { requests(reqs, incount) };
     let taken = Taken::from(rs);
@@ -410,7 +411,7 @@ pub(crate) unsafe fn testsome_mpi(
 /// # Safety
 /// As `MPI_Request_get_status`.
 pub(crate) unsafe fn request_get_status_mpi(request: Req, flag: *mut c_int, status: *mut Status) -> c_int {
-    ops::progress_detached(false);
+    progress::drive();
     let Some(mut op) = ops::take(request) else {
         // SAFETY: forwarded unchanged.
         return unsafe { next::MPI_Request_get_status(request, flag, status) };
@@ -435,7 +436,7 @@ pub(crate) unsafe fn request_get_status_mpi(request: Req, flag: *mut c_int, stat
 /// # Safety
 /// As `MPI_Request_free`.
 pub(crate) unsafe fn request_free_mpi(request: *mut Req) -> c_int {
-    ops::progress_detached(false);
+    progress::drive();
     // SAFETY: a non-null pointer to the application's handle.
     let Some(op) = (!request.is_null()).then(|| ops::take(unsafe { *request })).flatten() else {
         // SAFETY: forwarded unchanged.
@@ -576,9 +577,8 @@ fn activate(op: &mut Entry) {
 /// # Safety
 /// As `MPI_Probe`.
 pub unsafe fn probe(source: c_int, tag: c_int, comm: mpi::MPI_Comm, status: *mut Status) -> c_int {
-    ops::progress_detached(false);
+    progress::drive();
     if super::pipeline::reserved() != 0 {
-        track::progress_all();
         // SAFETY: forwarded contract (a null flag: blocking).
         return unsafe { super::pipeline::stash::probe(source, tag, comm, std::ptr::null_mut(), status) };
     }
@@ -591,9 +591,8 @@ pub unsafe fn probe(source: c_int, tag: c_int, comm: mpi::MPI_Comm, status: *mut
 /// # Safety
 /// As `MPI_Iprobe`.
 pub unsafe fn iprobe(source: c_int, tag: c_int, comm: mpi::MPI_Comm, flag: *mut c_int, status: *mut Status) -> c_int {
-    ops::progress_detached(false);
+    progress::drive();
     if super::pipeline::reserved() != 0 && !flag.is_null() {
-        track::progress_all();
         // SAFETY: forwarded contract.
         return unsafe { super::pipeline::stash::probe(source, tag, comm, flag, status) };
     }
@@ -606,9 +605,8 @@ pub unsafe fn iprobe(source: c_int, tag: c_int, comm: mpi::MPI_Comm, flag: *mut 
 /// # Safety
 /// As `MPI_Mprobe`.
 pub unsafe fn mprobe(source: c_int, tag: c_int, comm: mpi::MPI_Comm, message: *mut mpi::MPI_Message, status: *mut Status) -> c_int {
-    ops::progress_detached(false);
+    progress::drive();
     if super::pipeline::reserved() != 0 {
-        track::progress_all();
         // SAFETY: forwarded contract (a null flag: blocking).
         return unsafe { super::pipeline::stash::mprobe(source, tag, comm, std::ptr::null_mut(), message, status) };
     }
@@ -628,9 +626,8 @@ pub unsafe fn improbe(
     message: *mut mpi::MPI_Message,
     status: *mut Status,
 ) -> c_int {
-    ops::progress_detached(false);
+    progress::drive();
     if super::pipeline::reserved() != 0 && !flag.is_null() {
-        track::progress_all();
         // SAFETY: forwarded contract.
         return unsafe { super::pipeline::stash::mprobe(source, tag, comm, flag, message, status) };
     }
@@ -646,7 +643,7 @@ pub unsafe fn improbe(
 /// As `MPI_Wait`.
 pub unsafe fn wait(request: *mut Req, status: *mut Status) -> c_int {
     if !track::any() || request.is_null() {
-        super::pipeline::send::progress();
+        progress::drive();
         // SAFETY: forwarded contract.
         return unsafe { wait_mpi(request, status) };
     }
@@ -660,7 +657,7 @@ pub unsafe fn wait(request: *mut Req, status: *mut Status) -> c_int {
 /// As `MPI_Test`.
 pub unsafe fn test(request: *mut Req, flag: *mut c_int, status: *mut Status) -> c_int {
     if !track::any() || request.is_null() || flag.is_null() {
-        super::pipeline::send::progress();
+        progress::drive();
         // SAFETY: forwarded contract.
         return unsafe { test_mpi(request, flag, status) };
     }
@@ -674,7 +671,7 @@ pub unsafe fn test(request: *mut Req, flag: *mut c_int, status: *mut Status) -> 
 /// As `MPI_Request_get_status`.
 pub unsafe fn request_get_status(request: Req, flag: *mut c_int, status: *mut Status) -> c_int {
     if !track::any() || flag.is_null() {
-        super::pipeline::send::progress();
+        progress::drive();
         // SAFETY: forwarded contract.
         return unsafe { request_get_status_mpi(request, flag, status) };
     }
@@ -705,7 +702,7 @@ pub unsafe fn request_free(request: *mut Req) -> c_int {
 /// As `MPI_Waitall`.
 pub unsafe fn waitall(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_int {
     if !track::any() || no_array(reqs, count) {
-        super::pipeline::send::progress();
+        progress::drive();
         // SAFETY: forwarded contract.
         return unsafe { waitall_mpi(count, reqs, statuses) };
     }
@@ -721,7 +718,7 @@ pub unsafe fn waitall(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_
 /// As `MPI_Testall`.
 pub unsafe fn testall(count: c_int, reqs: *mut Req, flag: *mut c_int, statuses: *mut Status) -> c_int {
     if !track::any() || flag.is_null() || no_array(reqs, count) {
-        super::pipeline::send::progress();
+        progress::drive();
         // SAFETY: forwarded contract.
         return unsafe { testall_mpi(count, reqs, flag, statuses) };
     }
@@ -792,7 +789,7 @@ unsafe fn any_tracked(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mu
 /// As `MPI_Waitany`.
 pub unsafe fn waitany(count: c_int, reqs: *mut Req, index: *mut c_int, status: *mut Status) -> c_int {
     if !track::any() || index.is_null() || no_array(reqs, count) {
-        super::pipeline::send::progress();
+        progress::drive();
         // SAFETY: forwarded contract.
         return unsafe { waitany_mpi(count, reqs, index, status) };
     }
@@ -806,7 +803,7 @@ pub unsafe fn waitany(count: c_int, reqs: *mut Req, index: *mut c_int, status: *
 /// As `MPI_Testany`.
 pub unsafe fn testany(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mut c_int, status: *mut Status) -> c_int {
     if !track::any() || index.is_null() || flag.is_null() || no_array(reqs, count) {
-        super::pipeline::send::progress();
+        progress::drive();
         // SAFETY: forwarded contract.
         return unsafe { testany_mpi(count, reqs, index, flag, status) };
     }
@@ -873,7 +870,7 @@ unsafe fn some_tracked(
 /// As `MPI_Waitsome`.
 pub unsafe fn waitsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
     if !track::any() || outcount.is_null() || indices.is_null() || no_array(reqs, incount) {
-        super::pipeline::send::progress();
+        progress::drive();
         // SAFETY: forwarded contract.
         return unsafe { waitsome_mpi(incount, reqs, outcount, indices, statuses) };
     }
@@ -887,7 +884,7 @@ pub unsafe fn waitsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, ind
 /// As `MPI_Testsome`.
 pub unsafe fn testsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
     if !track::any() || outcount.is_null() || indices.is_null() || no_array(reqs, incount) {
-        super::pipeline::send::progress();
+        progress::drive();
         // SAFETY: forwarded contract.
         return unsafe { testsome_mpi(incount, reqs, outcount, indices, statuses) };
     }

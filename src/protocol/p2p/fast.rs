@@ -97,10 +97,11 @@ pub fn sendrecv(
 /// The completion family (Wait/Test variants, Request_get_status, Request_free): no request is
 /// tracked by the engine path (`ops`, detached ones included) or by the pipeline (`track`), and
 /// no pipelined send has chunks in flight (nothing for the call to progress): all three counts
-/// in one load ([`super::nothing_pending`]). Looks the same either way.
+/// in one load (the progress engine's [`idle`](crate::transfer::runtime::progress::idle)). Looks
+/// the same either way.
 #[inline(always)]
 pub fn completion(_: Look) -> bool {
-    super::nothing_pending()
+    crate::transfer::runtime::progress::idle()
 }
 
 /// The reductions, which sluice intercepts only to stage device buffers

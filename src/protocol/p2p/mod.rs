@@ -22,7 +22,6 @@ pub mod recv;
 pub mod send;
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::ffi::{consts, errclass, mpi};
 use crate::transfer::staging;
@@ -30,46 +29,10 @@ use crate::transfer::staging;
 /// The engine's view of a typed buffer, shared with the collective protocol.
 pub use crate::protocol::layout::Layout;
 
-/// A count of things the completion calls must attend to (requests sluice tracks, pipelined
-/// receives, pipelined sends in flight), each also counted in one process-wide total so that the
-/// fast path ([`fast::completion`]) tests all of them with a single load.
-///
-/// The total is raised before and lowered after the count itself, so it is never below the sum
-/// of the counts: a zero total proves every count zero.
-pub(crate) struct Pending(AtomicUsize);
-
-/// The sum of every [`Pending`] count.
-static PENDING_TOTAL: AtomicUsize = AtomicUsize::new(0);
-
-impl Pending {
-    pub(crate) const fn new() -> Pending {
-        Pending(AtomicUsize::new(0))
-    }
-
-    /// Counts `n` more.
-    pub(crate) fn add(&self, n: usize) {
-        PENDING_TOTAL.fetch_add(n, Ordering::AcqRel);
-        self.0.fetch_add(n, Ordering::AcqRel);
-    }
-
-    /// Counts `n` fewer.
-    pub(crate) fn sub(&self, n: usize) {
-        self.0.fetch_sub(n, Ordering::AcqRel);
-        PENDING_TOTAL.fetch_sub(n, Ordering::AcqRel);
-    }
-
-    /// The count.
-    #[inline]
-    pub(crate) fn get(&self) -> usize {
-        self.0.load(Ordering::Acquire)
-    }
-}
-
-/// Whether every [`Pending`] count is zero.
-#[inline(always)]
-pub(crate) fn nothing_pending() -> bool {
-    PENDING_TOTAL.load(Ordering::Acquire) == 0
-}
+/// What the completion calls must attend to (requests sluice tracks, pipelined receives,
+/// pipelined sends in flight) is counted by the progress engine's sources, whose total the
+/// fast path ([`fast::completion`]) tests with a single load.
+pub(crate) use crate::transfer::runtime::progress::Source;
 
 /// Bytes of the staging buffer to unpack after a receive that returned `rc` with `status`, for
 /// a receive of `capacity` bytes: what the MPI itself leaves in a truncated receive buffer.
@@ -151,8 +114,7 @@ pub fn outstanding() -> (i64, i64) {
         if !pipeline::send::in_flight() && ops::detached() == 0 {
             break;
         }
-        ops::progress_detached(false);
-        pipeline::track::progress_all();
+        crate::transfer::runtime::progress::drive();
     }
     // Buffers of pipelined sends whose receiver never takes every chunk (a receive smaller than
     // the first message truncated it) stay until MPI_Finalize drains them: not a leak.

@@ -19,10 +19,9 @@
 
 use rustc_hash::FxHashMap;
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use super::{received_bytes, Layout, Pending};
+use super::{received_bytes, Layout, Source};
 use crate::ffi::{errclass, mpi, next, request_from_key, request_key};
 use crate::transfer::staging::Staging;
 
@@ -130,10 +129,15 @@ impl Entry {
 
 static OPS: Mutex<Option<FxHashMap<usize, Entry>>> = Mutex::new(None);
 static DETACHED: Mutex<Vec<(usize, Entry)>> = Mutex::new(Vec::new());
-/// Entries in OPS plus DETACHED: zero means every completion call is a plain forward.
-static TRACKED: Pending = Pending::new();
-/// Entries in DETACHED (checked without the lock on every progressing call).
-static DETACHED_N: AtomicUsize = AtomicUsize::new(0);
+/// Entries in OPS plus DETACHED: zero means every completion call is a plain forward. The
+/// application's own Wait/Test calls finish them: nothing to poll.
+static TRACKED: Source = Source::new("p2p-requests", None);
+/// Entries in DETACHED, which nobody completes but the progress engine.
+static DETACHED_N: Source = Source::new("p2p-freed-requests", Some(poll_detached));
+
+fn poll_detached() {
+    progress_detached_now(false);
+}
 
 /// Whether sluice tracks any request at all (the completion calls' fast-path test).
 #[inline]
@@ -194,20 +198,20 @@ pub fn restore(request: mpi::MPI_Request, op: Entry) {
 /// Keeps finishing `op` after the application freed its request.
 pub fn detach(request: mpi::MPI_Request, op: Entry) {
     DETACHED.lock().unwrap_or_else(|e| e.into_inner()).push((request_key(request), op));
-    DETACHED_N.fetch_add(1, Ordering::AcqRel);
     TRACKED.add(1);
+    DETACHED_N.add(1);
 }
 
 /// Requests the application freed while active that sluice still finishes.
 pub fn detached() -> usize {
-    DETACHED_N.load(Ordering::Acquire)
+    DETACHED_N.get()
 }
 
 /// Tests every detached request once (`wait`: waits for each instead, at MPI_Finalize) and
 /// finishes those that completed.
 #[inline]
 pub fn progress_detached(wait: bool) {
-    if DETACHED_N.load(Ordering::Acquire) != 0 {
+    if DETACHED_N.get() != 0 {
         progress_detached_now(wait);
     }
 }
@@ -237,7 +241,7 @@ fn progress_detached_now(wait: bool) {
             continue;
         }
         let (_, mut op) = g.swap_remove(i);
-        DETACHED_N.fetch_sub(1, Ordering::AcqRel);
+        DETACHED_N.sub(1);
         TRACKED.sub(1);
         // SAFETY: the request completed; the application promised to keep the buffer alive.
         unsafe { op.finish(rc, &st) };

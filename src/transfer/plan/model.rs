@@ -50,7 +50,11 @@ impl MemoryKind {
 pub enum ChannelKind {
     Memcpy,
     Shm,
+    /// Contiguous bytes handed to the MPI (request size: the message).
     Network,
+    /// A derived datatype handed to the MPI's own engine, which packs and unpacks it on the way
+    /// (request size: the layout's contiguous block; `transfer::mpi_calibrate`).
+    MpiTyped,
     DiskRead,
     DiskWrite,
     GpuRead,

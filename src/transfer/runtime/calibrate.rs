@@ -3,7 +3,8 @@
 //! are the request size (a strided layout packed in blocks, as a copy runs it); DiskRead and
 //! DiskWrite reading and writing a scratch file in requests of each size (files in the page
 //! cache, as most copies of recently written data are). Each point is the median of five runs.
-//! Not measured yet: the MPI's own paths (a calibration inside an MPI job).
+//! The MPI's own paths are measured by `transfer::mpi_calibrate` when `sluice-info --calibrate`
+//! runs as two MPI ranks, and join the model here.
 
 use std::fmt::Write as _;
 use std::os::fd::AsRawFd;
@@ -16,6 +17,7 @@ use super::disk::{DiskRead, DiskWrite};
 use super::memcpy::Memcpy;
 use crate::datatype::compiled::CompiledType;
 use crate::datatype::DataLoop;
+use crate::transfer::mpi_calibrate::MpiCurves;
 
 /// Bytes moved per measurement.
 const DATA: usize = 16 << 20;
@@ -82,8 +84,9 @@ fn curve(points: &[(usize, f64)]) -> String {
 }
 
 /// Measures the channels and returns the model file's text. `scratch` is a directory for the
-/// disk measurements' file (removed at once; it lives while open).
-pub fn measure(scratch: &Path, host: &str) -> Result<String, String> {
+/// disk measurements' file (removed at once; it lives while open); `mpi`: the MPI's paths to
+/// rank 1's memory, measured in an MPI job.
+pub fn measure(scratch: &Path, host: &str, mpi: Option<&MpiCurves>) -> Result<String, String> {
     let mem: Vec<(usize, f64)> = RUNS.iter().map(|&r| memcpy_point(r).map(|t| (r, t))).collect::<Result<_, _>>()?;
     let name = scratch.join(format!(".sluice-calibrate-{}", std::process::id()));
     let file = std::fs::OpenOptions::new()
@@ -104,9 +107,16 @@ pub fn measure(scratch: &Path, host: &str) -> Result<String, String> {
     for (name, kind) in [("SYS0", "sys"), ("DSK0", "dsk")] {
         let _ = writeln!(s, "[[memory]]\nname = \"{name}\"\nkind = \"{kind}\"\nnode = 0\n");
     }
-    for (kind, src, dst, c) in
-        [("memcpy", "SYS0", "SYS0", &mem), ("disk_read", "DSK0", "SYS0", &read), ("disk_write", "SYS0", "DSK0", &write)]
-    {
+    let mut channels =
+        vec![("memcpy", "SYS0", "SYS0", &mem), ("disk_read", "DSK0", "SYS0", &read), ("disk_write", "SYS0", "DSK0", &write)];
+    if let Some(m) = mpi {
+        let (name, node) = if m.peer_kind == "peer" { ("PEER0", 0) } else { ("REMOTE0", 1) };
+        let _ = writeln!(s, "# {name}: world rank 1's memory, reached through the MPI ({} node).", if node == 0 { "same" } else { "another" });
+        let _ = writeln!(s, "[[memory]]\nname = \"{name}\"\nkind = \"{}\"\nnode = {node}\n", m.peer_kind);
+        channels.push(("network", "SYS0", name, &m.contiguous));
+        channels.push(("mpi_typed", "SYS0", name, &m.typed));
+    }
+    for (kind, src, dst, c) in channels {
         let _ = writeln!(s, "[[channel]]\nkind = \"{kind}\"\nsrc = \"{src}\"\ndst = \"{dst}\"\ncurve = {}\n", curve(c));
     }
     Ok(s)
@@ -130,9 +140,18 @@ mod tests {
     #[test]
     fn a_measured_model_loads_and_plans() {
         let dir = std::env::temp_dir();
-        let text = super::measure(&dir, "test").unwrap();
+        let text = super::measure(&dir, "test", None).unwrap();
         let m = crate::transfer::plan::Model::from_toml_str(&text).unwrap();
         assert_eq!(m.channels().len(), 3);
+        // The MPI's paths (measured in an MPI job, tests/sluice_info.rs) join as two channels
+        // to a fourth memory.
+        let curves = super::MpiCurves { peer_kind: "peer", contiguous: vec![(4096, 1e9), (1 << 20, 5e9)], typed: vec![(8, 2e8), (4096, 3e9)] };
+        let with = crate::transfer::plan::Model::from_toml_str(&super::measure(&dir, "test", Some(&curves)).unwrap()).unwrap();
+        assert_eq!(with.channels().len(), 5);
+        let peer = with.memory_id("PEER0").unwrap();
+        let kinds: Vec<_> = with.incoming(peer).iter().map(|&c| with.channel(c).kind).collect();
+        use crate::transfer::plan::ChannelKind;
+        assert_eq!(kinds, [ChannelKind::Network, ChannelKind::MpiTyped]);
         assert!(m.channels().iter().all(|c| c.curve.peak() > 1e6), "{text}");
         let path = dir.join(format!("sluice-cal-{}/model.toml", std::process::id()));
         super::write_atomically(&path, &text).unwrap();

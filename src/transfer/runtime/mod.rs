@@ -19,6 +19,7 @@ mod event;
 mod memcpy;
 mod path;
 mod place;
+pub mod progress;
 mod slab;
 #[cfg(test)]
 mod tests;

@@ -141,6 +141,18 @@ pub fn private() -> mpi::MPI_Comm {
     comm_from_key(PRIVATE.lock().unwrap_or_else(|e| e.into_inner()).expect("pipeline started"))
 }
 
+/// Lets the MPI make progress on its own (the progress thread's nudge, `progress::thread`): a
+/// nonblocking probe on the private communicator. Pipelined sends through the shared-memory
+/// arena need no MPI call of sluice's, yet their first message may wait on the MPI's own
+/// progress (MPICH moves a 256 KiB message by rendezvous); a probe moves it, matches nothing
+/// and receives nothing.
+pub fn nudge() {
+    let Some(k) = *PRIVATE.lock().unwrap_or_else(|e| e.into_inner()) else { return };
+    let (mut flag, mut st) = (0, crate::protocol::p2p::blank_status());
+    // SAFETY: probes sluice's own communicator; writes the flag and a local status.
+    unsafe { mpi::PMPI_Iprobe(crate::ffi::ANY_SOURCE, crate::ffi::ANY_TAG, comm_from_key(k), &mut flag, &mut st) };
+}
+
 /// A new transfer tag on the private communicator: 1..=MPI_TAG_UB (tag 0 is unused).
 pub fn next_tag() -> c_int {
     let ub = TAG_UB.load(Ordering::Relaxed).max(1) as u32;

@@ -15,7 +15,8 @@ use std::sync::Mutex;
 
 use super::{chunk, m0_data, next_tag, private, reserved, world_rank, world_rank_of, Header, HEADER};
 use crate::ffi::{consts, errclass, mpi, next, request_from_key, request_key};
-use crate::protocol::p2p::{Layout, Pending};
+use crate::protocol::p2p::Layout;
+use crate::transfer::runtime::progress;
 use crate::transfer::shm::{self, Region};
 use crate::transfer::staging::{self, Staging};
 
@@ -74,7 +75,8 @@ enum Wait {
 const MAX_CHUNKS: usize = 1024;
 
 static OUTGOING: Mutex<Vec<Outgoing>> = Mutex::new(Vec::new());
-static OUTGOING_N: Pending = Pending::new();
+/// Transfers in OUTGOING; the progress engine polls them ([`poll_chunks`]).
+static OUTGOING_N: progress::Source = progress::Source::new("p2p-send-chunks", Some(poll_chunks));
 
 /// Whether a send of `total` packed bytes on `comm` is pipelined.
 pub fn applies(total: usize, comm: Comm) -> bool {
@@ -90,7 +92,7 @@ pub fn applies(total: usize, comm: Comm) -> bool {
 /// The application's send buffer is valid for the stream; the arguments are the application's.
 pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm: Comm, post: PostFn) -> (c_int, Req) {
     // Earlier transfers' buffers go back to the pool first, so a stream of sends reuses them.
-    progress();
+    progress::drive();
     let s = reserved();
     let mut m0 = staging::take(s);
     // The peer is known before M0 is written: the header says where the chunks will be.
@@ -130,7 +132,7 @@ fn peer_of(comm: Comm, dest: c_int) -> Option<c_int> {
 /// # Safety
 /// As [`start`]; `m0` holds S\* bytes and its request is inactive.
 pub unsafe fn refill(src: Source<'_>, total: usize, peer: c_int, m0: &mut Staging) {
-    progress();
+    progress::drive();
     let region = shm::reserve(peer, total - m0_data());
     // SAFETY: forwarded contract.
     unsafe {
@@ -240,7 +242,7 @@ fn hold(o: Outgoing) {
     let mut g = OUTGOING.lock().unwrap_or_else(|e| e.into_inner());
     // Counted before another thread's progress can see it (under the lock): counted after, a
     // progress that found its chunks done would take it off first, and the sum of pending work
-    // (`nothing_pending`, the completion calls' fast path) would dip below a tracked receive
+    // (`progress::idle`, the completion calls' fast path) would dip below a tracked receive
     // for a moment, letting a concurrent MPI_Wait on that receive skip sluice (the
     // p2p_conf_threads failure, docs/sanitizers.md).
     OUTGOING_N.add(1);
@@ -263,16 +265,9 @@ pub fn in_flight() -> bool {
     OUTGOING_N.get() != 0
 }
 
-/// Tests the chunks in flight and releases the memory of finished transfers.
-#[inline]
-pub fn progress() {
-    if OUTGOING_N.get() != 0 {
-        progress_now();
-    }
-}
-
-#[cold]
-fn progress_now() {
+/// Tests the chunks in flight and releases the memory of finished transfers (the progress
+/// engine's poll of [`OUTGOING_N`]).
+fn poll_chunks() {
     let Ok(mut g) = OUTGOING.try_lock() else {
         return; // another thread is testing them
     };
@@ -304,7 +299,7 @@ fn progress_now() {
 pub fn drain_all() {
     let pc = private();
     while chunks_in_flight() {
-        progress_now();
+        poll_chunks();
         drain_orphans(pc);
     }
     let mut barrier = consts::request_null();
@@ -319,7 +314,7 @@ pub fn drain_all() {
         }
         drain_orphans(pc);
     }
-    progress_now();
+    poll_chunks();
     let orphans = std::mem::take(&mut *OUTGOING.lock().unwrap_or_else(|e| e.into_inner()));
     if !orphans.is_empty() {
         log::debug!("{} shared-memory transfers were never read (their first message was truncated)", orphans.len());

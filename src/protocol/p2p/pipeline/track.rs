@@ -20,7 +20,7 @@ use super::placeholder::Placeholder;
 use super::reserved;
 use crate::ffi::{consts, errclass, mpi, request_from_key, request_key};
 use crate::protocol::p2p::Layout;
-use crate::protocol::p2p::{blank_status, ops, received_bytes, Pending};
+use crate::protocol::p2p::{blank_status, ops, received_bytes, Source};
 
 type Req = mpi::MPI_Request;
 type Status = mpi::MPI_Status;
@@ -94,7 +94,8 @@ unsafe impl Send for Entry {}
 
 /// `None`: taken out by a thread working on it.
 static TABLE: Mutex<Option<FxHashMap<usize, Option<Entry>>>> = Mutex::new(None);
-static TRACKED: Pending = Pending::new();
+/// Tracked receives; the progress engine polls them ([`poll_receives`]).
+static TRACKED: Source = Source::new("p2p-pipelined-receives", Some(poll_receives));
 
 /// Whether any receive is tracked or any chunk is in flight (the completion calls' fast test).
 #[inline]
@@ -403,13 +404,16 @@ unsafe fn begin(req: Req, e: &mut Entry) -> Option<Incoming> {
     }
 }
 
-/// Advances every tracked receive (chunks keep flowing while the application completes other
-/// requests) and finishes those the application freed.
+/// Drives the progress engine: every source, the tracked receives among them (chunks keep
+/// flowing while the application completes other requests).
+#[inline]
 pub fn progress_all() {
-    super::send::progress();
-    if !any() {
-        return;
-    }
+    crate::transfer::runtime::progress::drive();
+}
+
+/// Advances every tracked receive and finishes those the application freed (the progress
+/// engine's poll of [`TRACKED`]).
+fn poll_receives() {
     let keys: Vec<usize> = {
         let g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
         let wanted = |e: &Entry| e.active || e.freed;
