@@ -301,7 +301,11 @@ fn progress_thread() {
             job.assert_pass("progress_thread");
             let want = format!("landed during compute {0}/{0}", np / 2);
             assert!(job.stdout.contains(&want) && job.stdout.contains("thread_multiple=1"), "{np} ranks, arena {arena}:\n{}", job.all());
-            assert!(job.stat_calls("progress-thread").unwrap_or(0) > 0, "{np} ranks, arena {arena}: no round of the thread counted\n{}", job.all());
+            assert!(
+                job.stat_calls("progress-thread").unwrap_or(0) > 0,
+                "{np} ranks, arena {arena}: no round of the thread counted\n{}",
+                job.all()
+            );
         }
     }
 }

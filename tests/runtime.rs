@@ -117,6 +117,10 @@ fn mpi_paths_are_calibrated_between_two_ranks() {
         assert!(ch.curve.points().count() == 6 && ch.curve.peak() > 1e6, "{:?}: {:?}", ch.kind, ch.curve);
     }
     // The model in use shows them.
-    assert!(job.stdout.contains(&format!("Network SYS0 -> {peer}")) && job.stdout.contains(&format!("MpiTyped SYS0 -> {peer}")), "{}", job.all());
+    assert!(
+        job.stdout.contains(&format!("Network SYS0 -> {peer}")) && job.stdout.contains(&format!("MpiTyped SYS0 -> {peer}")),
+        "{}",
+        job.all()
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -56,7 +56,8 @@ fn start_progress_thread() -> Result<(), String> {
             "SLUICE_PROGRESS_THREAD=1 needs MPI_THREAD_MULTIPLE, and the MPI provides only thread level {level}; unset SLUICE_PROGRESS_THREAD or use an MPI built with thread support"
         ));
     }
-    progress::thread::start(crate::protocol::p2p::pipeline::nudge).map_err(|e| format!("SLUICE_PROGRESS_THREAD=1: cannot start the progress thread: {e}"))
+    progress::thread::start(crate::protocol::p2p::pipeline::nudge)
+        .map_err(|e| format!("SLUICE_PROGRESS_THREAD=1: cannot start the progress thread: {e}"))
 }
 
 /// `MPI_Init`; `MPI_Init_thread` at `MPI_THREAD_MULTIPLE` for a progress thread.

@@ -67,11 +67,8 @@ fn round(rank: c_int, buf: &mut [u8], extent: usize, n: usize, count: c_int, ty:
     unsafe {
         for (i, r) in reqs.iter_mut().enumerate() {
             let p = buf.as_mut_ptr().add(i * extent).cast();
-            let rc = if rank == 0 {
-                mpi::PMPI_Isend(p, count, ty, 1, TAG, world, r)
-            } else {
-                mpi::PMPI_Irecv(p, count, ty, 0, TAG, world, r)
-            };
+            let rc =
+                if rank == 0 { mpi::PMPI_Isend(p, count, ty, 1, TAG, world, r) } else { mpi::PMPI_Irecv(p, count, ty, 0, TAG, world, r) };
             check(rc, "MPI_Isend/Irecv")?;
         }
         check(mpi::PMPI_Waitall(n as c_int, reqs.as_mut_ptr(), consts::statuses_ignore()), "MPI_Waitall")?;
@@ -105,7 +102,10 @@ fn strided(block: usize) -> Result<mpi::MPI_Datatype, String> {
     let n = (TYPED_BYTES / block) as c_int;
     // SAFETY: creates and commits a new type, written to a local handle.
     unsafe {
-        check(mpi::PMPI_Type_create_hvector(n, block as c_int, (2 * block) as mpi::MPI_Aint, consts::byte(), &mut ty), "MPI_Type_create_hvector")?;
+        check(
+            mpi::PMPI_Type_create_hvector(n, block as c_int, (2 * block) as mpi::MPI_Aint, consts::byte(), &mut ty),
+            "MPI_Type_create_hvector",
+        )?;
         check(mpi::PMPI_Type_commit(&mut ty), "MPI_Type_commit")?;
     }
     Ok(ty)

@@ -107,11 +107,11 @@ pub fn measure(scratch: &Path, host: &str, mpi: Option<&MpiCurves>) -> Result<St
     for (name, kind) in [("SYS0", "sys"), ("DSK0", "dsk")] {
         let _ = writeln!(s, "[[memory]]\nname = \"{name}\"\nkind = \"{kind}\"\nnode = 0\n");
     }
-    let mut channels =
-        vec![("memcpy", "SYS0", "SYS0", &mem), ("disk_read", "DSK0", "SYS0", &read), ("disk_write", "SYS0", "DSK0", &write)];
+    let mut channels = vec![("memcpy", "SYS0", "SYS0", &mem), ("disk_read", "DSK0", "SYS0", &read), ("disk_write", "SYS0", "DSK0", &write)];
     if let Some(m) = mpi {
         let (name, node) = if m.peer_kind == "peer" { ("PEER0", 0) } else { ("REMOTE0", 1) };
-        let _ = writeln!(s, "# {name}: world rank 1's memory, reached through the MPI ({} node).", if node == 0 { "same" } else { "another" });
+        let _ =
+            writeln!(s, "# {name}: world rank 1's memory, reached through the MPI ({} node).", if node == 0 { "same" } else { "another" });
         let _ = writeln!(s, "[[memory]]\nname = \"{name}\"\nkind = \"{}\"\nnode = {node}\n", m.peer_kind);
         channels.push(("network", "SYS0", name, &m.contiguous));
         channels.push(("mpi_typed", "SYS0", name, &m.typed));
@@ -145,7 +145,8 @@ mod tests {
         assert_eq!(m.channels().len(), 3);
         // The MPI's paths (measured in an MPI job, tests/sluice_info.rs) join as two channels
         // to a fourth memory.
-        let curves = super::MpiCurves { peer_kind: "peer", contiguous: vec![(4096, 1e9), (1 << 20, 5e9)], typed: vec![(8, 2e8), (4096, 3e9)] };
+        let curves =
+            super::MpiCurves { peer_kind: "peer", contiguous: vec![(4096, 1e9), (1 << 20, 5e9)], typed: vec![(8, 2e8), (4096, 3e9)] };
         let with = crate::transfer::plan::Model::from_toml_str(&super::measure(&dir, "test", Some(&curves)).unwrap()).unwrap();
         assert_eq!(with.channels().len(), 5);
         let peer = with.memory_id("PEER0").unwrap();
