@@ -15,7 +15,7 @@ use crate::ffi::mpi::{self, MPI_Aint, MPI_Datatype};
 #[derive(Debug, Clone, PartialEq)]
 pub enum DecodeError {
     /// A combiner sluice does not decode (the deprecated *_INTEGER variants, unknown ones), or
-    /// a type built with MPI-4 large counts.
+    /// large-count contents it cannot place (arguments beyond `int` where only `int` fits).
     Unsupported(c_int),
     /// An MPI call returned this error code.
     Mpi(c_int),
@@ -75,16 +75,31 @@ mod comb {
 
 /// The arguments a datatype was built from.
 struct Contents {
-    ints: Vec<c_int>,
+    /// The integer arguments in the layout of `MPI_Type_get_contents` (large counts of an MPI-4
+    /// `_c` constructor are put back where the plain call has them: [`large_contents`]).
+    ints: Vec<i64>,
     addrs: Vec<i64>,
     /// Decoded child datatypes (the MPI handles are already freed where MPI requires it).
     types: Vec<DataLoop>,
 }
 
-fn envelope(t: MPI_Datatype) -> Result<(c_int, c_int, c_int, c_int)> {
+/// What `MPI_Type_get_envelope` reports: numbers of integers, addresses and datatypes, the
+/// combiner, and (MPI-4) the number of large counts, nonzero for a type built by a `_c`
+/// constructor whose arguments only `MPI_Type_get_contents_c` returns.
+#[derive(Clone, Copy)]
+struct Envelope {
+    ni: c_int,
+    na: c_int,
+    nd: c_int,
+    combiner: c_int,
+    /// Large counts (0 for every type where `MPI_Type_get_envelope` alone suffices).
+    nc: i64,
+}
+
+fn envelope(t: MPI_Datatype) -> Result<Envelope> {
     // A type built by an MPI-4 large-count constructor (`MPI_Type_contiguous_c`, ...) may keep
     // its counts where only MPI_Type_get_envelope_c reports them; the plain call then fails,
-    // which would invoke the error handler (fatal by default). Such types stay with the MPI.
+    // which would invoke the error handler (fatal by default): ask the `_c` call first.
     #[cfg(sluice_large_count)]
     {
         let (mut ni, mut na, mut nc, mut nd, mut combiner): (mpi::MPI_Count, mpi::MPI_Count, mpi::MPI_Count, mpi::MPI_Count, c_int) =
@@ -92,21 +107,30 @@ fn envelope(t: MPI_Datatype) -> Result<(c_int, c_int, c_int, c_int)> {
         // SAFETY: valid handle, outputs are locals.
         check(unsafe { mpi::PMPI_Type_get_envelope_c(t, &mut ni, &mut na, &mut nc, &mut nd, &mut combiner) })?;
         if nc > 0 {
-            return Err(DecodeError::Unsupported(combiner));
+            let small = |n: mpi::MPI_Count| c_int::try_from(n).map_err(|_| DecodeError::Unsupported(combiner));
+            return Ok(Envelope { ni: small(ni)?, na: small(na)?, nd: small(nd)?, combiner, nc: nc as i64 });
         }
     }
     let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
     // SAFETY: valid handle, outputs are locals.
     check(unsafe { mpi::PMPI_Type_get_envelope(t, &mut ni, &mut na, &mut nd, &mut combiner) })?;
-    Ok((ni, na, nd, combiner))
+    Ok(Envelope { ni, na, nd, combiner, nc: 0 })
 }
 
-fn contents(t: MPI_Datatype, ni: c_int, na: c_int, nd: c_int) -> Result<Contents> {
+fn contents(t: MPI_Datatype, env: Envelope) -> Result<Contents> {
+    let Envelope { ni, na, nd, .. } = env;
     let mut ints = vec![0 as c_int; ni as usize];
     let mut addrs = vec![0 as MPI_Aint; na as usize];
     let mut handles: Vec<MPI_Datatype> = vec![crate::ffi::consts::datatype_null(); nd as usize];
-    // SAFETY: the arrays have exactly the lengths the envelope reported.
-    check(unsafe { mpi::PMPI_Type_get_contents(t, ni, na, nd, ints.as_mut_ptr(), addrs.as_mut_ptr(), handles.as_mut_ptr()) })?;
+    // MPI_Aint is isize in Open MPI and i64 in MPICH: the cast is needed for one of them.
+    #[allow(clippy::unnecessary_cast)]
+    let (ints, addrs) = if env.nc > 0 {
+        large_contents(t, env, &mut handles)?
+    } else {
+        // SAFETY: the arrays have exactly the lengths the envelope reported.
+        check(unsafe { mpi::PMPI_Type_get_contents(t, ni, na, nd, ints.as_mut_ptr(), addrs.as_mut_ptr(), handles.as_mut_ptr()) })?;
+        (ints.into_iter().map(i64::from).collect(), addrs.into_iter().map(|a| a as i64).collect())
+    };
     // Decode every child, then free the derived ones (get_contents returned new references);
     // free them all whatever fails on the way (the first error is returned).
     let mut types = Vec::with_capacity(handles.len());
@@ -120,13 +144,70 @@ fn contents(t: MPI_Datatype, ni: c_int, na: c_int, nd: c_int) -> Result<Contents
             err = err.or(Some(e));
         }
     }
-    // MPI_Aint is isize in Open MPI and i64 in MPICH: the cast is needed for one of them.
-    #[allow(clippy::unnecessary_cast)]
-    let addrs = addrs.into_iter().map(|a| a as i64).collect();
     match err {
         Some(e) => Err(e),
         None => Ok(Contents { ints, addrs, types }),
     }
+}
+
+/// The arguments of a type built by an MPI-4 `_c` constructor (`MPI_Type_get_contents_c`),
+/// laid out as `MPI_Type_get_contents` lays out the plain constructor's: (integers, addresses).
+/// MPI-4.0 Table 5.1: with large counts, every argument the plain call returns as an integer
+/// count or displacement, or as an address, comes in the large-count array instead, in the same
+/// order (integers, then addresses), except those that stay `int` (a subarray's `ndims` and
+/// `order`; a darray's all but `gsizes`), which keep the integer array.
+#[cfg(sluice_large_count)]
+fn large_contents(t: MPI_Datatype, env: Envelope, handles: &mut [MPI_Datatype]) -> Result<(Vec<i64>, Vec<i64>)> {
+    let mut ints = vec![0 as c_int; env.ni as usize];
+    let mut addrs = vec![0 as MPI_Aint; env.na as usize];
+    let mut counts = vec![0 as mpi::MPI_Count; env.nc as usize];
+    // SAFETY: the arrays have exactly the lengths the envelope reported.
+    check(unsafe {
+        mpi::PMPI_Type_get_contents_c(
+            t,
+            env.ni as mpi::MPI_Count,
+            env.na as mpi::MPI_Count,
+            env.nc as mpi::MPI_Count,
+            env.nd as mpi::MPI_Count,
+            ints.as_mut_ptr(),
+            addrs.as_mut_ptr(),
+            counts.as_mut_ptr(),
+            handles.as_mut_ptr(),
+        )
+    })?;
+    #[allow(clippy::unnecessary_cast)] // MPI_Count is i64 here; MPI_Aint isize in Open MPI
+    let (c, i, a): (Vec<i64>, Vec<i64>, Vec<i64>) =
+        (counts.iter().map(|&x| x as i64).collect(), ints.iter().map(|&x| x as i64).collect(), addrs.iter().map(|&x| x as i64).collect());
+    let bad = || DecodeError::Mismatch("large-count contents");
+    if !a.is_empty() {
+        return Err(bad()); // no large-count constructor reports addresses (MPI-4.0 Table 5.1)
+    }
+    let n = c.first().copied().unwrap_or(0).max(0) as usize;
+    let split = |k: usize| (c.len() >= k).then(|| (c[..k].to_vec(), c[k..].to_vec())).ok_or_else(bad);
+    Ok(match env.combiner {
+        comb::CONTIGUOUS | comb::VECTOR | comb::INDEXED | comb::INDEXED_BLOCK => (c, Vec::new()),
+        comb::HVECTOR | comb::HINDEXED_BLOCK => split(2)?,
+        comb::HINDEXED | comb::STRUCT => split(1 + n)?,
+        comb::RESIZED => (Vec::new(), c),
+        comb::SUBARRAY => {
+            // ints = [ndims, order], counts = [sizes, subsizes, starts]
+            let [ndims, order] = i[..] else { return Err(bad()) };
+            (std::iter::once(ndims).chain(c).chain(std::iter::once(order)).collect(), Vec::new())
+        }
+        comb::DARRAY => {
+            // ints = [size, rank, ndims, distribs, dargs, psizes, order], counts = [gsizes]
+            if i.len() < 3 {
+                return Err(bad());
+            }
+            (i[..3].iter().copied().chain(c).chain(i[3..].iter().copied()).collect(), Vec::new())
+        }
+        other => return Err(DecodeError::Unsupported(other)),
+    })
+}
+
+#[cfg(not(sluice_large_count))]
+fn large_contents(_: MPI_Datatype, env: Envelope, _: &mut [MPI_Datatype]) -> Result<(Vec<i64>, Vec<i64>)> {
+    Err(DecodeError::Unsupported(env.combiner))
 }
 
 /// Frees `h`, a child handle from get_contents, unless it is predefined (named, or an F90
@@ -134,7 +215,7 @@ fn contents(t: MPI_Datatype, ni: c_int, na: c_int, nd: c_int) -> Result<Contents
 /// (freeing a predefined type is an error) and the error returned.
 fn free_child(h: &mut MPI_Datatype) -> Result<()> {
     let combiner = match envelope(*h) {
-        Ok((.., c)) => c,
+        Ok(e) => e.combiner,
         // Declined for its large counts: derived, and the combiner is known.
         Err(DecodeError::Unsupported(c)) => c,
         Err(e) => return Err(e),
@@ -167,13 +248,13 @@ fn named(size: usize, tlb: i64, text: i64) -> Result<DataLoop> {
     Err(DecodeError::Mismatch("named type with unknown layout"))
 }
 
-fn usizes(v: &[c_int]) -> Vec<usize> {
+fn usizes(v: &[i64]) -> Vec<usize> {
     v.iter().map(|&x| x as usize).collect()
 }
 
 /// Whether `t` is a predefined (named) type: its handle never names another type.
 pub fn is_named(t: MPI_Datatype) -> bool {
-    envelope(t).is_ok_and(|(_, _, _, c)| c == comb::NAMED)
+    envelope(t).is_ok_and(|e| e.combiner == comb::NAMED)
 }
 
 /// Whether `combiner` is a constructor sluice decodes that builds from one child type (every one
@@ -203,12 +284,12 @@ pub fn basic_element(t: MPI_Datatype) -> Option<MPI_Datatype> {
     let (mut cur, mut owned) = (t, false);
     loop {
         let step = (|| {
-            let (ni, na, nd, combiner) = envelope(cur).ok()?;
+            let Envelope { ni, na, nd, combiner, nc } = envelope(cur).ok()?;
             if combiner == comb::NAMED {
                 return Some(Ok(cur));
             }
-            if !one_child(combiner) || nd != 1 {
-                return None;
+            if !one_child(combiner) || nd != 1 || nc != 0 {
+                return None; // (a large-count constructor's child is not followed: rare)
             }
             let mut ints = vec![0 as c_int; ni as usize];
             let mut addrs = vec![0 as MPI_Aint; na as usize];
@@ -246,12 +327,13 @@ pub fn typemap(t: MPI_Datatype) -> Result<DataLoop> {
 
 /// Decodes a committed (or predefined) datatype. The handle itself is not freed.
 pub fn decode(t: MPI_Datatype) -> Result<DataLoop> {
-    let (ni, na, nd, combiner) = envelope(t)?;
+    let env = envelope(t)?;
+    let combiner = env.combiner;
     let (size, lb, extent, tlb, text) = mpi_bounds(t)?;
     let dl = match combiner {
         comb::NAMED | comb::F90_REAL | comb::F90_COMPLEX | comb::F90_INTEGER => named(size, tlb, text)?,
         c if one_child(c) || c == comb::STRUCT => {
-            let c = contents(t, ni, na, nd)?;
+            let c = contents(t, env)?;
             derived(combiner, c)?
         }
         other => return Err(DecodeError::Unsupported(other)),
@@ -344,7 +426,7 @@ fn minus_one_stride_is_child_extent() -> bool {
 
 /// SUBARRAY as nested vectors over the innermost contiguous run, placed at the start offset.
 /// ints = [ndims, sizes[n], subsizes[n], starts[n], order].
-fn subarray(ints: &[c_int], child: DataLoop) -> Result<DataLoop> {
+fn subarray(ints: &[i64], child: DataLoop) -> Result<DataLoop> {
     let n = ints[0] as usize;
     let mut sizes = ints[1..1 + n].to_vec();
     let mut subs = ints[1 + n..1 + 2 * n].to_vec();
@@ -352,7 +434,7 @@ fn subarray(ints: &[c_int], child: DataLoop) -> Result<DataLoop> {
     if n == 0 {
         return Err(DecodeError::Mismatch("0-d subarray"));
     }
-    if ints[1 + 3 * n] == mpi::MPI_ORDER_FORTRAN as c_int {
+    if ints[1 + 3 * n] == mpi::MPI_ORDER_FORTRAN as i64 {
         // Fortran order is C order with the dimensions reversed.
         sizes.reverse();
         subs.reverse();
@@ -388,7 +470,7 @@ mod distribute {
 /// to the full extent of one index of it; decode() applies MPI's bounds (lb 0, the whole global
 /// array) to the result. The process grid is row-major whatever the array order.
 /// ints = [size, rank, ndims, gsizes[n], distribs[n], dargs[n], psizes[n], order].
-fn darray(ints: &[c_int], child: DataLoop) -> Result<DataLoop> {
+fn darray(ints: &[i64], child: DataLoop) -> Result<DataLoop> {
     let n = ints[2] as usize;
     if n == 0 {
         return Err(DecodeError::Mismatch("0-d darray"));
@@ -405,7 +487,7 @@ fn darray(ints: &[c_int], child: DataLoop) -> Result<DataLoop> {
         coords[d] = r / procs.max(1);
         r %= procs.max(1);
     }
-    if ints[3 + 4 * n] == mpi::MPI_ORDER_FORTRAN as c_int {
+    if ints[3 + 4 * n] == mpi::MPI_ORDER_FORTRAN as i64 {
         // Fortran order is C order with the dimensions (array and grid) reversed.
         for v in [&mut gsizes, &mut distribs, &mut dargs, &mut psizes, &mut coords] {
             v.reverse();

@@ -1,7 +1,7 @@
 //! A datatype's typemap read back from the MPI's own engine, for the types the decoder cannot
 //! rebuild from their constructor arguments (a combiner it does not know, such as the
-//! deprecated `*_INTEGER` ones or MPI-4 large-count constructors, or an MPI whose layout of
-//! some constructor differs from the standard's and from the decoder's).
+//! deprecated `*_INTEGER` ones, or an MPI whose layout of some constructor differs from the
+//! standard's and from the decoder's).
 //!
 //! Leaving such a type to the MPI is exact for ordinary messages, but a receive of it would
 //! have no way to land a pipelined message, whose stream sluice must place itself. So the

@@ -18,8 +18,8 @@
  * - MPI_Testany's flag when a tracked receive completed and a send is still active;
  * - receive types whose layout the MPI decides unusually: (h)vectors of MPI_CHAR with a byte
  *   stride of -1 (an array reversed by the standard; Open MPI 4.1 lays them out forward), and on
- *   MPI-4 MPIs a type built by a large-count constructor (MPI_Type_vector_c), which sluice reads
- *   back from the MPI's own engine: a pipelined send into each, by every receive kind;
+ *   MPI-4 MPIs a type built by a large-count constructor (MPI_Type_vector_c), whose arguments
+ *   only MPI_Type_get_contents_c returns: a pipelined send into each, by every receive kind;
  * - ping-ping of one MPI_INT, repeated (small messages next to the pipeline).
  * Every byte of every receive allocation is checked (guards and gaps included), every status. */
 #define SLUICE_P2P_CONF
