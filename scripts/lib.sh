@@ -16,7 +16,8 @@
 #   bench_mpicc MPI OUT SRC...       compiles a C benchmark with MPI's wrapper
 #   bench_launch MPI NP CONFIG BIN ARGS...
 #                                    runs BIN on NP ranks under MPI's launcher, CONFIG bare, sluice
-#                                    (libsluice.so preloaded) or stats (and SLUICE_STATS=1); binds
+#                                    (libsluice.so preloaded), stats (and SLUICE_STATS=1) or
+#                                    sluice-thread (and SLUICE_PROGRESS_THREAD=1); binds
 #                                    ranks to cores unless NP exceeds the cores (BENCH_BIND: the
 #                                    --bind-to value instead); RUN_TIMEOUT s (300);
 #                                    with BENCH_CLUSTER set, across the emulated cluster's nodes
@@ -104,10 +105,12 @@ bench_launch() {
     if [ "$mpi" = openmpi ]; then
         [ "$cfg" != bare ] && pre=(-x "LD_PRELOAD=$so")
         [ "$cfg" = stats ] && pre+=(-x SLUICE_STATS=1)
+        [ "$cfg" = sluice-thread ] && pre+=(-x SLUICE_PROGRESS_THREAD=1)
         timeout "$RUN_TIMEOUT" "${via[@]}" mpirun.openmpi --oversubscribe --bind-to "$bind" -np "$np" "${pre[@]}" "$bin" "$@"
     else
         [ "$cfg" != bare ] && pre=(-env LD_PRELOAD "$so")
         [ "$cfg" = stats ] && pre+=(-env SLUICE_STATS 1)
+        [ "$cfg" = sluice-thread ] && pre+=(-env SLUICE_PROGRESS_THREAD 1)
         timeout "$RUN_TIMEOUT" "${via[@]}" mpiexec.mpich -np "$np" -bind-to "$bind" "${pre[@]}" "$bin" "$@"
     fi
 }

@@ -108,7 +108,7 @@ fn envelope(t: MPI_Datatype) -> Result<Envelope> {
         check(unsafe { mpi::PMPI_Type_get_envelope_c(t, &mut ni, &mut na, &mut nc, &mut nd, &mut combiner) })?;
         if nc > 0 {
             let small = |n: mpi::MPI_Count| c_int::try_from(n).map_err(|_| DecodeError::Unsupported(combiner));
-            return Ok(Envelope { ni: small(ni)?, na: small(na)?, nd: small(nd)?, combiner, nc: nc as i64 });
+            return Ok(Envelope { ni: small(ni)?, na: small(na)?, nd: small(nd)?, combiner, nc });
         }
     }
     let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
@@ -365,15 +365,15 @@ fn derived(combiner: c_int, c: Contents) -> Result<DataLoop> {
     Ok(match combiner {
         comb::DUP | comb::RESIZED => child, // decode() applies MPI's bounds
         comb::CONTIGUOUS => DataLoop::contig(n, child),
-        comb::VECTOR => vector(n, ints[1] as usize, ints[2] as i64 * ext, child),
+        comb::VECTOR => vector(n, ints[1] as usize, ints[2] * ext, child),
         comb::HVECTOR => vector(n, ints[1] as usize, addrs[0], child),
         comb::INDEXED => {
-            let displs = ints[1 + n..1 + 2 * n].iter().map(|&d| d as i64 * ext).collect();
+            let displs = ints[1 + n..1 + 2 * n].iter().map(|&d| d * ext).collect();
             DataLoop::indexed(usizes(&ints[1..1 + n]), displs, child)
         }
         comb::HINDEXED => DataLoop::indexed(usizes(&ints[1..1 + n]), addrs, child),
         comb::INDEXED_BLOCK => {
-            let displs = ints[2..2 + n].iter().map(|&d| d as i64 * ext).collect();
+            let displs = ints[2..2 + n].iter().map(|&d| d * ext).collect();
             DataLoop::block_indexed(ints[1] as usize, displs, child)
         }
         comb::HINDEXED_BLOCK => DataLoop::block_indexed(ints[1] as usize, addrs, child),
@@ -444,13 +444,13 @@ fn subarray(ints: &[i64], child: DataLoop) -> Result<DataLoop> {
     // stride[d]: bytes between consecutive indices of dimension d (C order: last is fastest).
     let mut stride = vec![ext; n];
     for d in (0..n - 1).rev() {
-        stride[d] = stride[d + 1] * sizes[d + 1] as i64;
+        stride[d] = stride[d + 1] * sizes[d + 1];
     }
     let mut node = DataLoop::contig(subs[n - 1] as usize, child);
     for d in (0..n - 1).rev() {
         node = DataLoop::vector(subs[d] as usize, 1, stride[d], node);
     }
-    let offset = (0..n).map(|d| starts[d] as i64 * stride[d]).sum();
+    let offset = (0..n).map(|d| starts[d] * stride[d]).sum();
     Ok(DataLoop::block_indexed(1, vec![offset], node))
 }
 
@@ -475,10 +475,10 @@ fn darray(ints: &[i64], child: DataLoop) -> Result<DataLoop> {
     if n == 0 {
         return Err(DecodeError::Mismatch("0-d darray"));
     }
-    let field = |k: usize| ints[3 + k * n..3 + (k + 1) * n].iter().map(|&x| x as i64).collect::<Vec<i64>>();
+    let field = |k: usize| ints[3 + k * n..3 + (k + 1) * n].to_vec();
     let (mut gsizes, mut distribs, mut dargs, mut psizes) = (field(0), field(1), field(2), field(3));
     let mut coords = vec![0i64; n];
-    let (mut procs, mut r) = (ints[0] as i64, ints[1] as i64);
+    let (mut procs, mut r) = (ints[0], ints[1]);
     for d in 0..n {
         if psizes[d] <= 0 {
             return Err(DecodeError::Mismatch("darray process grid"));
