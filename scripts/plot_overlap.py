@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from plotlib import read_meta  # noqa: E402
+from plotlib import measured_line, read_meta, write_csv  # noqa: E402
 
 MPIS = [("openmpi", "Open MPI"), ("mpich", "MPICH")]
 CONFIGS = ["bare", "sluice", "sluice+thread"]
@@ -27,13 +27,9 @@ def main():
                 cfg = f[1]
             elif f and f[0] == "overlap":
                 rows.append([mpi, cfg, int(f[1])] + [float(x) for x in f[2:8]])
-    with open(os.path.join(out, "overlap.csv"), "w") as c:
-        c.write("mpi,config,bytes,t_comm_us,t_total_us,compute_us,overlap,q1,q3\n")
-        for r in rows:
-            c.write(",".join(str(x) for x in r) + "\n")
+    write_csv(os.path.join(out, "overlap.csv"), "mpi,config,bytes,t_comm_us,t_total_us,compute_us,overlap,q1,q3", rows)
     meta = read_meta(out)
-    md = [f"Measured {meta.get('date', '?')}, commit {meta.get('commit', '?')}, load {meta.get('loadavg_start', '?')} -> "
-          f"{meta.get('loadavg_end', '?')}; rounds={meta.get('rounds', '')}; {meta.get('cpu', '')}.",
+    md = [measured_line(meta, f"rounds={meta.get('rounds', '')}"),
           "",
           "Medians over the rounds; overlap = hidden share of the shorter of transfer and computation "
           "[interquartile range] (1: fully hidden).",

@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from plotlib import read_meta  # noqa: E402
+from plotlib import measured_line, read_meta, write_csv  # noqa: E402
 
 MPIS = [("openmpi", "Open MPI"), ("mpich", "MPICH")]
 
@@ -24,13 +24,9 @@ def main():
             f = line.split()
             if f and f[0] == "abci":
                 rows.append([mpi, f[1], f[2], int(f[3])] + [float(x) for x in f[4:11]])
-    with open(os.path.join(out, "pack_small.csv"), "w") as c:
-        c.write("mpi,case,dir,bytes,sluice_best_ns,sluice_median_ns,mpi_best_ns,mpi_median_ns,ratio,lo,hi\n")
-        for r in rows:
-            c.write(",".join(str(x) for x in r) + "\n")
+    write_csv(os.path.join(out, "pack_small.csv"), "mpi,case,dir,bytes,sluice_best_ns,sluice_median_ns,mpi_best_ns,mpi_median_ns,ratio,lo,hi", rows)
     meta = read_meta(out)
-    md = [f"Measured {meta.get('date', '?')}, commit {meta.get('commit', '?')}, load {meta.get('loadavg_start', '?')} -> "
-          f"{meta.get('loadavg_end', '?')}; rounds={meta.get('rounds', '')}; {meta.get('cpu', '')}.",
+    md = [measured_line(meta, f"rounds={meta.get('rounds', '')}"),
           "",
           "ns per call (best / median of the rounds); speedup = MPI's time / sluice's time, median of the "
           "paired rounds [95% interval] (> 1: sluice faster).",

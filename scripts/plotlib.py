@@ -19,6 +19,20 @@ def read_meta(outdir):
     return meta
 
 
+def write_csv(path, header, rows):
+    """`rows` (sequences) under the comma-separated `header` line."""
+    with open(path, "w") as c:
+        c.write(header + "\n")
+        for r in rows:
+            c.write(",".join(str(x) for x in r) + "\n")
+
+
+def measured_line(meta, extra):
+    """The first line of a summary: when, at which commit, under which load, `extra`, which CPU."""
+    return (f"Measured {meta.get('date', '?')}, commit {meta.get('commit', '?')}, load {meta.get('loadavg_start', '?')} -> "
+            f"{meta.get('loadavg_end', '?')}; {extra}; {meta.get('cpu', '')}.")
+
+
 def median_ci(rs):
     """Median and 95% interval by order statistics, as ab_median_ci() in bench/ab_stats.h."""
     rs = sorted(rs)

@@ -12,6 +12,8 @@
 #                    min         SLUICE_PIPELINE_THRESHOLD=128 CHUNK=64 DEPTH=2
 #                    min-noshm   the same with SLUICE_SHM_ARENA=off (chunks through the MPI)
 #                    nocache     SLUICE_STAGING_CACHE=0
+#                    thread      SLUICE_PROGRESS_THREAD=1 (a progress thread in every rank)
+#                    min-thread  min, with the progress thread
 #   SOAK_PROGRAM   tests/c program to run (default p2p_thread_stress; p2p_conf_threads works too)
 #   SOAK_ROUNDS    STRESS_ROUNDS for p2p_thread_stress (default: the program's, 38 per thread)
 #   SOAK_OUT       where failing runs' output goes (default target/soak)
@@ -47,6 +49,8 @@ config_env() { # config -> "NAME=VALUE ..."
     min) echo "SLUICE_PIPELINE_THRESHOLD=128 SLUICE_PIPELINE_CHUNK=64 SLUICE_PIPELINE_DEPTH=2" ;;
     min-noshm) echo "SLUICE_PIPELINE_THRESHOLD=128 SLUICE_PIPELINE_CHUNK=64 SLUICE_PIPELINE_DEPTH=2 SLUICE_SHM_ARENA=off" ;;
     nocache) echo "SLUICE_STAGING_CACHE=0" ;;
+    thread) echo "SLUICE_PROGRESS_THREAD=1" ;;
+    min-thread) echo "SLUICE_PIPELINE_THRESHOLD=128 SLUICE_PIPELINE_CHUNK=64 SLUICE_PIPELINE_DEPTH=2 SLUICE_PROGRESS_THREAD=1" ;;
     *) echo "soak-threads: unknown configuration $1" >&2; exit 2 ;;
     esac
 }
