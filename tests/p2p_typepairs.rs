@@ -30,6 +30,12 @@ const SLICES: [(u32, &str, &str); 2] = [(2, "0", "220"), (4, "100000", "120")];
 
 const MIN_THRESHOLDS: &[(&str, &str)] =
     &[("SLUICE_PIPELINE_THRESHOLD", "128"), ("SLUICE_PIPELINE_CHUNK", "64"), ("SLUICE_PIPELINE_DEPTH", "2")];
+const MIN_THRESHOLDS_THREAD: &[(&str, &str)] = &[
+    ("SLUICE_PIPELINE_THRESHOLD", "128"),
+    ("SLUICE_PIPELINE_CHUNK", "64"),
+    ("SLUICE_PIPELINE_DEPTH", "2"),
+    ("SLUICE_PROGRESS_THREAD", "1"),
+];
 const MIN_THRESHOLDS_NO_ARENA: &[(&str, &str)] =
     &[("SLUICE_PIPELINE_THRESHOLD", "128"), ("SLUICE_PIPELINE_CHUNK", "64"), ("SLUICE_PIPELINE_DEPTH", "2"), ("SLUICE_SHM_ARENA", "off")];
 
@@ -155,4 +161,11 @@ fn sluice_minimum_thresholds() {
 #[test]
 fn sluice_minimum_thresholds_no_arena() {
     compare("sluice, minimum thresholds, SLUICE_SHM_ARENA=off", MIN_THRESHOLDS_NO_ARENA);
+}
+
+#[test]
+fn sluice_minimum_thresholds_progress_thread() {
+    // Every pipelined transfer also advanced by a progress thread, concurrently with the
+    // application's own calls (SLUICE_PROGRESS_THREAD, docs/architecture.md "Progress").
+    compare("sluice, minimum thresholds, SLUICE_PROGRESS_THREAD=1", MIN_THRESHOLDS_THREAD);
 }
