@@ -2,6 +2,7 @@
 //! statistics before it goes down.
 
 use std::ffi::{c_char, c_int};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::transfer::runtime::progress;
@@ -60,6 +61,32 @@ fn start_progress_thread() -> Result<(), String> {
         .map_err(|e| format!("SLUICE_PROGRESS_THREAD=1: cannot start the progress thread: {e}"))
 }
 
+/// The thread level the application sees when sluice raised the MPI's for its progress thread
+/// (`-1`: not raised, the MPI's own answer stands).
+static APP_LEVEL: AtomicI32 = AtomicI32::new(-1);
+
+/// Initializes the MPI at `MPI_THREAD_MULTIPLE` for the progress thread, where the application
+/// asked for `app` (`MPI_Init`: `MPI_THREAD_SINGLE`, both MPIs' default). The application is
+/// told the level it asked for, capped by what the MPI gives, as the bare MPI answers
+/// (`MPI_Query_thread` too, [`query_thread`]): it cannot tell the level was raised.
+///
+/// # Safety
+/// As `MPI_Init_thread`.
+unsafe fn init_raised(argc: *mut c_int, argv: *mut *mut *mut c_char, app: c_int, provided: *mut c_int) -> c_int {
+    let mut got = crate::ffi::THREAD_SINGLE;
+    // SAFETY: arguments forwarded; `got` is a local int.
+    let rc = unsafe { next::MPI_Init_thread(argc, argv, crate::ffi::THREAD_MULTIPLE, &mut got) };
+    if rc == errclass::SUCCESS {
+        let shown = app.min(got);
+        APP_LEVEL.store(shown, Ordering::Relaxed);
+        if !provided.is_null() {
+            // SAFETY: the application's output argument.
+            unsafe { *provided = shown };
+        }
+    }
+    rc
+}
+
 /// `MPI_Init`; `MPI_Init_thread` at `MPI_THREAD_MULTIPLE` for a progress thread.
 ///
 /// # Safety
@@ -67,9 +94,8 @@ fn start_progress_thread() -> Result<(), String> {
 pub unsafe fn init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     let t0 = stats::now_ns();
     let rc = if wants_progress_thread() {
-        let mut provided = crate::ffi::THREAD_SINGLE;
-        // SAFETY: arguments forwarded; `provided` is a local int.
-        unsafe { next::MPI_Init_thread(argc, argv, crate::ffi::THREAD_MULTIPLE, &mut provided) }
+        // SAFETY: forwarded contract; no output argument.
+        unsafe { init_raised(argc, argv, crate::ffi::THREAD_SINGLE, std::ptr::null_mut()) }
     } else {
         // SAFETY: arguments forwarded unchanged.
         unsafe { next::MPI_Init(argc, argv) }
@@ -77,17 +103,36 @@ pub unsafe fn init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     after_init(rc, t0, stats::now_ns() - t0)
 }
 
-/// `MPI_Init_thread`; at `MPI_THREAD_MULTIPLE` for a progress thread (the application is told
-/// the level the MPI provides, which the standard allows to exceed what it required).
+/// `MPI_Init_thread`; at `MPI_THREAD_MULTIPLE` for a progress thread ([`init_raised`]).
 ///
 /// # Safety
 /// As `MPI_Init_thread`.
 pub unsafe fn init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) -> c_int {
     let t0 = stats::now_ns();
-    let required = if wants_progress_thread() { crate::ffi::THREAD_MULTIPLE } else { required };
-    // SAFETY: arguments forwarded (the level raised at most).
-    let rc = unsafe { next::MPI_Init_thread(argc, argv, required, provided) };
+    let rc = if wants_progress_thread() {
+        // SAFETY: forwarded contract.
+        unsafe { init_raised(argc, argv, required, provided) }
+    } else {
+        // SAFETY: arguments forwarded unchanged.
+        unsafe { next::MPI_Init_thread(argc, argv, required, provided) }
+    };
     after_init(rc, t0, stats::now_ns() - t0)
+}
+
+/// `MPI_Query_thread`: the level the application was told at initialization when sluice raised
+/// the MPI's for its progress thread, else the MPI's answer.
+///
+/// # Safety
+/// As `MPI_Query_thread`.
+pub unsafe fn query_thread(provided: *mut c_int) -> c_int {
+    let shown = APP_LEVEL.load(Ordering::Relaxed);
+    if shown < 0 || provided.is_null() {
+        // SAFETY: forwarded unchanged.
+        return unsafe { next::MPI_Query_thread(provided) };
+    }
+    // SAFETY: the application's output argument (checked non-null).
+    unsafe { *provided = shown };
+    errclass::SUCCESS
 }
 
 /// `MPI_Finalize`: print the job-wide statistics (collective over MPI_COMM_WORLD, like
