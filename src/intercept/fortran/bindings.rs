@@ -121,6 +121,10 @@ fortran! {
         // SAFETY: Fortran references; `provided` is a writable INTEGER.
         unsafe { c::MPI_Init_thread(null_mut(), null_mut(), int(required), provided) }
     }
+    fn mpi_query_thread [ompi, mpich_f08] (provided: *mut Fint) {
+        // SAFETY: `provided` is a writable INTEGER.
+        unsafe { c::MPI_Query_thread(provided) }
+    }
     fn mpi_finalize [ompi, mpich_f08] () {
         // SAFETY: no arguments.
         unsafe { c::MPI_Finalize() }
