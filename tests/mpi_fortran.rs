@@ -106,3 +106,15 @@ fn fortran_programs_pass_without_the_shim() {
         }
     }
 }
+
+#[test]
+fn thread_level_is_the_one_asked_for_under_the_progress_thread() {
+    // sluice raises the MPI's level to MPI_THREAD_MULTIPLE for its progress thread; the Fortran
+    // program still sees MPI_THREAD_FUNNELED from MPI_INIT_THREAD and MPI_QUERY_THREAD, through
+    // the mpi module and mpi_f08, as with the bare MPI.
+    for defines in [&[][..], &["F08"][..]] {
+        let exe = compile_fortran("query_thread.F90", defines);
+        launch(1, &exe, &[], None).assert_pass("query_thread");
+        launch_shim(2, &exe, &[("SLUICE_PROGRESS_THREAD", "1")]).assert_pass("query_thread");
+    }
+}
