@@ -25,7 +25,7 @@ use std::time::Duration;
 
 /// One subsystem's work in flight, and how to advance it.
 pub struct Source {
-    /// Shown by the statistics (`progress-<name>`).
+    /// What it is ([`snapshot`]: tests and diagnostics).
     name: &'static str,
     count: AtomicUsize,
     /// `None`: the work completes through the application's own calls (requests whose finish
