@@ -122,19 +122,23 @@ fn contents(t: MPI_Datatype, env: Envelope) -> Result<Contents> {
     let mut ints = vec![0 as c_int; ni as usize];
     let mut addrs = vec![0 as MPI_Aint; na as usize];
     let mut handles: Vec<MPI_Datatype> = vec![crate::ffi::consts::datatype_null(); nd as usize];
+    // Once the MPI filled `handles`, every error waits until they are freed below.
     // MPI_Aint is isize in Open MPI and i64 in MPICH: the cast is needed for one of them.
     #[allow(clippy::unnecessary_cast)]
-    let (ints, addrs) = if env.nc > 0 {
-        large_contents(t, env, &mut handles)?
+    let (args, mut err) = if env.nc > 0 {
+        match large_contents(t, env, &mut handles)? {
+            Ok(a) => (a, None),
+            Err(e) => ((Vec::new(), Vec::new()), Some(e)),
+        }
     } else {
         // SAFETY: the arrays have exactly the lengths the envelope reported.
         check(unsafe { mpi::PMPI_Type_get_contents(t, ni, na, nd, ints.as_mut_ptr(), addrs.as_mut_ptr(), handles.as_mut_ptr()) })?;
-        (ints.into_iter().map(i64::from).collect(), addrs.into_iter().map(|a| a as i64).collect())
+        ((ints.into_iter().map(i64::from).collect(), addrs.into_iter().map(|a| a as i64).collect()), None)
     };
+    let (ints, addrs) = args;
     // Decode every child, then free the derived ones (get_contents returned new references);
     // free them all whatever fails on the way (the first error is returned).
     let mut types = Vec::with_capacity(handles.len());
-    let mut err = None;
     for h in &mut handles {
         match decode(*h) {
             Ok(d) => types.push(d),
@@ -156,8 +160,10 @@ fn contents(t: MPI_Datatype, env: Envelope) -> Result<Contents> {
 /// count or displacement, or as an address, comes in the large-count array instead, in the same
 /// order (integers, then addresses), except those that stay `int` (a subarray's `ndims` and
 /// `order`; a darray's all but `gsizes`), which keep the integer array.
+/// The outer error: the MPI call failed (`handles` not filled); the inner one: the contents do
+/// not have the shape of the combiner (`handles` filled, to be freed by the caller).
 #[cfg(sluice_large_count)]
-fn large_contents(t: MPI_Datatype, env: Envelope, handles: &mut [MPI_Datatype]) -> Result<(Vec<i64>, Vec<i64>)> {
+fn large_contents(t: MPI_Datatype, env: Envelope, handles: &mut [MPI_Datatype]) -> Result<Result<(Vec<i64>, Vec<i64>)>> {
     let mut ints = vec![0 as c_int; env.ni as usize];
     let mut addrs = vec![0 as MPI_Aint; env.na as usize];
     let mut counts = vec![0 as mpi::MPI_Count; env.nc as usize];
@@ -178,13 +184,20 @@ fn large_contents(t: MPI_Datatype, env: Envelope, handles: &mut [MPI_Datatype]) 
     #[allow(clippy::unnecessary_cast)] // MPI_Count is i64 here; MPI_Aint isize in Open MPI
     let (c, i, a): (Vec<i64>, Vec<i64>, Vec<i64>) =
         (counts.iter().map(|&x| x as i64).collect(), ints.iter().map(|&x| x as i64).collect(), addrs.iter().map(|&x| x as i64).collect());
+    Ok(arrange_large(env.combiner, c, i, a))
+}
+
+/// [`large_contents`]'s arguments (`c`: large counts, `i`: integers, `a`: addresses) in the
+/// layout of the plain call.
+#[cfg(sluice_large_count)]
+fn arrange_large(combiner: c_int, c: Vec<i64>, i: Vec<i64>, a: Vec<i64>) -> Result<(Vec<i64>, Vec<i64>)> {
     let bad = || DecodeError::Mismatch("large-count contents");
     if !a.is_empty() {
         return Err(bad()); // no large-count constructor reports addresses (MPI-4.0 Table 5.1)
     }
     let n = c.first().copied().unwrap_or(0).max(0) as usize;
     let split = |k: usize| (c.len() >= k).then(|| (c[..k].to_vec(), c[k..].to_vec())).ok_or_else(bad);
-    Ok(match env.combiner {
+    Ok(match combiner {
         comb::CONTIGUOUS | comb::VECTOR | comb::INDEXED | comb::INDEXED_BLOCK => (c, Vec::new()),
         comb::HVECTOR | comb::HINDEXED_BLOCK => split(2)?,
         comb::HINDEXED | comb::STRUCT => split(1 + n)?,
@@ -206,8 +219,8 @@ fn large_contents(t: MPI_Datatype, env: Envelope, handles: &mut [MPI_Datatype]) 
 }
 
 #[cfg(not(sluice_large_count))]
-fn large_contents(_: MPI_Datatype, env: Envelope, _: &mut [MPI_Datatype]) -> Result<(Vec<i64>, Vec<i64>)> {
-    Err(DecodeError::Unsupported(env.combiner))
+fn large_contents(_: MPI_Datatype, env: Envelope, _: &mut [MPI_Datatype]) -> Result<Result<(Vec<i64>, Vec<i64>)>> {
+    Err(DecodeError::Unsupported(env.combiner)) // unreachable: no large counts without the `_c` calls
 }
 
 /// Frees `h`, a child handle from get_contents, unless it is predefined (named, or an F90

@@ -27,7 +27,9 @@ macro_rules! for_each_interposed {
             Init fn MPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int,
                 provided: *mut c_int) err(world) => { $crate::protocol::init::init_thread };
             Init fn MPI_Finalize() err(world) => { $crate::protocol::init::finalize };
-            Comm fn MPI_Query_thread(provided: *mut c_int) err(world) => { $crate::protocol::init::query_thread };
+            // Init family: its handler also runs while sluice passes calls through (SLUICE_DISABLE,
+            // sluice_disable), so the level shown stays the one the program was told.
+            Init fn MPI_Query_thread(provided: *mut c_int) err(world) => { $crate::protocol::init::query_thread };
 
             // ---- point-to-point: blocking -------------------------------------------------------
             P2p fn MPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int,
