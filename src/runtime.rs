@@ -91,6 +91,7 @@ pub fn start() -> Result<(), crate::config::ConfigError> {
     stats::set_timing(cfg.stats);
     crate::transfer::staging::set_budget(cfg.staging_cache);
     crate::protocol::hints::create_keyvals();
+    crate::protocol::comm_hints::create_keyval();
     if crate::transfer::gpu::arm(cfg.gpu) {
         log::info!("CUDA driver present: device buffers are staged through host memory (SLUICE_GPU=off to skip the checks)");
     }

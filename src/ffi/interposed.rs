@@ -150,6 +150,11 @@ macro_rules! for_each_interposed {
             // ---- communicators ------------------------------------------------------------------
             Comm fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) err(comm) => forward;
             Comm fn MPI_Comm_free(comm: *mut MPI_Comm) err(world) => forward;
+            // Info keys of sluice's own (`sluice_p2p_path`), read after the MPI's call.
+            Comm fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) err(comm)
+                => { $crate::protocol::comm_hints::comm_set_info };
+            Comm fn MPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm)
+                err(comm) => { $crate::protocol::comm_hints::comm_dup_with_info };
 
             // ---- collectives (data movement; reductions are not intercepted) -----------------
             Coll fn MPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root:

@@ -66,7 +66,23 @@ fn left_to_mpi(c: &CompiledType) -> bool {
     let cfg = crate::runtime::config();
     let block = cfg.map_or(usize::MAX, |cfg| cfg.p2p_mpi_block);
     let large = c.kernel().min_block(1, dl.extent).is_some_and(|b| b >= block);
-    contiguous || (large && cfg.is_some_and(|c| c.p2p_mpi_above == 0))
+    // A communicator's `sluice_p2p_path` hint may send large blocks through sluice: once any
+    // is set, such types take the full path, which reads the hint.
+    contiguous || (large && cfg.is_some_and(|c| c.p2p_mpi_above == 0) && !crate::protocol::comm_hints::any())
+}
+
+/// Recomputes every compiled type's [`TypeHint::left_to_mpi`] and every slot's quick limit:
+/// the first communicator path hint changed what [`left_to_mpi`] answers.
+pub(crate) fn refresh_hints() {
+    let g = TYPES.write().unwrap_or_else(|e| e.into_inner());
+    for (&key, c) in g.iter().flatten() {
+        let i = slot_index(key);
+        if SIZE_KEY[i].load(Ordering::Relaxed) == key {
+            let size = (c.size() << FLAG_BITS) | if left_to_mpi(c) { LEFT_TO_MPI } else { 0 };
+            size_write(i, || SIZE_VAL[i].store(size, Ordering::Relaxed));
+        }
+    }
+    (0..FILTER_SLOTS).for_each(|i| refresh_quick_limit(g.as_ref(), i));
 }
 
 /// `c`'s entry of [`QUICK_LIMIT`] for the current reserved size.

@@ -149,6 +149,7 @@ pub unsafe fn finalize() -> c_int {
     crate::protocol::device::pending::finalize();
     finish_p2p();
     crate::protocol::hints::free_keyvals();
+    crate::protocol::comm_hints::free_keyval();
     crate::protocol::parallel::shutdown();
     runtime::stop();
     // SAFETY: forwarded unchanged.

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use crate::datatype::compiled::CompiledType;
 use crate::datatype::interp;
 use crate::ffi::mpi;
+use crate::protocol::comm_hints::P2pPath;
 use crate::protocol::datatype::lookup;
 use crate::transfer::staging::{self, Staging};
 
@@ -34,11 +35,13 @@ impl Layout {
     /// The engine path for `count` elements of `datatype` at `buf`, or `None` when the call goes
     /// to the MPI unchanged: protocol off, contiguous or uncompiled type, zero or invalid count,
     /// `MPI_BOTTOM`, more than `INT_MAX` packed bytes, or a large message of large blocks
-    /// (`SLUICE_P2P_MPI_ABOVE` / `SLUICE_P2P_MPI_BLOCK`). Invalid arguments thus always reach
-    /// the MPI, which reports them with its own error class.
+    /// (`SLUICE_P2P_MPI_ABOVE` / `SLUICE_P2P_MPI_BLOCK`) unless the communicator's `path` hint
+    /// sends it through sluice; every non-contiguous message with `P2pPath::Mpi` (on MPICH, but
+    /// a struct's, which takes the automatic rules). Invalid
+    /// arguments thus always reach the MPI, which reports them with its own error class.
     #[inline]
-    pub fn of(buf: *const c_void, count: i64, datatype: mpi::MPI_Datatype) -> Option<Layout> {
-        if count <= 0 || buf.is_null() {
+    pub fn of(buf: *const c_void, count: i64, datatype: mpi::MPI_Datatype, path: P2pPath) -> Option<Layout> {
+        if count <= 0 || buf.is_null() || (path == P2pPath::Mpi && !cfg!(sluice_mpi = "mpich")) {
             return None;
         }
         // The lock-free hint answers the common cases without the table's lock: contiguous
@@ -49,6 +52,12 @@ impl Layout {
             }
         }
         let ct = lookup(datatype)?;
+        if path == P2pPath::Mpi && !ct.from_struct() {
+            // (MPICH) A struct's receive stays with sluice: MPICH's engine refuses packed bytes
+            // from a sender that staged them into a type of mixed basic types (`recv.rs`,
+            // `plain_posting`).
+            return None;
+        }
         let cfg = crate::runtime::config().filter(|c| c.p2p)?;
         let dl = ct.dataloop();
         if dl.contiguous && dl.extent == dl.size as i64 {
@@ -58,7 +67,10 @@ impl Layout {
         if bytes == 0 || bytes > c_int::MAX as usize {
             return None;
         }
-        if bytes >= cfg.p2p_mpi_above && ct.kernel().min_block(count as usize, dl.extent).is_some_and(|b| b >= cfg.p2p_mpi_block) {
+        if !path.engine_forced()
+            && bytes >= cfg.p2p_mpi_above
+            && ct.kernel().min_block(count as usize, dl.extent).is_some_and(|b| b >= cfg.p2p_mpi_block)
+        {
             // Large blocks, large message: the MPI pipelines its own packing with the transfer
             // and beats pack-send-unpack in sequence here (docs/benchmarks.md, vect:128:64 at
             // 4-16 MiB). The receiver decides for itself; any pairing reads correctly.

@@ -12,6 +12,7 @@
 
 pub mod byte_twin;
 pub mod coll;
+pub mod comm_hints;
 pub mod copy;
 pub mod datatype;
 pub mod device;

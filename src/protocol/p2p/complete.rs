@@ -560,11 +560,11 @@ fn activate(op: &mut Entry) {
     match op.dir {
         // SAFETY: the buffer given to MPI_Send_init stays valid for the request's lifetime.
         ops::Dir::Send => unsafe { op.layout.clone().pack(user, &mut op.staging) },
-        ops::Dir::SendPipelined { peer } => {
+        ops::Dir::SendPipelined { peer, arena } => {
             let src = super::pipeline::send::Source::Engine(&op.layout, user);
             // SAFETY: as above; the staging buffer is M0's (S* bytes), which the MPI does not
             // read while the request is inactive.
-            unsafe { super::pipeline::send::refill(src, op.layout.bytes(), peer, &mut op.staging) };
+            unsafe { super::pipeline::send::refill(src, op.layout.bytes(), peer, arena, &mut op.staging) };
         }
         ops::Dir::Recv => {}
     }

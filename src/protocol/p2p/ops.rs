@@ -31,8 +31,9 @@ pub enum Dir {
     /// The staging buffer holds packed data the MPI is sending.
     Send,
     /// A persistent send of the pipelined protocol: the staging buffer is M0, refilled (and the
-    /// chunks posted to world rank `peer`) at every `MPI_Start`.
-    SendPipelined { peer: std::ffi::c_int },
+    /// chunks posted to world rank `peer`, through the shared-memory arena where `arena` allows
+    /// it) at every `MPI_Start`.
+    SendPipelined { peer: std::ffi::c_int, arena: bool },
     /// The MPI receives into the staging buffer; unpack on completion.
     Recv,
 }

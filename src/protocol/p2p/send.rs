@@ -9,6 +9,7 @@ use super::ops::{self, Dir, Op};
 use super::pipeline::{self, send::PostFn, send::Source};
 use super::{is_proc_null, Layout};
 use crate::ffi::{consts, errclass, mpi, next};
+use crate::protocol::comm_hints::{self, P2pPath};
 use crate::transfer::staging;
 
 type Comm = mpi::MPI_Comm;
@@ -35,16 +36,17 @@ unsafe fn blocking(
     post: PostFn,
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
-    let Some(layout) = Layout::of(buf, count, datatype).filter(|_| !is_proc_null(dest)) else {
+    let path = comm_hints::path(comm);
+    let Some(layout) = Layout::of(buf, count, datatype, path).filter(|_| !is_proc_null(dest)) else {
         return match reserved_size(buf, count, datatype, dest, comm) {
             // SAFETY: forwarded contract.
-            Some(r) => unsafe { pipelined_blocking(r.source(), pipeline::reserved(), dest, tag, comm, post) },
+            Some(r) => unsafe { pipelined_blocking(r.source(), pipeline::reserved(), dest, tag, comm, post, path) },
             None => forward(),
         };
     };
-    if pipeline::send::applies(layout.bytes(), comm) {
+    if pipelines(layout.bytes(), comm, path) {
         // SAFETY: forwarded contract.
-        return unsafe { pipelined_blocking(Source::Engine(&layout, buf), layout.bytes(), dest, tag, comm, post) };
+        return unsafe { pipelined_blocking(Source::Engine(&layout, buf), layout.bytes(), dest, tag, comm, post, path) };
     }
     super::note_staged(&layout, true);
     // SAFETY: the application's send buffer is valid for its typemap (MPI contract).
@@ -71,20 +73,21 @@ unsafe fn with_request(
     mpi_send: RequestFn,
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
-    let layout = Layout::of(buf, count, datatype).filter(|_| !is_proc_null(dest) && !request.is_null());
+    let path = comm_hints::path(comm);
+    let layout = Layout::of(buf, count, datatype, path).filter(|_| !is_proc_null(dest) && !request.is_null());
     let Some(layout) = layout else {
         if !persistent && !request.is_null() {
             if let Some(r) = reserved_size(buf, count, datatype, dest, comm) {
                 // SAFETY: forwarded contract; `request` is the application's non-null pointer.
-                return unsafe { pipelined_request(r.source(), pipeline::reserved(), dest, tag, comm, mpi_send, request) };
+                return unsafe { pipelined_request(r.source(), pipeline::reserved(), dest, tag, comm, mpi_send, request, path) };
             }
         }
         return forward();
     };
-    let pipelined = pipeline::send::applies(layout.bytes(), comm);
+    let pipelined = pipelines(layout.bytes(), comm, path);
     if !persistent && pipelined {
         // SAFETY: forwarded contract.
-        return unsafe { pipelined_request(Source::Engine(&layout, buf), layout.bytes(), dest, tag, comm, mpi_send, request) };
+        return unsafe { pipelined_request(Source::Engine(&layout, buf), layout.bytes(), dest, tag, comm, mpi_send, request, path) };
     }
     // A persistent send of the pipelined protocol: the MPI's request sends M0 (S* bytes from
     // the staging buffer), which `MPI_Start` refills before posting the chunks.
@@ -93,7 +96,9 @@ unsafe fn with_request(
         super::note_staged(&layout, true);
     }
     let (dir, st, count) = match peer {
-        Some(peer) => (Dir::SendPipelined { peer }, staging::take(pipeline::reserved()), pipeline::reserved() as c_int),
+        Some(peer) => {
+            (Dir::SendPipelined { peer, arena: path.may_use_arena() }, staging::take(pipeline::reserved()), pipeline::reserved() as c_int)
+        }
         None if persistent => (Dir::Send, staging::take(layout.bytes()), layout.count_arg()), // packed at every MPI_Start
         // SAFETY: the application's send buffer is valid for its typemap.
         None => (Dir::Send, unsafe { layout.packed(buf) }, layout.count_arg()),
@@ -106,6 +111,13 @@ unsafe fn with_request(
         ops::track(unsafe { *request }, op);
     }
     rc
+}
+
+/// Whether a send of `bytes` packed bytes on `comm` is pipelined: a size the pipeline takes,
+/// unless the communicator's hint keeps sends staged (a send of exactly the reserved size is
+/// pipelined whatever the hint: that size marks pipelined messages).
+fn pipelines(bytes: usize, comm: Comm, path: P2pPath) -> bool {
+    pipeline::send::applies(bytes, comm) && (path.pipelines() || bytes == pipeline::reserved())
 }
 
 /// A send of exactly the reserved size that sluice's engine path does not serve (a contiguous
@@ -143,9 +155,9 @@ impl Reserved {
 ///
 /// # Safety
 /// As the MPI send call.
-unsafe fn pipelined_blocking(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm: Comm, post: PostFn) -> c_int {
+unsafe fn pipelined_blocking(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm: Comm, post: PostFn, path: P2pPath) -> c_int {
     // SAFETY: forwarded contract.
-    let (rc, mut req) = unsafe { pipeline::send::start(src, total, dest, tag, comm, post) };
+    let (rc, mut req) = unsafe { pipeline::send::start(src, total, dest, tag, comm, post, path.may_use_arena()) };
     if rc != errclass::SUCCESS {
         return rc;
     }
@@ -158,9 +170,18 @@ unsafe fn pipelined_blocking(src: Source<'_>, total: usize, dest: c_int, tag: c_
 /// # Safety
 /// As the MPI send call; `request` is non-null.
 #[allow(clippy::too_many_arguments)]
-unsafe fn pipelined_request(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm: Comm, post: PostFn, request: *mut Req) -> c_int {
+unsafe fn pipelined_request(
+    src: Source<'_>,
+    total: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: Comm,
+    post: PostFn,
+    request: *mut Req,
+    path: P2pPath,
+) -> c_int {
     // SAFETY: forwarded contract.
-    let (rc, req) = unsafe { pipeline::send::start(src, total, dest, tag, comm, post) };
+    let (rc, req) = unsafe { pipeline::send::start(src, total, dest, tag, comm, post, path.may_use_arena()) };
     if rc == errclass::SUCCESS && !crate::ffi::is_shared_request(req) && pipeline::track::holds(req) {
         // See `track::arm`: a diagnostic for the flaky p2p_conf_threads failure.
         log::error!("send request {:#x} has the handle of a live tracked receive", crate::ffi::request_key(req));

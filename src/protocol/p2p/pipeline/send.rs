@@ -85,19 +85,20 @@ pub fn applies(total: usize, comm: Comm) -> bool {
 }
 
 /// Posts a pipelined send of `total` stream bytes to `dest`: M0 through `post` on the
-/// application's communicator and tag, then every chunk. Returns the MPI's code for M0 and
+/// application's communicator and tag, then every chunk (into the peer's shared-memory arena
+/// when `arena` allows it and the peer shares this node). Returns the MPI's code for M0 and
 /// its request (the application's request for a nonblocking send).
 ///
 /// # Safety
 /// The application's send buffer is valid for the stream; the arguments are the application's.
-pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm: Comm, post: PostFn) -> (c_int, Req) {
+pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm: Comm, post: PostFn, arena: bool) -> (c_int, Req) {
     // Earlier transfers' buffers go back to the pool first, so a stream of sends reuses them.
     progress::drive();
     let s = reserved();
     let mut m0 = staging::take(s);
     // The peer is known before M0 is written: the header says where the chunks will be.
     let peer = peer_of(comm, dest);
-    let region = peer.and_then(|p| shm::reserve(p, total - m0_data()));
+    let region = peer.filter(|_| arena).and_then(|p| shm::reserve(p, total - m0_data()));
     // SAFETY: `m0` holds S* bytes.
     let (ctag, c) = unsafe { fill_m0(src, total, m0.as_mut_ptr(), region.as_ref()) };
     let mut req = consts::request_null();
@@ -131,9 +132,9 @@ fn peer_of(comm: Comm, dest: c_int) -> Option<c_int> {
 ///
 /// # Safety
 /// As [`start`]; `m0` holds S\* bytes and its request is inactive.
-pub unsafe fn refill(src: Source<'_>, total: usize, peer: c_int, m0: &mut Staging) {
+pub unsafe fn refill(src: Source<'_>, total: usize, peer: c_int, arena: bool, m0: &mut Staging) {
     progress::drive();
-    let region = shm::reserve(peer, total - m0_data());
+    let region = if arena { shm::reserve(peer, total - m0_data()) } else { None };
     // SAFETY: forwarded contract.
     unsafe {
         let (ctag, c) = fill_m0(src, total, m0.as_mut_ptr(), region.as_ref());

@@ -1,0 +1,273 @@
+//! Per-communicator hints, set the MPI way: info keys given to `MPI_Comm_set_info` or
+//! `MPI_Comm_dup_with_info` (docs/configuration.md, "Communicator info keys").
+//!
+//! - `sluice_p2p_path`: how point-to-point messages of non-contiguous types on this
+//!   communicator move: `auto` (the default: sluice's rules), `mpi` (left to the MPI's own
+//!   datatype engine), `staged` (packed by sluice, one MPI message), `pipelined` (packed chunk
+//!   by chunk, every chunk through the MPI), `arena` (pipelined through the shared-memory arena
+//!   when the peer shares the node, else as `pipelined`). Each process reads its own hint for
+//!   the sends and receives it posts: the wire format is the same for every path, so any
+//!   choice on one side is read by any receive on the other (docs/protocol.md). Messages of
+//!   exactly the reserved size stay pipelined whatever the hint (they are the pipeline's
+//!   marker). Unknown values are ignored with a warning, as MPI ignores hints it does not know.
+//!
+//! The hint lives in an attribute of a communicator keyval that sluice creates at start-up;
+//! its value *is* the hint (an integer in the `void *`), copied by `MPI_Comm_dup` (MPI-4 copies
+//! a communicator's info hints to its duplicate) and dropped with the communicator. The info
+//! calls still reach the MPI, which keeps the keys for `MPI_Comm_get_info`. Until some
+//! communicator sets a hint, reading one is a single relaxed load.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+use crate::ffi::{consts, errclass, mpi, next};
+
+/// How a communicator's non-contiguous point-to-point messages move (module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum P2pPath {
+    #[default]
+    Auto,
+    Mpi,
+    Staged,
+    Pipelined,
+    Arena,
+}
+
+impl P2pPath {
+    /// Every value, in the order of their codes (code = index + 1; 0 is "no hint").
+    const ALL: [P2pPath; 5] = [P2pPath::Auto, P2pPath::Mpi, P2pPath::Staged, P2pPath::Pipelined, P2pPath::Arena];
+
+    /// The info value naming this path.
+    pub fn name(self) -> &'static str {
+        match self {
+            P2pPath::Auto => "auto",
+            P2pPath::Mpi => "mpi",
+            P2pPath::Staged => "staged",
+            P2pPath::Pipelined => "pipelined",
+            P2pPath::Arena => "arena",
+        }
+    }
+
+    /// The path an info value names (case-insensitive, surrounding blanks ignored).
+    pub fn parse(v: &str) -> Option<P2pPath> {
+        let v = v.trim();
+        P2pPath::ALL.into_iter().find(|p| p.name().eq_ignore_ascii_case(v))
+    }
+
+    fn code(self) -> isize {
+        P2pPath::ALL.iter().position(|&p| p == self).map_or(0, |i| i as isize + 1)
+    }
+
+    fn from_code(c: isize) -> P2pPath {
+        usize::try_from(c - 1).ok().and_then(|i| P2pPath::ALL.get(i).copied()).unwrap_or_default()
+    }
+
+    /// Whether sluice packs this path's messages itself (its large-block rule does not apply).
+    pub fn engine_forced(self) -> bool {
+        matches!(self, P2pPath::Staged | P2pPath::Pipelined | P2pPath::Arena)
+    }
+
+    /// Whether a send of a size the pipeline takes is pipelined (`Staged` keeps one message).
+    pub fn pipelines(self) -> bool {
+        self != P2pPath::Staged
+    }
+
+    /// Whether a pipelined send may use the shared-memory arena.
+    pub fn may_use_arena(self) -> bool {
+        matches!(self, P2pPath::Auto | P2pPath::Arena)
+    }
+}
+
+/// The info key of [`P2pPath`].
+pub const PATH_KEY: &str = "sluice_p2p_path";
+
+/// `MPI_KEYVAL_INVALID` as `c_int`.
+const INVALID: c_int = mpi::MPI_KEYVAL_INVALID as c_int;
+static KEYVAL: AtomicI32 = AtomicI32::new(INVALID);
+/// Some communicator has had a hint set (stays set: a cheap "maybe").
+static ANY: AtomicBool = AtomicBool::new(false);
+
+/// Whether any communicator may carry a path hint: the datatype table's lock-free hints stop
+/// promising "left to the MPI at every size" once one does (`protocol::datatype`).
+#[inline]
+pub fn any() -> bool {
+    ANY.load(Ordering::Relaxed)
+}
+
+/// The path hint of `comm` (`Auto` when none is set).
+#[inline]
+pub fn path(comm: mpi::MPI_Comm) -> P2pPath {
+    if !any() {
+        return P2pPath::Auto;
+    }
+    path_slow(comm)
+}
+
+#[cold]
+fn path_slow(comm: mpi::MPI_Comm) -> P2pPath {
+    let kv = KEYVAL.load(Ordering::Acquire);
+    if kv == INVALID || comm == consts::comm_null() {
+        return P2pPath::Auto;
+    }
+    let (mut value, mut flag): (*mut c_void, c_int) = (std::ptr::null_mut(), 0);
+    // SAFETY: `comm` is the application's communicator of a call in progress (an invalid one
+    // makes the MPI return an error, read as "no hint"); `value` receives the attribute (a
+    // `void *`) and `flag` one int.
+    let rc = unsafe { mpi::PMPI_Comm_get_attr(comm, kv, (&mut value as *mut *mut c_void).cast(), &mut flag) };
+    if rc == errclass::SUCCESS && flag != 0 {
+        P2pPath::from_code(value as isize)
+    } else {
+        P2pPath::Auto
+    }
+}
+
+/// Copy callback: `MPI_Comm_dup` keeps the hint.
+unsafe extern "C" fn copy_hint(
+    _old: mpi::MPI_Comm,
+    _keyval: c_int,
+    _extra: *mut c_void,
+    value_in: *mut c_void,
+    value_out: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    // SAFETY: the MPI passes `value_out` as a `void **` and `flag` as an `int *` to fill
+    // (MPI_Comm_copy_attr_function).
+    unsafe {
+        *value_out.cast::<*mut c_void>() = value_in;
+        *flag = 1;
+    }
+    errclass::SUCCESS
+}
+
+/// Delete callback: the value is an integer, nothing to free.
+unsafe extern "C" fn delete_hint(_comm: mpi::MPI_Comm, _keyval: c_int, _value: *mut c_void, _extra: *mut c_void) -> c_int {
+    errclass::SUCCESS
+}
+
+/// Creates the keyval (MPI is initialized; from `runtime::start`). On failure the hints are
+/// unavailable, with a warning.
+pub fn create_keyval() {
+    let mut kv = INVALID;
+    // SAFETY: MPI is initialized; the callbacks match MPI_Comm_copy/delete_attr_function.
+    let rc = unsafe { mpi::PMPI_Comm_create_keyval(Some(copy_hint), Some(delete_hint), &mut kv, std::ptr::null_mut()) };
+    if rc == errclass::SUCCESS {
+        KEYVAL.store(kv, Ordering::Release);
+    } else {
+        log::warn!("cannot create the communicator hint keyval (MPI error {rc}); {PATH_KEY} is ignored");
+    }
+}
+
+/// Frees the keyval (MPI_Finalize, MPI still active).
+pub fn free_keyval() {
+    let mut kv = KEYVAL.swap(INVALID, Ordering::AcqRel);
+    if kv != INVALID {
+        // SAFETY: `kv` is the keyval this module created and has not freed.
+        unsafe { mpi::PMPI_Comm_free_keyval(&mut kv) };
+    }
+}
+
+/// The value of `key` in `info`, if present (and shorter than `MPI_MAX_INFO_VAL`).
+fn info_value(info: mpi::MPI_Info, key: &str) -> Option<String> {
+    if info == consts::info_null() {
+        return None;
+    }
+    let ckey = std::ffi::CString::new(key).ok()?;
+    let mut buf = vec![0u8; mpi::MPI_MAX_INFO_VAL as usize + 1];
+    let mut flag: c_int = 0;
+    // SAFETY: `info` is the application's valid info object (the MPI accepted it in the call
+    // just made); `buf` holds `MPI_MAX_INFO_VAL + 1` bytes, the value's maximum plus its NUL.
+    let rc = unsafe {
+        mpi::PMPI_Info_get(info, ckey.as_ptr().cast_mut(), mpi::MPI_MAX_INFO_VAL as c_int, buf.as_mut_ptr().cast::<c_char>(), &mut flag)
+    };
+    if rc != errclass::SUCCESS || flag == 0 {
+        return None;
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    Some(String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
+/// Applies `info`'s keys to `comm`. `replace`: hints not in `info` go back to their default
+/// (`MPI_Comm_dup_with_info`, whose info replaces the copied hints); otherwise they stay
+/// (`MPI_Comm_set_info`).
+fn apply(comm: mpi::MPI_Comm, info: mpi::MPI_Info, replace: bool) {
+    let kv = KEYVAL.load(Ordering::Acquire);
+    if kv == INVALID || comm == consts::comm_null() {
+        return;
+    }
+    let path = match info_value(info, PATH_KEY) {
+        Some(v) => match P2pPath::parse(&v) {
+            Some(p) => p,
+            None => {
+                log::warn!("{PATH_KEY}={v:?} ignored (accepted: auto, mpi, staged, pipelined, arena)");
+                return;
+            }
+        },
+        None if replace => P2pPath::Auto,
+        None => return,
+    };
+    if path != P2pPath::Auto && !ANY.swap(true, Ordering::AcqRel) {
+        // The first hint: types promised to the MPI at every size must take the full path now.
+        crate::protocol::datatype::refresh_hints();
+    }
+    if path == P2pPath::Auto && !any() {
+        return; // nothing set anywhere: no attribute needed
+    }
+    // SAFETY: `comm` is a valid communicator (the MPI call on it just succeeded); the value is
+    // an integer carried in the pointer, never dereferenced.
+    let rc = unsafe { mpi::PMPI_Comm_set_attr(comm, kv, path.code() as *mut c_void) };
+    if rc != errclass::SUCCESS {
+        log::warn!("cannot record {PATH_KEY} on a communicator (MPI error {rc}); it is ignored");
+    }
+}
+
+/// `MPI_Comm_set_info`: the MPI's call, then sluice's keys.
+///
+/// # Safety
+/// As the MPI call.
+pub unsafe fn comm_set_info(comm: mpi::MPI_Comm, info: mpi::MPI_Info) -> c_int {
+    // SAFETY: the application's arguments, unchanged.
+    let rc = unsafe { next::MPI_Comm_set_info(comm, info) };
+    if rc == errclass::SUCCESS {
+        apply(comm, info, false);
+    }
+    rc
+}
+
+/// `MPI_Comm_dup_with_info`: the MPI's call, then sluice's keys on the new communicator.
+///
+/// # Safety
+/// As the MPI call.
+pub unsafe fn comm_dup_with_info(comm: mpi::MPI_Comm, info: mpi::MPI_Info, newcomm: *mut mpi::MPI_Comm) -> c_int {
+    // SAFETY: the application's arguments, unchanged.
+    let rc = unsafe { next::MPI_Comm_dup_with_info(comm, info, newcomm) };
+    if rc == errclass::SUCCESS && !newcomm.is_null() {
+        // SAFETY: the MPI wrote the new communicator through the application's pointer.
+        apply(unsafe { *newcomm }, info, true);
+    }
+    rc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_parse_and_round_trip_through_their_codes() {
+        for p in P2pPath::ALL {
+            assert_eq!(P2pPath::parse(p.name()), Some(p));
+            assert_eq!(P2pPath::from_code(p.code()), p);
+        }
+        assert_eq!(P2pPath::parse(" Staged "), Some(P2pPath::Staged));
+        assert_eq!(P2pPath::parse("fast"), None);
+        assert_eq!(P2pPath::from_code(0), P2pPath::Auto, "no attribute value: auto");
+        assert_eq!(P2pPath::from_code(99), P2pPath::Auto);
+    }
+
+    #[test]
+    fn paths_say_what_they_force() {
+        assert!(!P2pPath::Auto.engine_forced() && !P2pPath::Mpi.engine_forced());
+        assert!(P2pPath::Staged.engine_forced() && !P2pPath::Staged.pipelines());
+        assert!(P2pPath::Pipelined.pipelines() && !P2pPath::Pipelined.may_use_arena());
+        assert!(P2pPath::Arena.may_use_arena() && P2pPath::Auto.may_use_arena());
+    }
+}
