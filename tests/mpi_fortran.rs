@@ -118,3 +118,20 @@ fn thread_level_is_the_one_asked_for_under_the_progress_thread() {
         launch_shim(2, &exe, &[("SLUICE_PROGRESS_THREAD", "1")]).assert_pass("query_thread");
     }
 }
+
+#[test]
+fn communicator_info_key_reaches_sluice() {
+    // sluice_p2p_path set through MPI_COMM_DUP_WITH_INFO and MPI_COMM_SET_INFO from Fortran (mpi
+    // and mpi_f08) reaches sluice: without the key sluice's engine packs and unpacks the strided
+    // 1 MiB Sendrecv messages; with `mpi` on both communicators it leaves them to the MPI.
+    for defines in [&[][..], &["F08"][..]] {
+        let exe = compile_fortran("comm_info.F90", defines);
+        launch(2, &exe, &[], None).assert_pass("comm_info");
+        let auto = launch_shim(2, &exe, &[("SLUICE_STATS", "1")]);
+        auto.assert_pass("comm_info");
+        let mpi = launch_shim(2, &exe, &[("SLUICE_STATS", "1"), ("SLUICE_TEST_PATH", "mpi")]);
+        mpi.assert_pass("comm_info");
+        let (a, m) = (auto.stat_calls("ddt-engine").unwrap_or(0), mpi.stat_calls("ddt-engine").unwrap_or(0));
+        assert!(a > 0 && m == 0, "{defines:?}: engine operations {a} without the key, {m} with mpi\n{}\n{}", auto.all(), mpi.all());
+    }
+}

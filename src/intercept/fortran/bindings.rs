@@ -539,6 +539,19 @@ fortran! {
             rc
         }
     }
+    fn mpi_comm_set_info [ompi, mpich_f08] (comm: *mut Fint, info: *mut Fint) {
+        // SAFETY: Fortran references to two handles.
+        unsafe { c::MPI_Comm_set_info(comm_f2c(comm), info_f2c(info)) }
+    }
+    fn mpi_comm_dup_with_info [ompi, mpich_f08] (comm: *mut Fint, info: *mut Fint, newcomm: *mut Fint) {
+        let mut nc = consts::comm_null();
+        // SAFETY: Fortran references; one communicator handle out.
+        unsafe {
+            let rc = c::MPI_Comm_dup_with_info(comm_f2c(comm), info_f2c(info), &mut nc);
+            set_comm(newcomm, nc);
+            rc
+        }
+    }
     fn mpi_comm_free [ompi, mpich_f08] (comm: *mut Fint) {
         // SAFETY: Fortran reference to one communicator, set to MPI_COMM_NULL.
         unsafe {

@@ -38,14 +38,15 @@ struct Sentinels {
 /// cast macros (Fortran and C handles are the same integer), so they are written out here.
 #[cfg(sluice_mpi = "openmpi")]
 use mpi::{
-    PMPI_Comm_c2f, PMPI_Comm_f2c, PMPI_Message_c2f, PMPI_Message_f2c, PMPI_Request_c2f, PMPI_Request_f2c, PMPI_Type_c2f, PMPI_Type_f2c,
+    PMPI_Comm_c2f, PMPI_Comm_f2c, PMPI_Info_f2c, PMPI_Message_c2f, PMPI_Message_f2c, PMPI_Request_c2f, PMPI_Request_f2c, PMPI_Type_c2f,
+    PMPI_Type_f2c,
 };
 #[cfg(sluice_mpi = "mpich")]
 use mpich_handles::*;
 #[cfg(sluice_mpi = "mpich")]
 #[allow(non_snake_case, clippy::missing_safety_doc)]
 mod mpich_handles {
-    use crate::ffi::mpi::{MPI_Comm, MPI_Datatype, MPI_Message, MPI_Request};
+    use crate::ffi::mpi::{MPI_Comm, MPI_Datatype, MPI_Info, MPI_Message, MPI_Request};
     use crate::ffi::Fint;
     macro_rules! identity {
         ($($f2c:ident, $c2f:ident: $t:ty;)*) => {$(
@@ -58,6 +59,7 @@ mod mpich_handles {
         PMPI_Type_f2c, PMPI_Type_c2f: MPI_Datatype;
         PMPI_Request_f2c, PMPI_Request_c2f: MPI_Request;
         PMPI_Message_f2c, PMPI_Message_c2f: MPI_Message;
+        PMPI_Info_f2c, _info_c2f: MPI_Info;
     }
 }
 
@@ -105,6 +107,13 @@ fn is_statuses_ignore(p: *mut Fint) -> bool {
 pub unsafe fn int(p: *const Fint) -> c_int {
     // SAFETY: caller's contract.
     unsafe { *p }
+}
+
+/// # Safety
+/// `p` points to a Fortran info handle.
+pub unsafe fn info_f2c(p: *const Fint) -> mpi::MPI_Info {
+    // SAFETY: caller's contract; as `comm_f2c`.
+    unsafe { PMPI_Info_f2c(*p) }
 }
 
 /// # Safety
