@@ -69,16 +69,9 @@ for mpi in "${MPIS[@]}"; do
         done
     done
 done
-rm -f "$OUT/last-run.log"
-read -r load1 _ </proc/loadavg
-{
-    bench_meta_common "$load0" "$load1"
-    echo "seconds=$(($(date +%s) - start))"
-    echo "waited_s=$waited_total"
-    echo "fft_sizes=$FFT_SIZES"
-    echo "halo_sizes=$HALO_SIZES"
-    echo "pairs=$MIN_PAIRS..$MAX_PAIRS (contiguous ..$MAX_CONTIG) tol=$TOL (contiguous $TOL_CONTIG) sample_ms=$SAMPLE_MS min_share=$MIN_SHARE"
-} >"$OUT/meta.txt"
+bench_ab_end "fft_sizes=$FFT_SIZES" \
+    "halo_sizes=$HALO_SIZES" \
+    "pairs=$MIN_PAIRS..$MAX_PAIRS (contiguous ..$MAX_CONTIG) tol=$TOL (contiguous $TOL_CONTIG) sample_ms=$SAMPLE_MS min_share=$MIN_SHARE"
 "$PY" "$SCRIPT_DIR/plot_coll_ab.py" "$OUT" --min-share "$MIN_SHARE" || die "plot_coll_ab.py failed"
 if [ -n "$IMG" ]; then
     cp "$OUT/ab.png" "$IMG" && echo "copied the plot to $IMG"

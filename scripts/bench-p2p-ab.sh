@@ -54,14 +54,7 @@ for mpi in "${MPIS[@]}"; do
         echo "   $mpi $group: $(grep -c '^ab ' "$OUT/last-run.log") pairs, $(($(date +%s) - start)) s so far"
     done
 done
-rm -f "$OUT/last-run.log"
-read -r load1 _ </proc/loadavg
-{
-    bench_meta_common "$load0" "$load1"
-    echo "seconds=$(($(date +%s) - start))"
-    echo "waited_s=$waited_total"
-    echo "groups=$GROUPS_SPEC"
-    echo "pairs=$MIN_PAIRS..$MAX_PAIRS tol=$TOL trial_ms=$TRIAL_MS min_share=$MIN_SHARE"
-} >"$OUT/meta.txt"
+bench_ab_end "groups=$GROUPS_SPEC" \
+    "pairs=$MIN_PAIRS..$MAX_PAIRS tol=$TOL trial_ms=$TRIAL_MS min_share=$MIN_SHARE"
 "$PY" "$SCRIPT_DIR/plot_p2p_ab.py" "$OUT" --min-share "$MIN_SHARE" || die "plot_p2p_ab.py failed"
 echo "== total $(($(date +%s) - start)) s; results in $OUT"

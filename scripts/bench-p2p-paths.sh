@@ -36,14 +36,7 @@ for mpi in "${MPIS[@]}"; do
     cp "$log" "$OUT/$mpi.txt"
     echo "   $mpi: $(grep -c '^path ' "$log") points, $(($(date +%s) - start)) s so far"
 done
-rm -f "$OUT/last-run.log"
-read -r load1 _ </proc/loadavg
-{
-    bench_meta_common "$load0" "$load1"
-    echo "seconds=$(($(date +%s) - start))"
-    echo "waited_s=$waited_total"
-    echo "cases=$CASES"
-    echo "sizes=$SIZES"
-} >"$OUT/meta.txt"
+bench_ab_end "cases=$CASES" \
+    "sizes=$SIZES"
 "$PY" "$SCRIPT_DIR/plot_paths.py" "$OUT" || die "plot_paths.py failed"
 echo "== total $(($(date +%s) - start)) s; results in $OUT"

@@ -37,6 +37,8 @@
 #                                    one A/B job (2 ranks, libsluice.so preloaded) once the machine
 #                                    is quiet; fails unless sluice was loaded and "abci" results came;
 #                                    appends the output to OUT/MPI.txt (also in OUT/last-run.log)
+#   bench_ab_end KEY=VALUE...        the end of a paired A/B script: OUT/meta.txt (the common lines,
+#                                    seconds, waited_s and the KEY=VALUE lines given)
 # shellcheck shell=bash
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -183,4 +185,16 @@ bench_ab_job() {
     grep -q '^shim 1$' "$log" || { cat "$log" >&2; die "$mpi: libsluice.so not loaded"; }
     grep -q '^abci ' "$log" || { cat "$log" >&2; die "$mpi: no results ($what)"; }
     cat "$log" >>"$OUT/$mpi.txt"
+}
+
+bench_ab_end() {
+    local load1
+    rm -f "$OUT/last-run.log"
+    read -r load1 _ </proc/loadavg
+    {
+        bench_meta_common "$load0" "$load1"
+        echo "seconds=$(($(date +%s) - start))"
+        echo "waited_s=$waited_total"
+        printf '%s\n' "$@"
+    } >"$OUT/meta.txt"
 }

@@ -21,6 +21,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use crate::ffi::{consts, errclass, mpi, next};
+use crate::protocol::hints::{copy_value, delete_value};
 
 /// How a communicator's non-contiguous point-to-point messages move (module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -121,35 +122,15 @@ fn path_slow(comm: mpi::MPI_Comm) -> P2pPath {
     }
 }
 
-/// Copy callback: `MPI_Comm_dup` keeps the hint.
-unsafe extern "C" fn copy_hint(
-    _old: mpi::MPI_Comm,
-    _keyval: c_int,
-    _extra: *mut c_void,
-    value_in: *mut c_void,
-    value_out: *mut c_void,
-    flag: *mut c_int,
-) -> c_int {
-    // SAFETY: the MPI passes `value_out` as a `void **` and `flag` as an `int *` to fill
-    // (MPI_Comm_copy_attr_function).
-    unsafe {
-        *value_out.cast::<*mut c_void>() = value_in;
-        *flag = 1;
-    }
-    errclass::SUCCESS
-}
-
-/// Delete callback: the value is an integer, nothing to free.
-unsafe extern "C" fn delete_hint(_comm: mpi::MPI_Comm, _keyval: c_int, _value: *mut c_void, _extra: *mut c_void) -> c_int {
-    errclass::SUCCESS
-}
-
 /// Creates the keyval (MPI is initialized; from `runtime::start`). On failure the hints are
 /// unavailable, with a warning.
 pub fn create_keyval() {
     let mut kv = INVALID;
-    // SAFETY: MPI is initialized; the callbacks match MPI_Comm_copy/delete_attr_function.
-    let rc = unsafe { mpi::PMPI_Comm_create_keyval(Some(copy_hint), Some(delete_hint), &mut kv, std::ptr::null_mut()) };
+    // SAFETY: MPI is initialized; the callbacks match MPI_Comm_copy/delete_attr_function (the
+    // copy keeps the value: `MPI_Comm_dup` keeps the hint).
+    let rc = unsafe {
+        mpi::PMPI_Comm_create_keyval(Some(copy_value::<mpi::MPI_Comm>), Some(delete_value::<mpi::MPI_Comm>), &mut kv, std::ptr::null_mut())
+    };
     if rc == errclass::SUCCESS {
         KEYVAL.store(kv, Ordering::Release);
     } else {

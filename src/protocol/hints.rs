@@ -57,9 +57,11 @@ pub fn keyval(which: c_int) -> c_int {
     usize::try_from(which).ok().and_then(|i| KEYVALS.get(i)).map_or(INVALID, |k| k.load(Ordering::Acquire))
 }
 
-/// Copy callback: the duplicate gets the same value.
-unsafe extern "C" fn copy_hint(
-    _oldtype: mpi::MPI_Datatype,
+/// Copy callback of an attribute whose value is an integer (these hints, and the
+/// communicator hints of `comm_hints`): the duplicate gets the same value. Generic over the
+/// handle type, the callbacks' only difference.
+pub(crate) unsafe extern "C" fn copy_value<H>(
+    _old: H,
     _keyval: c_int,
     _extra: *mut c_void,
     value_in: *mut c_void,
@@ -67,7 +69,7 @@ unsafe extern "C" fn copy_hint(
     flag: *mut c_int,
 ) -> c_int {
     // SAFETY: the MPI passes `value_out` as a `void **` and `flag` as an `int *` to fill
-    // (MPI_Type_copy_attr_function).
+    // (MPI_Type_copy_attr_function, MPI_Comm_copy_attr_function).
     unsafe {
         *value_out.cast::<*mut c_void>() = value_in;
         *flag = 1;
@@ -75,8 +77,8 @@ unsafe extern "C" fn copy_hint(
     errclass::SUCCESS
 }
 
-/// Delete callback: the value is an integer, nothing to free.
-unsafe extern "C" fn delete_hint(_type: mpi::MPI_Datatype, _keyval: c_int, _value: *mut c_void, _extra: *mut c_void) -> c_int {
+/// Delete callback of an integer attribute: nothing to free.
+pub(crate) unsafe extern "C" fn delete_value<H>(_handle: H, _keyval: c_int, _value: *mut c_void, _extra: *mut c_void) -> c_int {
     errclass::SUCCESS
 }
 
@@ -87,7 +89,14 @@ pub fn create_keyvals() {
         let mut kv = INVALID;
         // SAFETY: MPI is initialized; the callbacks match MPI_Type_copy/delete_attr_function and
         // `kv` is a writable int.
-        let rc = unsafe { mpi::PMPI_Type_create_keyval(Some(copy_hint), Some(delete_hint), &mut kv, std::ptr::null_mut()) };
+        let rc = unsafe {
+            mpi::PMPI_Type_create_keyval(
+                Some(copy_value::<mpi::MPI_Datatype>),
+                Some(delete_value::<mpi::MPI_Datatype>),
+                &mut kv,
+                std::ptr::null_mut(),
+            )
+        };
         if rc == errclass::SUCCESS {
             k.store(kv, Ordering::Release);
         } else {

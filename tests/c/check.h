@@ -472,6 +472,16 @@ static CONF_UNUSED int conf_units_for(int family, size_t bytes) {
     return (int)(u ? u : lcm);
 }
 
+/* MPI_Get_elements of a status that holds `count` whole elements of `t`. */
+static CONF_UNUSED int conf_elements_of(MPI_Datatype t, int count) {
+    MPI_Status st;
+    int size, e = -1;
+    MPI_Type_size(t, &size);
+    MPI_Status_set_elements(&st, MPI_BYTE, size * count);
+    MPI_Get_elements(&st, t, &e);
+    return e;
+}
+
 /* Leak check and collective verdict: rank 0 prints "<name>: OK (N checks)". */
 static CONF_UNUSED int conf_finish(const char *name) {
     MPI_Barrier(MPI_COMM_WORLD);

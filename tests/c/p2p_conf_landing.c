@@ -29,16 +29,6 @@
 
 static int rank, peer;
 
-/* MPI_Get_elements of a status that holds `count` whole elements of `t`. */
-static int elements_of(MPI_Datatype t, int count) {
-    MPI_Status st;
-    int size, e = -1;
-    MPI_Type_size(t, &size);
-    MPI_Status_set_elements(&st, MPI_BYTE, size * count);
-    MPI_Get_elements(&st, t, &e);
-    return e;
-}
-
 /* Sends `scount` x `stype` from a fresh pattern and receives into (rtype, rcount) by `how`:
  * 0 Recv, 1 Irecv+Wait, 2 Recv_init+Start+Wait (two rounds), 3 Sendrecv. */
 static void pair(MPI_Datatype stype, int scount, MPI_Datatype rtype, int rcount, int how, int tag, const char *what) {
@@ -79,7 +69,7 @@ static void pair(MPI_Datatype stype, int scount, MPI_Datatype rtype, int rcount,
         default:
             MPI_OK(MPI_Sendrecv(s.p, scount, stype, peer, tag, r.p, rcount, rtype, peer, tag, MPI_COMM_WORLD, &st));
         }
-        CHECK_STATUS(&st, peer, tag, rtype, want, elements_of(rtype, want));
+        CHECK_STATUS(&st, peer, tag, rtype, want, conf_elements_of(rtype, want));
         /* the peer sent the same shape from its own pattern */
         CHECK_DATA(&r, stype, scount, rseed);
         conf_free(&s);
@@ -96,7 +86,7 @@ static void replace(MPI_Datatype t, int count, int tag) {
     conf_buf r = conf_alloc(t, count, seed);
     MPI_Status st;
     MPI_OK(MPI_Sendrecv_replace(r.p, count, t, peer, tag, peer, tag, MPI_COMM_WORLD, &st));
-    CHECK_STATUS(&st, peer, tag, t, count, elements_of(t, count));
+    CHECK_STATUS(&st, peer, tag, t, count, conf_elements_of(t, count));
     /* the peer's pattern in the type map, this rank's own pattern elsewhere */
     CHECK_DATA(&r, t, count, pseed);
     conf_free(&r);
@@ -116,7 +106,7 @@ static void self_send(MPI_Datatype basic, int basic_bytes, MPI_Datatype vec, int
     MPI_OK(MPI_Irecv(r.p, n, basic, rank, tag, MPI_COMM_WORLD, &q[0]));
     MPI_OK(MPI_Isend(s.p, 1, vec, rank, tag, MPI_COMM_WORLD, &q[1]));
     MPI_OK(MPI_Waitall(2, q, st));
-    CHECK_STATUS(&st[0], rank, tag, basic, n, elements_of(basic, n));
+    CHECK_STATUS(&st[0], rank, tag, basic, n, conf_elements_of(basic, n));
     CHECK_DATA(&r, vec, 1, sseed);
     conf_free(&s);
     conf_free(&r);
@@ -186,7 +176,7 @@ static void persistent_after_probe(MPI_Datatype vec, MPI_Datatype rtype, int whe
         conf_refill(&r, conf_seed(tag, rank, 8, k));
         MPI_OK(MPI_Start(&pr));
         MPI_OK(MPI_Wait(&pr, &st));
-        CHECK_STATUS(&st, peer, tag, rtype, rcount, elements_of(rtype, rcount));
+        CHECK_STATUS(&st, peer, tag, rtype, rcount, conf_elements_of(rtype, rcount));
         CHECK_DATA(&r, vec, 1, conf_seed(tag, peer, 9, k));
     }
     MPI_OK(MPI_Waitall(2, sq, MPI_STATUSES_IGNORE));
@@ -215,7 +205,7 @@ static void cancel_after_probe(MPI_Datatype vec, int tag) {
     MPI_OK(MPI_Test_cancelled(&st, &cancelled));
     conf_behavior("cancel_after_probe", "cancelled=%d", cancelled);
     if (!cancelled) {
-        CHECK_STATUS(&st, peer, tag, vec, 1, elements_of(vec, 1));
+        CHECK_STATUS(&st, peer, tag, vec, 1, conf_elements_of(vec, 1));
         CHECK_DATA(&r, vec, 1, conf_seed(tag, peer, 11, 0));
     } else {
         /* a cancelled receive leaves the message for the next one */
@@ -286,7 +276,7 @@ static void replace_after_probe(MPI_Datatype vec, int tag) {
     MPI_OK(MPI_Isend(s.p, 1, vec, peer, tag, MPI_COMM_WORLD, &sq));
     MPI_OK(MPI_Probe(peer, tag, MPI_COMM_WORLD, &st));
     MPI_OK(MPI_Sendrecv_replace(r.p, 1, vec, peer, tag + 1, peer, tag, MPI_COMM_WORLD, &st));
-    CHECK_STATUS(&st, peer, tag, vec, 1, elements_of(vec, 1));
+    CHECK_STATUS(&st, peer, tag, vec, 1, conf_elements_of(vec, 1));
     CHECK_DATA(&r, vec, 1, conf_seed(tag, peer, 15, 0));
     MPI_OK(MPI_Wait(&bq, &st));
     CHECK_DATA(&back, vec, 1, conf_seed(tag, peer, 14, 0));

@@ -19,15 +19,6 @@ static int rank, peer;
 enum { H_ISEND_RECV, H_IRECV_SEND, H_PROBE_RECV, H_MPROBE_MRECV, H_PERSISTENT, H_SENDRECV, H_COUNT };
 static const char *HOW[H_COUNT] = {"Isend+Recv", "Irecv+Send", "Probe+Recv", "Mprobe+Mrecv", "Send_init+Recv_init", "Sendrecv"};
 
-static int elements_of(MPI_Datatype t, int count) {
-    MPI_Status st;
-    int size, e = -1;
-    MPI_Type_size(t, &size);
-    MPI_Status_set_elements(&st, MPI_BYTE, size * count);
-    MPI_Get_elements(&st, t, &e);
-    return e;
-}
-
 /* Both ranks of the pair send (stype, scount) to each other and receive into (rtype, rcount). */
 static void exchange(MPI_Comm comm, MPI_Datatype stype, int scount, MPI_Datatype rtype, int rcount, int how, int tag,
                      const char *what) {
@@ -83,7 +74,7 @@ static void exchange(MPI_Comm comm, MPI_Datatype stype, int scount, MPI_Datatype
             MPI_OK(MPI_Wait(&sq, MPI_STATUS_IGNORE));
             MPI_OK(MPI_Wait(&rq, &st));
             if (round == 0) {
-                CHECK_STATUS(&st, peer, tag, rtype, want, elements_of(rtype, want));
+                CHECK_STATUS(&st, peer, tag, rtype, want, conf_elements_of(rtype, want));
                 CHECK_DATA(&r, stype, scount, rseed);
             }
         }
@@ -93,7 +84,7 @@ static void exchange(MPI_Comm comm, MPI_Datatype stype, int scount, MPI_Datatype
     default:
         MPI_OK(MPI_Sendrecv(s.p, scount, stype, peer, tag, r.p, rcount, rtype, peer, tag, comm, &st));
     }
-    CHECK_STATUS(&st, peer, tag, rtype, want, elements_of(rtype, want));
+    CHECK_STATUS(&st, peer, tag, rtype, want, conf_elements_of(rtype, want));
     CHECK_DATA(&r, stype, scount, rseed);
     conf_free(&s);
     conf_free(&r);
