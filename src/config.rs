@@ -63,7 +63,7 @@ pub const PARAMS: &[Param] = &[
         name: "SLUICE_P2P_MPI_ABOVE",
         default: "auto",
         accepted: "auto, off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 4M",
-        doc: "Point-to-point messages of at least this many packed bytes whose type's smallest contiguous block is at least SLUICE_P2P_MPI_BLOCK bytes are left to the MPI's own engine, which moves large blocks well; auto = 0 (every size) with Open MPI, 512K with MPICH (measured, docs/benchmarks.md); off never.",
+        doc: "Point-to-point messages of at least this many packed bytes whose type's smallest contiguous block is at least SLUICE_P2P_MPI_BLOCK bytes are left to the MPI's own engine, which moves large blocks well; auto = 0 (every size) with Open MPI; with MPICH, below the pipeline threshold blocks of 256 B and more (not a struct's), above it only to or from a peer on another node (or with SLUICE_SHM_ARENA=off) from 512K on (measured, docs/benchmarks.md \"Automatic path\"); a byte count applies that rule to both MPIs and every peer; off never.",
     },
     Param {
         name: "SLUICE_P2P_MPI_BLOCK",
@@ -225,6 +225,9 @@ pub struct Config {
     pub coll: bool,
     /// `SLUICE_P2P_MPI_ABOVE`, bytes (`usize::MAX`: off).
     pub p2p_mpi_above: usize,
+    /// `SLUICE_P2P_MPI_ABOVE=auto` (on MPICH a rule by size, block and peer instead of
+    /// `p2p_mpi_above`: `protocol::layout`).
+    pub p2p_mpi_auto: bool,
     /// `SLUICE_P2P_MPI_BLOCK`, bytes.
     pub p2p_mpi_block: usize,
     /// `SLUICE_COLL_MPI_BLOCK`, bytes (`usize::MAX`: off).
@@ -443,6 +446,7 @@ impl Config {
                 p2p: false,
                 coll: false,
                 p2p_mpi_above: usize::MAX,
+                p2p_mpi_auto: false,
                 p2p_mpi_block: 64,
                 coll_mpi_block: usize::MAX,
                 coll_remote_split: RemoteSplit::Off,
@@ -473,6 +477,7 @@ impl Config {
             p2p: parse_bool(param("SLUICE_P2P"), &value("SLUICE_P2P"))?,
             coll: parse_bool(param("SLUICE_COLL"), &value("SLUICE_COLL"))?,
             p2p_mpi_above: parse_mpi_above(param("SLUICE_P2P_MPI_ABOVE"), &value("SLUICE_P2P_MPI_ABOVE"))?,
+            p2p_mpi_auto: value("SLUICE_P2P_MPI_ABOVE").trim().eq_ignore_ascii_case("auto"),
             p2p_mpi_block: parse_bytes(param("SLUICE_P2P_MPI_BLOCK"), &value("SLUICE_P2P_MPI_BLOCK"))?,
             coll_mpi_block: parse_bytes_or_off(param("SLUICE_COLL_MPI_BLOCK"), &value("SLUICE_COLL_MPI_BLOCK"))?,
             coll_remote_split: parse_remote_split(param("SLUICE_COLL_REMOTE_SPLIT"), &value("SLUICE_COLL_REMOTE_SPLIT"))?,
@@ -533,6 +538,7 @@ mod tests {
             p2p: true,
             coll: true,
             p2p_mpi_above: MPI_ABOVE_AUTO,
+            p2p_mpi_auto: true,
             p2p_mpi_block: 64,
             coll_mpi_block: 64,
             coll_remote_split: RemoteSplit::Auto,

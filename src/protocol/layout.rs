@@ -39,8 +39,16 @@ impl Layout {
     /// sends it through sluice; every non-contiguous message with `P2pPath::Mpi` (on MPICH, but
     /// a struct's, which takes the automatic rules). Invalid
     /// arguments thus always reach the MPI, which reports them with its own error class.
+    /// `shares_node` says whether the peer is on this node; only the automatic rule for
+    /// large-block messages on MPICH asks it ([`mpich_leaves_to_mpi`]).
     #[inline]
-    pub fn of(buf: *const c_void, count: i64, datatype: mpi::MPI_Datatype, path: P2pPath) -> Option<Layout> {
+    pub fn of(
+        buf: *const c_void,
+        count: i64,
+        datatype: mpi::MPI_Datatype,
+        path: P2pPath,
+        shares_node: &dyn Fn() -> bool,
+    ) -> Option<Layout> {
         if count <= 0 || buf.is_null() || (path == P2pPath::Mpi && !cfg!(sluice_mpi = "mpich")) {
             return None;
         }
@@ -67,13 +75,16 @@ impl Layout {
         if bytes == 0 || bytes > c_int::MAX as usize {
             return None;
         }
-        if !path.engine_forced()
-            && bytes >= cfg.p2p_mpi_above
-            && ct.kernel().min_block(count as usize, dl.extent).is_some_and(|b| b >= cfg.p2p_mpi_block)
-        {
-            // Large blocks, large message: the MPI pipelines its own packing with the transfer
-            // and beats pack-send-unpack in sequence here (docs/benchmarks.md, vect:128:64 at
-            // 4-16 MiB). The receiver decides for itself; any pairing reads correctly.
+        // Large blocks: the MPI's engine moves them well, and from some size on it pipelines
+        // its own packing with the transfer (docs/benchmarks.md, "Automatic path"). The
+        // receiver decides for itself; any pairing reads correctly.
+        let block = ct.kernel().min_block(count as usize, dl.extent);
+        let to_mpi = match block {
+            None => false, // interpreted types: sluice's engine
+            Some(b) if cfg.p2p_mpi_auto && cfg!(sluice_mpi = "mpich") => mpich_leaves_to_mpi(cfg, bytes, b, ct.from_struct(), shares_node),
+            Some(b) => bytes >= cfg.p2p_mpi_above && b >= cfg.p2p_mpi_block,
+        };
+        if to_mpi && !path.engine_forced() {
             return None;
         }
         Some(Layout { ct, count: count as usize, bytes, datatype })
@@ -211,4 +222,27 @@ impl Layout {
         }
         crate::stats::engine_bytes(self.bytes);
     }
+}
+
+/// Smallest contiguous block that makes MPICH's engine faster than sluice's for a message
+/// below the pipeline's threshold (`scripts/bench-p2p-paths.sh` at 64 KiB: MPICH is faster
+/// with blocks of 384 B and more, slower with 64 B and less).
+const MPICH_SMALL_MESSAGE_BLOCK: usize = 256;
+/// Size from which large blocks to a peer on another node go to MPICH's engine.
+const MPICH_REMOTE_ABOVE: usize = 512 << 10;
+
+/// `SLUICE_P2P_MPI_ABOVE=auto` on MPICH, measured with `scripts/bench-p2p-paths.sh`
+/// (docs/benchmarks.md, "Automatic path"): below the pipeline's threshold MPICH's engine beats
+/// sluice's staging for blocks of [`MPICH_SMALL_MESSAGE_BLOCK`] and more (except a struct's,
+/// whose staged bytes MPICH's typed receive refuses: `p2p::recv`, `plain_posting`); from the
+/// threshold on, sluice's pipeline through the shared-memory arena beats MPICH's engine at every
+/// block size (1.2-1.8x at 1-16 MiB), so only messages to or from a peer on another node (or with
+/// the arena off) with blocks of at least `SLUICE_P2P_MPI_BLOCK` go to the MPI, from
+/// [`MPICH_REMOTE_ABOVE`] on.
+fn mpich_leaves_to_mpi(cfg: &crate::config::Config, bytes: usize, block: usize, from_struct: bool, shares_node: &dyn Fn() -> bool) -> bool {
+    let reserved = crate::protocol::p2p::pipeline::reserved();
+    if reserved == 0 || bytes < reserved {
+        return block >= MPICH_SMALL_MESSAGE_BLOCK && !from_struct;
+    }
+    bytes >= MPICH_REMOTE_ABOVE && block >= cfg.p2p_mpi_block && !(cfg.shm_arena != usize::MAX && shares_node())
 }

@@ -103,6 +103,19 @@ pub(crate) fn is_proc_null(rank: c_int) -> bool {
     rank == crate::ffi::PROC_NULL
 }
 
+/// Whether `rank` of `comm` runs on this node (asked by `Layout::of` only where a rule depends
+/// on the peer's place); `true` where that cannot be told (`MPI_ANY_SOURCE`, an invalid rank,
+/// an intercommunicator, a process outside `MPI_COMM_WORLD`), the common case of one node.
+pub(crate) fn shares_node(comm: mpi::MPI_Comm, rank: c_int) -> bool {
+    if rank < 0 || comm == crate::ffi::consts::comm_null() || pipeline::is_inter(comm) {
+        return true;
+    }
+    let mut n = 0;
+    // SAFETY: writes one int; `is_inter` already asked the MPI about this communicator.
+    unsafe { mpi::PMPI_Comm_size(comm, &mut n) };
+    rank >= n || pipeline::world_rank_of(comm, rank).is_none_or(crate::transfer::node::is_local)
+}
+
 /// Requests and staging buffers sluice still holds (leak checks; `sluice_p2p_outstanding`).
 pub fn outstanding() -> (i64, i64) {
     // Chunks of pipelined sends complete when the receiver has them, and requests the

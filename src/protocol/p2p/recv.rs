@@ -219,13 +219,13 @@ fn arm(rc: c_int, request: *mut Req, landing: Landing, capacity: usize, pipe: Op
 }
 
 /// The path of a matched receive (`MPI_Mrecv`, `MPI_Imrecv`): the message handle does not say
-/// its communicator, so its hint cannot be read; any path reads any message (a hint only
-/// changes speed).
+/// its communicator, so its hint cannot be read (nor its peer's node: taken as this one); any
+/// path reads any message (a hint only changes speed).
 const MATCHED: P2pPath = P2pPath::Auto;
 
 /// The engine layout of a receive, if sluice serves it.
-fn recv_layout(buf: *mut c_void, count: i64, datatype: Dt, source: c_int, path: P2pPath) -> Option<Layout> {
-    Layout::of(buf, count, datatype, path).filter(|_| !is_proc_null(source))
+fn recv_layout(buf: *mut c_void, count: i64, datatype: Dt, source: c_int, comm: Comm, path: P2pPath) -> Option<Layout> {
+    Layout::of(buf, count, datatype, path, &|| super::shares_node(comm, source)).filter(|_| !is_proc_null(source))
 }
 
 /// `MPI_Recv`.
@@ -237,7 +237,7 @@ pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, 
         // SAFETY: forwarded contract.
         return unsafe { pipeline::serve::blocking(e, buf, count.into(), datatype, comm, status) };
     }
-    match recv_layout(buf, count.into(), datatype, source, comm_hints::path(comm)) {
+    match recv_layout(buf, count.into(), datatype, source, comm, comm_hints::path(comm)) {
         // SAFETY: forwarded contract; the staging buffer has `n` bytes.
         Some(l) => unsafe {
             let pipe = pipe_for(l.bytes(), source, comm);
@@ -276,7 +276,7 @@ fn nonblocking(
             return unsafe { pipeline::serve::nonblocking(e, buf, count, datatype, comm, request) };
         }
     }
-    let rc = match recv_layout(buf, count, datatype, source, comm_hints::path(comm)).filter(|_| !request.is_null()) {
+    let rc = match recv_layout(buf, count, datatype, source, comm, comm_hints::path(comm)).filter(|_| !request.is_null()) {
         Some(l) => {
             let (cap, pipe) = (l.bytes(), pipe_for(l.bytes(), source, comm));
             let rc = with_request(l, buf, request, persistent, receive);
@@ -399,7 +399,7 @@ pub unsafe fn mrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut 
     if let Some(rc) = unsafe { mrecv_stashed(buf, count.into(), datatype, message, status, std::ptr::null_mut()) } {
         return rc;
     }
-    match Layout::of(buf, count.into(), datatype, MATCHED).filter(|_| message_ok(message)) {
+    match Layout::of(buf, count.into(), datatype, MATCHED, &|| true).filter(|_| message_ok(message)) {
         // SAFETY: forwarded contract.
         Some(l) => unsafe { blocking(l, buf, status, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
         // SAFETY: forwarded unchanged.
@@ -419,7 +419,7 @@ pub unsafe fn imrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut
     if let Some(rc) = unsafe { mrecv_stashed(buf, count.into(), datatype, message, std::ptr::null_mut(), request) } {
         return rc;
     }
-    match Layout::of(buf, count.into(), datatype, MATCHED).filter(|_| message_ok(message) && !request.is_null()) {
+    match Layout::of(buf, count.into(), datatype, MATCHED, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
         // SAFETY: as in `irecv`.
         Some(l) => with_request(l, buf, request, false, |p, n| unsafe { next::MPI_Imrecv(p, n, consts::packed(), message, request) }),
         // SAFETY: forwarded unchanged.
@@ -507,8 +507,8 @@ unsafe fn sendrecv_any(
         }
     }
     let path = comm_hints::path(comm);
-    let sl = Layout::of(sendbuf, sendcount, sendtype, path).filter(|_| !is_proc_null(dest));
-    let rl = recv_layout(recvbuf, recvcount, recvtype, source, path);
+    let sl = Layout::of(sendbuf, sendcount, sendtype, path, &|| super::shares_node(comm, dest)).filter(|_| !is_proc_null(dest));
+    let rl = recv_layout(recvbuf, recvcount, recvtype, source, comm, path);
     // A contiguous receive that may get a pipelined message.
     let rpipe = if rl.is_none() { direct_landing(recvbuf, recvcount, recvtype, source, comm) } else { None };
     let (Ok(sendcount), Ok(recvcount)) = (c_int::try_from(sendcount), c_int::try_from(recvcount)) else {
@@ -591,7 +591,8 @@ unsafe fn sendrecv_replace_any(
             return unsafe { replace_from_stash(e, buf, c, datatype, dest, sendtag, comm, status) };
         }
     }
-    let layout = Layout::of(buf, count, datatype, comm_hints::path(comm)).filter(|_| !(is_proc_null(dest) && is_proc_null(source)));
+    let layout = Layout::of(buf, count, datatype, comm_hints::path(comm), &|| super::shares_node(comm, dest))
+        .filter(|_| !(is_proc_null(dest) && is_proc_null(source)));
     if layout.is_none() {
         if let Some(d) = direct_landing(buf, count, datatype, source, comm) {
             // The posting describes the same bytes in the same order, so the message sent from
@@ -702,7 +703,7 @@ pub mod large_count {
             // SAFETY: forwarded contract.
             return unsafe { pipeline::serve::blocking(e, buf, count, datatype, comm, status) };
         }
-        match recv_layout(buf, count, datatype, source, comm_hints::path(comm)) {
+        match recv_layout(buf, count, datatype, source, comm, comm_hints::path(comm)) {
             // SAFETY: as in `recv`.
             Some(l) => unsafe {
                 let pipe = pipe_for(l.bytes(), source, comm);
@@ -801,7 +802,7 @@ pub mod large_count {
         if let Some(rc) = unsafe { mrecv_stashed(buf, count, datatype, message, status, std::ptr::null_mut()) } {
             return rc;
         }
-        match Layout::of(buf, count, datatype, MATCHED).filter(|_| message_ok(message)) {
+        match Layout::of(buf, count, datatype, MATCHED, &|| true).filter(|_| message_ok(message)) {
             // SAFETY: as in `mrecv`.
             Some(l) => unsafe { blocking(l, buf, status, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
             // SAFETY: forwarded unchanged.
@@ -827,7 +828,7 @@ pub mod large_count {
         if let Some(rc) = unsafe { mrecv_stashed(buf, count, datatype, message, std::ptr::null_mut(), request) } {
             return rc;
         }
-        match Layout::of(buf, count, datatype, MATCHED).filter(|_| message_ok(message) && !request.is_null()) {
+        match Layout::of(buf, count, datatype, MATCHED, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
             // SAFETY: as in `irecv`.
             Some(l) => with_request(l, buf, request, false, |p, n| unsafe { next::MPI_Imrecv(p, n, consts::packed(), message, request) }),
             // SAFETY: forwarded unchanged.

@@ -24,7 +24,9 @@ type Dt = mpi::MPI_Datatype;
 pub(super) unsafe fn start(e: Stashed, buf: *mut c_void, count: i64, datatype: Dt, comm: Comm) -> Result<Incoming, Outcome> {
     let origin = Some((e.source, e.tag));
     let n = if e.header.is_some() { m0_data() } else { e.m0.bytes().len() };
-    let (dest, cap) = if let Some(l) = Layout::of(buf, count, datatype, crate::protocol::comm_hints::path(comm)) {
+    let (dest, cap) = if let Some(l) =
+        Layout::of(buf, count, datatype, crate::protocol::comm_hints::path(comm), &|| crate::protocol::p2p::shares_node(comm, e.source))
+    {
         let cap = l.bytes();
         (Dest::Engine(Op { dir: Dir::Recv, layout: l, user: buf as usize, staging: e.m0, persistent: false, active: true }), cap)
     } else if count <= 0 || buf.is_null() {
