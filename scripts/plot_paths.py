@@ -62,30 +62,35 @@ def main():
         md.append("")
     open(os.path.join(out, "paths.md"), "w").write("\n".join(md) + "\n")
 
+    sizes_req = [x for x in meta.get("sizes", "").split(",") if x]
     fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
     for ax, (mpi, name) in zip(axes, MPIS):
         mine = [r for r in rows if r[0] == mpi]
         cases = list(dict.fromkeys(r[1] for r in mine))
-        sizes = sorted(set(r[2] >> 16 for r in mine))
-        width = 0.8 / max(1, len(sizes))
-        for j, s in enumerate(sizes):
+        # The i-th size of each case is the i-th requested size (some cases land near it).
+        nth = {}
+        for r in mine:
+            nth.setdefault(r[1], []).append(r)
+        nsizes = max(len(v) for v in nth.values())
+        width = 0.8 / nsizes
+        for j in range(nsizes):
             xs, ys, errs = [], [], [[], []]
             for i, c in enumerate(cases):
-                for r in mine:
-                    if r[1] == c and r[2] >> 16 == s:
-                        speed = 1 / r[9]
-                        xs.append(i + (j - (len(sizes) - 1) / 2) * width)
-                        ys.append(speed)
-                        errs[0].append(max(0, speed - 1 / r[11]))
-                        errs[1].append(max(0, 1 / r[10] - speed))
-            label = size_label(max(r[2] for r in mine if r[2] >> 16 == s))
+                if j < len(nth[c]):
+                    r = nth[c][j]
+                    speed = 1 / r[9]
+                    xs.append(i + (j - (nsizes - 1) / 2) * width)
+                    ys.append(speed)
+                    errs[0].append(max(0, speed - 1 / r[11]))
+                    errs[1].append(max(0, 1 / r[10] - speed))
+            label = size_label(sorted(int(x) for x in sizes_req)[j]) if j < len(sizes_req) else f"size {j}"
             ax.bar(xs, ys, width, yerr=errs, capsize=2, label=f"~{label}")
         ax.axhline(0.95, color="red", linestyle="--", linewidth=1, label="target 0.95")
         ax.axhline(1.0, color="gray", linewidth=0.8)
         ax.set_xticks(range(len(cases)))
         ax.set_xticklabels(cases, rotation=60, ha="right", fontsize=8)
         ax.set_title(f"{name}: automatic path vs best forced path")
-        ax.set_ylim(0, 2)
+        ax.set_ylim(0, 1.5)
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("speed relative to the best alternative (median, 95% CI)")
     axes[0].legend(fontsize=8)
