@@ -175,15 +175,17 @@ fn apply(comm: mpi::MPI_Comm, info: mpi::MPI_Info, replace: bool) {
     if kv == INVALID || comm == consts::comm_null() {
         return;
     }
-    let path = match info_value(info, PATH_KEY) {
-        Some(v) => match P2pPath::parse(&v) {
-            Some(p) => p,
-            None => {
-                log::warn!("{PATH_KEY}={v:?} ignored (accepted: auto, mpi, staged, pipelined, arena)");
-                return;
-            }
-        },
-        None if replace => P2pPath::Auto,
+    // An unknown value counts as no key (ignored, as MPI ignores hints it does not know).
+    let given = info_value(info, PATH_KEY).and_then(|v| {
+        let p = P2pPath::parse(&v);
+        if p.is_none() {
+            log::warn!("{PATH_KEY}={v:?} ignored (accepted: auto, mpi, staged, pipelined, arena)");
+        }
+        p
+    });
+    let path = match given {
+        Some(p) => p,
+        None if replace => P2pPath::Auto, // dup_with_info: the parent's copied key goes
         None => return,
     };
     if path != P2pPath::Auto && !ANY.swap(true, Ordering::AcqRel) {
