@@ -428,7 +428,7 @@ fn parse_fn_name(p: &'static Param, v: &str, known: &dyn Fn(&str) -> bool) -> Re
 impl Config {
     /// Parses the process environment.
     pub fn from_env() -> Result<Config, ConfigError> {
-        Self::from_lookup(|k| std::env::var(k).ok(), &crate::intercept::is_intercepted)
+        Self::from_lookup(|k| std::env::var(k).ok(), &crate::ffi::next::is_intercepted)
     }
 
     /// Parses from any variable lookup; `known_fn` tells which function names exist.

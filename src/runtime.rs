@@ -1,4 +1,5 @@
-//! Process-wide sluice state: whether sluice is active, and its configuration.
+//! Process-wide sluice state: whether sluice is active, and its configuration. State only: the
+//! start-up that fills it in is `protocol::init::start`, so every layer may read it.
 //!
 //! The mode is one atomic byte read on every intercepted call (relaxed: it only changes in
 //! MPI_Init, MPI_Finalize and the `sluice_enable`/`sluice_disable` extension calls).
@@ -7,8 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 use crate::config::Config;
-use crate::ffi::{consts, mpi};
-use crate::{logging, stats};
+use crate::stats;
 
 /// What the interception layer does with a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,7 +39,7 @@ pub fn mode() -> Mode {
     }
 }
 
-fn set_mode(m: Mode) {
+pub(crate) fn set_mode(m: Mode) {
     MODE.store(m as u8, Ordering::Relaxed);
 }
 
@@ -48,79 +48,20 @@ pub fn config() -> Option<&'static Config> {
     CONFIG.get()
 }
 
-/// The mode a started, enabled sluice runs in. Device buffers (`transfer::gpu` armed) need the
-/// full path too: the fast path would hand them to the MPI unchecked.
-fn active_mode(c: &Config) -> Mode {
-    if c.stats || c.test_panic.is_some() || crate::transfer::gpu::armed() {
-        Mode::Instrumented
-    } else {
-        Mode::Active
-    }
+/// Claims the one start of sluice (`protocol::init::start`): true the first time only.
+pub(crate) fn claim_start() -> bool {
+    !STARTED.swap(true, Ordering::AcqRel)
 }
 
-/// Starts sluice once MPI is initialized: reads and validates the configuration, sets up
-/// logging and statistics. Idempotent. On a bad setting sluice stays in pass-through and the
-/// error is returned for MPI_Init to report.
-pub fn start() -> Result<(), crate::config::ConfigError> {
-    if STARTED.swap(true, Ordering::AcqRel) {
-        return Ok(());
-    }
-    let mut rank = -1;
-    // SAFETY: MPI is initialized (callers check); writes one int.
-    unsafe { mpi::PMPI_Comm_rank(consts::comm_world(), &mut rank) };
-    logging::set_rank(rank);
-    let cfg = match Config::from_env() {
-        Ok(c) => c,
-        Err(e) => {
-            set_mode(Mode::PassThrough);
-            return Err(e);
-        }
-    };
-    logging::init(cfg.log.filter());
-    logging::set_plans(cfg.log_plans);
-    if cfg.disable {
-        set_mode(Mode::PassThrough);
-        let _ = CONFIG.set(cfg);
-        return Ok(());
-    }
-    if rank == 0 {
-        for v in Config::unknown_vars(std::env::vars().map(|(k, _)| k)) {
-            log::warn!("unknown variable {v} ignored (see sluice-info for the accepted ones)");
-        }
-    }
-    stats::set_timing(cfg.stats);
-    crate::transfer::staging::set_budget(cfg.staging_cache);
-    crate::protocol::hints::create_keyvals();
-    crate::protocol::comm_hints::create_keyval();
-    if crate::transfer::gpu::arm(cfg.gpu) {
-        log::info!("CUDA driver present: device buffers are staged through host memory (SLUICE_GPU=off to skip the checks)");
-    }
-    log::info!("sluice {} active ({} build)", env!("CARGO_PKG_VERSION"), crate::ffi::FLAVOR);
-    set_mode(active_mode(&cfg));
+/// Keeps the configuration read at start-up (the first one stays).
+pub(crate) fn set_config(cfg: Config) {
     let _ = CONFIG.set(cfg);
-    crate::protocol::datatype::compile_pair_types();
-    Ok(())
 }
 
 /// Stops interception after MPI_Finalize: every later call passes through.
 pub fn stop() {
     set_mode(Mode::PassThrough);
     stats::set_timing(false);
-}
-
-/// `sluice_enable()`: resumes interception if sluice started and was not disabled by
-/// configuration. Returns whether sluice is now active.
-pub fn enable() -> bool {
-    match (config(), mode()) {
-        (Some(c), Mode::PassThrough) if !c.disable && crate::errors::mpi_is_active() => {
-            set_mode(active_mode(c));
-            stats::set_timing(c.stats);
-            // Switching off dropped every compiled type (`datatype::forget_all`), these too.
-            crate::protocol::datatype::compile_pair_types();
-            true
-        }
-        (_, m) => matches!(m, Mode::Active | Mode::Instrumented),
-    }
 }
 
 /// `sluice_disable()`: makes every following call a pure pass-through.

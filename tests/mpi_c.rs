@@ -121,6 +121,20 @@ fn sluice_stacks_in_front_of_another_pmpi_tool() {
 }
 
 #[test]
+fn sluice_linked_in_front_of_the_mpi_works_alone_and_preloaded_too() {
+    // `-lsluice` before the MPI's libraries (mpicc appends them): sluice's MPI_Send is the one
+    // the program binds to, and its next definition is the MPI's. Preloading the same library
+    // as well must not make sluice forward a call to itself.
+    let exe = compile_linked("tests/c", "ring");
+    let so = shim();
+    for preload in [None, Some(so.to_str().unwrap())] {
+        let job = launch(2, &exe, &[("SLUICE_STATS", "1")], preload);
+        job.assert_pass("ring");
+        assert_eq!(job.stat_calls("p2p"), Some(2 * RINGS * 2), "preload {preload:?}\n{}", job.all());
+    }
+}
+
+#[test]
 fn processes_without_mpi_are_untouched() {
     let so = shim();
     let out = std::process::Command::new("sh")

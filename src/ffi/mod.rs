@@ -4,10 +4,9 @@
 //! prototypes). Code elsewhere uses only its type aliases (`MPI_Comm`, `MPI_Datatype`, ...),
 //! never a flavor's concrete representation. `consts` returns the predefined handles that are
 //! cast macros in C. `next` forwards intercepted calls to the next definition in the link
-//! chain. `interposed` is the registry of every intercepted C entry point.
+//! chain, for every entry of the interception layer's registry (`intercept::registry`).
 
 pub mod consts;
-pub mod interposed;
 // Crate-private: see the note in lib.rs (its target slots are on the fast path).
 pub(crate) mod next;
 

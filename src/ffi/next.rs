@@ -24,34 +24,48 @@ use crate::stats;
 
 /// Resolves `name` with `dlsym(RTLD_NEXT)`, falling back to `fallback` (the `PMPI_` symbol).
 ///
-/// A next definition that is `libsluice.so`'s own (possible when sluice is both preloaded and
+/// A next definition inside sluice's own object (possible when sluice is both preloaded and
 /// linked) is skipped in favour of the fallback, which cannot recurse.
 #[cold]
-pub fn resolve(name: &CStr, fallback: *mut c_void, own: *mut c_void) -> *mut c_void {
+pub fn resolve(name: &CStr, fallback: *mut c_void) -> *mut c_void {
     // SAFETY: `name` is NUL-terminated; dlsym with RTLD_NEXT is thread-safe and only reads.
     let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
-    if p.is_null() || p == own {
+    if p.is_null() || in_own_object(p) {
         fallback
     } else {
         p
     }
 }
 
+/// Whether `p` lies in the object (shared library or executable) this code was loaded from.
+/// Asked by address rather than by comparing with sluice's exported function, so that this
+/// layer does not name the interception layer above it.
+fn in_own_object(p: *mut c_void) -> bool {
+    let base = |addr: *const c_void| {
+        // SAFETY: an all-zero Dl_info is a valid value (null pointers); dladdr only writes it.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: dladdr accepts any address and writes `info` only on success.
+        (unsafe { libc::dladdr(addr, &mut info) } != 0).then_some(info.dli_fbase)
+    };
+    let own = base(in_own_object as *const c_void);
+    own.is_some() && base(p) == own
+}
+
 /// Loads a resolved target from its slot, resolving on first use.
 #[inline(always)]
-pub fn slot_target(slot: &AtomicPtr<c_void>, name: &CStr, fallback: *mut c_void, own: *mut c_void) -> *mut c_void {
+pub fn slot_target(slot: &AtomicPtr<c_void>, name: &CStr, fallback: *mut c_void) -> *mut c_void {
     let p = slot.load(Ordering::Relaxed);
     if !p.is_null() {
         return p;
     }
-    resolve_into(slot, name, fallback, own)
+    resolve_into(slot, name, fallback)
 }
 
 /// First use of a slot: resolves and stores the target (out of line, like all of the rare path).
 #[cold]
 #[inline(never)]
-fn resolve_into(slot: &AtomicPtr<c_void>, name: &CStr, fallback: *mut c_void, own: *mut c_void) -> *mut c_void {
-    let p = resolve(name, fallback, own);
+fn resolve_into(slot: &AtomicPtr<c_void>, name: &CStr, fallback: *mut c_void) -> *mut c_void {
+    let p = resolve(name, fallback);
     slot.store(p, Ordering::Relaxed);
     p
 }
@@ -122,7 +136,6 @@ macro_rules! define_next {
                     // SAFETY: literal with exactly one trailing NUL.
                     unsafe { CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
                     [<P $name>] as Target as *mut c_void,
-                    crate::intercept::exports::$name as Target as *mut c_void,
                 );
                 // SAFETY: `p` is either the PMPI function of this exact prototype or a symbol
                 // named like it, which the MPI standard gives the same prototype.
@@ -152,3 +165,21 @@ crate::for_each_interposed!(define_next);
 /// Keeps `c_char` referenced for flavors whose list has no `argv` (silences unused import).
 #[allow(dead_code)]
 type _Argv = *mut *mut c_char;
+
+macro_rules! define_name_list {
+    ($(
+        $fam:ident fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) err($ec:ident)
+        $(bytes($cnt:ident, $dt:ident))?
+        $(fast($fast:ident($($farg:ident),*)))? => $handler:tt ;
+    )*) => {
+        /// Every intercepted C function name (the registry in `intercept::registry`).
+        const INTERCEPTED: &[&str] = &[$( stringify!($name) ),*];
+    };
+}
+
+crate::for_each_interposed!(define_name_list);
+
+/// Whether `name` is an intercepted C function (used to validate `SLUICE_TEST_PANIC`).
+pub fn is_intercepted(name: &str) -> bool {
+    INTERCEPTED.contains(&name)
+}

@@ -46,7 +46,7 @@ pub extern "C" fn sluice_mpi_flavor() -> *const c_char {
 /// `sluice_enable`: resume interception; returns 1 if sluice is now active, else 0.
 #[no_mangle]
 pub extern "C" fn sluice_enable() -> c_int {
-    guarded(|| runtime::enable() as c_int)
+    guarded(|| crate::protocol::init::enable() as c_int)
 }
 
 /// `sluice_disable`: every later call is a pure pass-through; returns 0. Returns -1 and changes

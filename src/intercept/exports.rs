@@ -1,4 +1,4 @@
-//! The exported C symbols: one per registry entry (`ffi::interposed`), each a thin wrapper that
+//! The exported C symbols: one per registry entry (`intercept::registry`), each a thin wrapper that
 //! hands its arguments to [`guard::call`](super::guard::call).
 
 // MPI signatures have as many arguments as the standard gives them.

@@ -84,7 +84,7 @@ fn lazy_start(info: &FnInfo) -> Mode {
     if info.family == Family::Init || !errors::mpi_is_active() {
         return Mode::Uninit;
     }
-    if let Err(e) = runtime::start() {
+    if let Err(e) = crate::protocol::init::start() {
         errors::raise(crate::ffi::consts::comm_world(), errclass::ERR_ARG, &e.to_string());
     }
     runtime::mode()

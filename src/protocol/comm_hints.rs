@@ -88,8 +88,8 @@ static KEYVAL: AtomicI32 = AtomicI32::new(INVALID);
 /// Some communicator has had a hint set (stays set: a cheap "maybe").
 static ANY: AtomicBool = AtomicBool::new(false);
 
-/// Whether any communicator may carry a path hint: the datatype table's lock-free hints stop
-/// promising "left to the MPI at every size" once one does (`protocol::datatype`).
+/// Whether any communicator may carry a path hint (the datatype table learns it through
+/// `datatype::path_keys_exist`).
 #[inline]
 pub fn any() -> bool {
     ANY.load(Ordering::Relaxed)
@@ -122,7 +122,7 @@ fn path_slow(comm: mpi::MPI_Comm) -> P2pPath {
     }
 }
 
-/// Creates the keyval (MPI is initialized; from `runtime::start`). On failure the hints are
+/// Creates the keyval (MPI is initialized; from `init::start`). On failure the hints are
 /// unavailable, with a warning.
 pub fn create_keyval() {
     let mut kv = INVALID;
@@ -190,7 +190,7 @@ fn apply(comm: mpi::MPI_Comm, info: mpi::MPI_Info, replace: bool) {
     };
     if path != P2pPath::Auto && !ANY.swap(true, Ordering::AcqRel) {
         // The first hint: types promised to the MPI at every size must take the full path now.
-        crate::protocol::datatype::refresh_hints();
+        crate::protocol::datatype::path_keys_exist();
     }
     if path == P2pPath::Auto && !any() {
         return; // nothing set anywhere: no attribute needed

@@ -15,7 +15,7 @@
 use rustc_hash::FxHashMap;
 use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::datatype::compiled::CompiledType;
@@ -36,7 +36,7 @@ const FILTER_SLOTS: usize = 1024;
 
 /// Per filter slot, the counts below which a message of any type hashed to the slot is one the
 /// point-to-point handlers leave to the MPI unchanged (`p2p::fast::message`): the predefined
-/// types' bound (`pipeline::small_count`), lowered by every compiled type in the slot to
+/// types' bound (`limits::small_count`), lowered by every compiled type in the slot to
 /// `ceil(S* / size)` for a type [`TypeHint::left_to_mpi`] (no bound with the pipeline off) and
 /// to 0 for any other. The fast path's quick look is then one load and one comparison, and
 /// messages of committed contiguous or large-block types skip the thorough look. Lowered
@@ -68,12 +68,23 @@ fn left_to_mpi(c: &CompiledType) -> bool {
     let large = c.kernel().min_block(1, dl.extent).is_some_and(|b| b >= block);
     // A communicator's `sluice_p2p_path` hint may send large blocks through sluice: once any
     // is set, such types take the full path, which reads the hint.
-    contiguous || (large && cfg.is_some_and(|c| c.p2p_mpi_above == 0) && !crate::protocol::comm_hints::any())
+    contiguous || (large && cfg.is_some_and(|c| c.p2p_mpi_above == 0) && !PATH_KEYS.load(Ordering::Relaxed))
 }
 
-/// Recomputes every compiled type's [`TypeHint::left_to_mpi`] and every slot's quick limit:
-/// the first communicator path hint changed what [`left_to_mpi`] answers.
-pub(crate) fn refresh_hints() {
+/// Whether some communicator carries a `sluice_p2p_path` key (`protocol::comm_hints`): from
+/// then on [`left_to_mpi`] promises nothing, since the key may send any type through sluice.
+static PATH_KEYS: AtomicBool = AtomicBool::new(false);
+
+/// The first communicator path key was set: recomputes every compiled type's
+/// [`TypeHint::left_to_mpi`] and every slot's quick limit (once).
+pub(crate) fn path_keys_exist() {
+    if !PATH_KEYS.swap(true, Ordering::AcqRel) {
+        refresh_hints();
+    }
+}
+
+/// Recomputes every compiled type's [`TypeHint::left_to_mpi`] and every slot's quick limit.
+fn refresh_hints() {
     let g = TYPES.write().unwrap_or_else(|e| e.into_inner());
     for (&key, c) in g.iter().flatten() {
         let i = slot_index(key);
@@ -87,7 +98,7 @@ pub(crate) fn refresh_hints() {
 
 /// `c`'s entry of [`QUICK_LIMIT`] for the current reserved size.
 fn quick_limit_of(c: &CompiledType, left: bool) -> u64 {
-    count_bound(left, c.size() as u64, crate::protocol::p2p::pipeline::reserved() as u64)
+    count_bound(left, c.size() as u64, crate::protocol::limits::reserved() as u64)
 }
 
 /// The counts below which `count` elements of `size` bytes stay below the reserved size
@@ -110,7 +121,7 @@ fn refresh_quick_limit(types: Option<&FxHashMap<usize, Arc<CompiledType>>>, i: u
         .flatten()
         .filter(|(&k, _)| slot_index(k) == i)
         .map(|(_, c)| quick_limit_of(c, left_to_mpi(c)))
-        .fold(crate::protocol::p2p::pipeline::small_count(), u64::min);
+        .fold(crate::protocol::limits::small_count(), u64::min);
     QUICK_LIMIT[i].store(min, Ordering::Relaxed);
 }
 
@@ -445,7 +456,7 @@ pub fn forget_all() {
     super::byte_twin::forget_all();
     GENERATION.fetch_add(1, Ordering::Release);
     MAYBE.iter().for_each(|s| s.store(0, Ordering::Relaxed));
-    let small = crate::protocol::p2p::pipeline::small_count();
+    let small = crate::protocol::limits::small_count();
     QUICK_LIMIT.iter().for_each(|s| s.store(small, Ordering::Relaxed));
     (0..FILTER_SLOTS).for_each(|i| size_write(i, || SIZE_KEY[i].store(0, Ordering::Relaxed)));
 }
@@ -931,7 +942,7 @@ mod tests {
         let same: Vec<usize> = (base + 1..).filter(|&k| slot_index(k) == slot0).take(2).collect();
         let other = (base + 1..).find(|&k| slot_index(k) != slot0).unwrap();
         let (contig, strided, shared) = (handle(base), handle(same[0]), handle(same[1]));
-        let open = crate::protocol::p2p::pipeline::small_count();
+        let open = crate::protocol::limits::small_count();
         assert_eq!(quick_limit(contig), open);
 
         insert(contig, Arc::new(CompiledType::new(&DataLoop::contig(4, DataLoop::bytes(8)))));

@@ -82,7 +82,7 @@ pub(crate) unsafe extern "C" fn delete_value<H>(_handle: H, _keyval: c_int, _val
     errclass::SUCCESS
 }
 
-/// Creates the three keyvals (MPI is initialized; called once, from `runtime::start`). A
+/// Creates the three keyvals (MPI is initialized; called once, from `init::start`). A
 /// failure leaves that keyval `INVALID`, with a warning.
 pub fn create_keyvals() {
     for (i, k) in KEYVALS.iter().enumerate() {

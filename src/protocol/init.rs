@@ -4,7 +4,9 @@
 use std::ffi::{c_char, c_int};
 use std::sync::atomic::{AtomicI32, Ordering};
 
+use crate::config::Config;
 use crate::ffi::{consts, errclass, mpi, next};
+use crate::runtime::Mode;
 use crate::transfer::runtime::progress;
 use crate::{errors, logging, runtime, stats};
 
@@ -14,7 +16,7 @@ fn after_init(rc: c_int, t0: u64, mpi_ns: u64) -> c_int {
     if rc != errclass::SUCCESS {
         return rc;
     }
-    let started = runtime::start().map(|()| start_pipeline().and_then(|()| start_progress_thread()));
+    let started = start().map(|()| start_pipeline().and_then(|()| start_progress_thread()));
     match started {
         Ok(Err(msg)) => errors::raise(consts::comm_world(), errclass::ERR_ARG, &format!("MPI_Init: {msg}")),
         Ok(Ok(())) => {
@@ -25,6 +27,75 @@ fn after_init(rc: c_int, t0: u64, mpi_ns: u64) -> c_int {
             rc
         }
         Err(e) => errors::raise(consts::comm_world(), errclass::ERR_ARG, &format!("MPI_Init: {e}")),
+    }
+}
+
+/// The mode a started, enabled sluice runs in. Device buffers (`transfer::gpu` armed) need the
+/// full path too: the fast path would hand them to the MPI unchecked.
+fn active_mode(c: &Config) -> Mode {
+    if c.stats || c.test_panic.is_some() || crate::transfer::gpu::armed() {
+        Mode::Instrumented
+    } else {
+        Mode::Active
+    }
+}
+
+/// Starts sluice once MPI is initialized: reads and validates the configuration, sets up
+/// logging and statistics. Idempotent. On a bad setting sluice stays in pass-through and the
+/// error is returned for MPI_Init to report.
+pub fn start() -> Result<(), crate::config::ConfigError> {
+    if !runtime::claim_start() {
+        return Ok(());
+    }
+    let mut rank = -1;
+    // SAFETY: MPI is initialized (callers check); writes one int.
+    unsafe { mpi::PMPI_Comm_rank(consts::comm_world(), &mut rank) };
+    logging::set_rank(rank);
+    let cfg = match Config::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            runtime::set_mode(Mode::PassThrough);
+            return Err(e);
+        }
+    };
+    logging::init(cfg.log.filter());
+    logging::set_plans(cfg.log_plans);
+    if cfg.disable {
+        runtime::set_mode(Mode::PassThrough);
+        runtime::set_config(cfg);
+        return Ok(());
+    }
+    if rank == 0 {
+        for v in Config::unknown_vars(std::env::vars().map(|(k, _)| k)) {
+            log::warn!("unknown variable {v} ignored (see sluice-info for the accepted ones)");
+        }
+    }
+    stats::set_timing(cfg.stats);
+    crate::transfer::staging::set_budget(cfg.staging_cache);
+    super::hints::create_keyvals();
+    super::comm_hints::create_keyval();
+    if crate::transfer::gpu::arm(cfg.gpu) {
+        log::info!("CUDA driver present: device buffers are staged through host memory (SLUICE_GPU=off to skip the checks)");
+    }
+    log::info!("sluice {} active ({} build)", env!("CARGO_PKG_VERSION"), crate::ffi::FLAVOR);
+    runtime::set_mode(active_mode(&cfg));
+    runtime::set_config(cfg);
+    super::datatype::compile_pair_types();
+    Ok(())
+}
+
+/// `sluice_enable()`: resumes interception if sluice started and was not disabled by
+/// configuration. Returns whether sluice is now active.
+pub fn enable() -> bool {
+    match (runtime::config(), runtime::mode()) {
+        (Some(c), Mode::PassThrough) if !c.disable && crate::errors::mpi_is_active() => {
+            runtime::set_mode(active_mode(c));
+            stats::set_timing(c.stats);
+            // Switching off dropped every compiled type (`datatype::forget_all`), these too.
+            super::datatype::compile_pair_types();
+            true
+        }
+        (_, m) => matches!(m, Mode::Active | Mode::Instrumented),
     }
 }
 

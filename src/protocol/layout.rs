@@ -240,7 +240,7 @@ const MPICH_REMOTE_ABOVE: usize = 512 << 10;
 /// the arena off) with blocks of at least `SLUICE_P2P_MPI_BLOCK` go to the MPI, from
 /// [`MPICH_REMOTE_ABOVE`] on.
 fn mpich_leaves_to_mpi(cfg: &crate::config::Config, bytes: usize, block: usize, from_struct: bool, shares_node: &dyn Fn() -> bool) -> bool {
-    let reserved = crate::protocol::p2p::pipeline::reserved();
+    let reserved = crate::protocol::limits::reserved();
     if reserved == 0 || bytes < reserved {
         return block >= MPICH_SMALL_MESSAGE_BLOCK && !from_struct;
     }

@@ -19,5 +19,6 @@ pub mod device;
 pub mod hints;
 pub mod init;
 pub mod layout;
+pub mod limits;
 pub mod p2p;
 pub mod parallel;

@@ -429,32 +429,6 @@ pub(crate) unsafe fn request_get_status_mpi(request: Req, flag: *mut c_int, stat
     rc
 }
 
-/// `MPI_Request_free`: an inactive persistent request is freed at once; anything sluice still
-/// has to finish is detached (the application's handle becomes MPI_REQUEST_NULL, sluice keeps
-/// the real request and finishes it later).
-///
-/// # Safety
-/// As `MPI_Request_free`.
-pub(crate) unsafe fn request_free_mpi(request: *mut Req) -> c_int {
-    progress::drive();
-    // SAFETY: a non-null pointer to the application's handle.
-    let Some(op) = (!request.is_null()).then(|| ops::take(unsafe { *request })).flatten() else {
-        // SAFETY: forwarded unchanged.
-        return unsafe { next::MPI_Request_free(request) };
-    };
-    if op.persistent() && !op.active() {
-        drop(op); // staging back to the pool
-                  // SAFETY: forwarded unchanged.
-        return unsafe { next::MPI_Request_free(request) };
-    }
-    // SAFETY: as above.
-    unsafe {
-        ops::detach(*request, op);
-        *request = consts::request_null();
-    }
-    errclass::SUCCESS
-}
-
 /// `MPI_Cancel`: a persistent receive that `MPI_Start` served from a probed message is
 /// inactive in the MPI (which would reject the cancel); its message was matched, so the cancel
 /// fails, as MPI allows, and the receive completes normally. Everything else goes to the MPI.
@@ -690,10 +664,10 @@ pub unsafe fn request_free(request: *mut Req) -> c_int {
     }
     if !track::any() || request.is_null() {
         // SAFETY: forwarded contract.
-        return unsafe { request_free_mpi(request) };
+        return unsafe { ops::request_free_mpi(request) };
     }
     // SAFETY: forwarded contract.
-    unsafe { track::request_free(request, |r| request_free_mpi(r)) }
+    unsafe { track::request_free(request, |r| ops::request_free_mpi(r)) }
 }
 
 /// `MPI_Waitall`.

@@ -1,7 +1,7 @@
 //! The point-to-point fast path: predicates that prove, from a few atomic loads and no lock or
 //! MPI call, that a handler of this protocol would forward its call to the MPI unchanged. The
 //! exported function (`intercept::exports`) asks the predicate named in the registry entry
-//! (`fast(...)` in `ffi::interposed`) first and, when it holds, calls the next definition
+//! (`fast(...)` in `intercept::registry`) first and, when it holds, calls the next definition
 //! directly, skipping the dispatch and the handler's own rules.
 //!
 //! Each predicate must imply exactly what the handler decides (a `true` that the handler would

@@ -260,3 +260,29 @@ pub fn clear() -> usize {
     TRACKED.sub(n);
     n
 }
+
+/// `MPI_Request_free`: an inactive persistent request is freed at once; anything sluice still
+/// has to finish is detached (the application's handle becomes MPI_REQUEST_NULL, sluice keeps
+/// the real request and finishes it later).
+///
+/// # Safety
+/// As `MPI_Request_free`.
+pub(crate) unsafe fn request_free_mpi(request: *mut mpi::MPI_Request) -> c_int {
+    crate::transfer::runtime::progress::drive();
+    // SAFETY: a non-null pointer to the application's handle.
+    let Some(op) = (!request.is_null()).then(|| take(unsafe { *request })).flatten() else {
+        // SAFETY: forwarded unchanged.
+        return unsafe { next::MPI_Request_free(request) };
+    };
+    if op.persistent() && !op.active() {
+        drop(op); // staging back to the pool
+                  // SAFETY: forwarded unchanged.
+        return unsafe { next::MPI_Request_free(request) };
+    }
+    // SAFETY: as above.
+    unsafe {
+        detach(*request, op);
+        *request = crate::ffi::consts::request_null();
+    }
+    errclass::SUCCESS
+}

@@ -19,19 +19,18 @@ pub mod stash;
 pub mod track;
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::ffi::{consts, errclass, mpi};
+use crate::protocol::limits;
+pub use crate::protocol::limits::{reserved, small_count, WIDEST_PREDEFINED};
 
 /// Bytes of the header at the end of M0.
 pub const HEADER: usize = 64;
 /// First word of every header: a sanity check on top of the size rule.
 const MAGIC: u64 = u64::from_le_bytes(*b"SLUICEP1");
 
-/// S\*, the reserved size: `SLUICE_PIPELINE_THRESHOLD` rounded up to an odd number (0: the
-/// pipeline is off).
-static RESERVED: AtomicUsize = AtomicUsize::new(0);
 static CHUNK: AtomicUsize = AtomicUsize::new(128 << 10);
 static DEPTH: AtomicUsize = AtomicUsize::new(4);
 static TAG_UB: AtomicI32 = AtomicI32::new(32767);
@@ -55,43 +54,10 @@ pub fn chunk_posting(len: usize) -> usize {
 /// The private communicator, as an integer (see [`comm_key`]).
 static PRIVATE: Mutex<Option<usize>> = Mutex::new(None);
 
-/// Counts below which `count` elements of any predefined type (at most
-/// [`WIDEST_PREDEFINED`] bytes each) stay below S\* (`u64::MAX` while the pipeline is off): the
-/// fast path's size bound, kept per datatype-filter slot in `datatype::quick_limit`.
-static SMALL_COUNT: AtomicU64 = AtomicU64::new(u64::MAX);
-
-/// Bytes of the widest predefined type (`MPI_C_LONG_DOUBLE_COMPLEX`), the bound used for a type
-/// whose size sluice does not know without an MPI call.
-pub const WIDEST_PREDEFINED: u64 = 32;
-
-/// The reserved size S\*, or 0 when the pipeline is off.
-#[inline]
-pub fn reserved() -> usize {
-    RESERVED.load(Ordering::Relaxed)
-}
-
-/// See [`SMALL_COUNT`]: `count < small_count()` exactly when `count * WIDEST_PREDEFINED < S*`
-/// (or the pipeline is off).
-#[inline(always)]
-pub fn small_count() -> u64 {
-    SMALL_COUNT.load(Ordering::Relaxed)
-}
-
 /// Sets S\* (0: off) and the values derived from it.
 fn set_reserved(s: usize) {
-    SMALL_COUNT.store(small_count_for(s), Ordering::Relaxed);
-    RESERVED.store(s, Ordering::Release);
+    limits::set_reserved(s);
     crate::protocol::datatype::refresh_quick_limits();
-}
-
-/// [`SMALL_COUNT`] for reserved size `s`: the least count whose widest-predefined size reaches
-/// `s` (`u64::MAX` when the pipeline is off).
-fn small_count_for(s: usize) -> u64 {
-    if s == 0 {
-        u64::MAX
-    } else {
-        (s as u64).div_ceil(WIDEST_PREDEFINED)
-    }
 }
 
 /// Chunk size this process sends with.
@@ -378,14 +344,14 @@ mod tests {
     #[test]
     fn small_count_matches_the_widest_predefined_bound() {
         for s in [1usize, 31, 32, 33, 63, 64, 129, (256 << 10) + 1, (1 << 20) - 1, usize::MAX] {
-            let small = small_count_for(s);
+            let small = limits::small_count_for(s);
             let edge = small.saturating_sub(40)..small.saturating_add(40);
             for count in edge.chain([0, 1, u64::MAX, i64::MAX as u64, (-1i64) as u64]) {
                 let bound = count.saturating_mul(WIDEST_PREDEFINED) < s as u64;
                 assert_eq!(count < small, bound, "s={s} count={count}");
             }
         }
-        assert_eq!(small_count_for(0), u64::MAX);
+        assert_eq!(limits::small_count_for(0), u64::MAX);
     }
 
     /// Both chunk paths survive the header round trip; other bytes are never a header.

@@ -432,7 +432,7 @@ fn release_freed(req: Req, g: Gate) {
     if let Gate::Plain = g {
         // An ordinary message: the point-to-point layer finishes it (unpack, staging).
         // SAFETY: sluice's request (the application freed its handle).
-        unsafe { crate::protocol::p2p::complete::request_free_mpi(&mut r) };
+        unsafe { ops::request_free_mpi(&mut r) };
     } else {
         // A persistent receive's operation goes with it (the request is complete: nothing
         // writes its staging any more).

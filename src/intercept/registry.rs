@@ -3,7 +3,8 @@
 //! interception family it is counted in, which communicator reports its errors, how to count
 //! its payload bytes, and which protocol handler serves it (`forward` = pass through unchanged).
 //!
-//! `ffi::next` expands this list into forwarding stubs, `intercept` into the exported symbols.
+//! `ffi::next` expands this list into forwarding stubs (names and signatures only), `intercept`
+//! into the exported symbols that call the handlers.
 //! Adding behaviour to a call means replacing its `forward` with a protocol function of the same
 //! signature; adding a call means adding one line here.
 //!
