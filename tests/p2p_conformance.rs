@@ -283,6 +283,22 @@ fn p2p_chunk_fault() {
 }
 
 #[test]
+fn p2p_pingping_never_hangs() {
+    // Issue 21's "possible hang": a ping-ping of one MPI_INT (both ranks send, then receive;
+    // and Sendrecv) at every configuration, 2 and 4 ranks, several jobs each: every job must
+    // finish within the launcher's timeout with every value and count right.
+    let exe = compile_c("p2p_pingping");
+    for cfg in CONFIGS {
+        for np in RANKS {
+            for _ in 0..3 {
+                let job = launch_shim(np, &exe, cfg.env);
+                job.assert_pass("p2p_pingping");
+            }
+        }
+    }
+}
+
+#[test]
 fn progress_thread() {
     // SLUICE_PROGRESS_THREAD=1: a pipelined message lands while neither rank calls MPI, with
     // the arena and through the MPI, at 2 and 4 ranks; MPI_Init_thread and MPI_Query_thread
