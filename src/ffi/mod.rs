@@ -154,6 +154,19 @@ pub fn datatype_key(t: mpi::MPI_Datatype) -> usize {
     }
 }
 
+/// A message handle (`MPI_Mprobe`'s) as a plain integer key.
+#[inline]
+pub fn message_key(m: mpi::MPI_Message) -> usize {
+    #[cfg(sluice_mpi = "openmpi")]
+    {
+        m as usize
+    }
+    #[cfg(sluice_mpi = "mpich")]
+    {
+        m as u32 as usize
+    }
+}
+
 /// A request handle as a plain integer key, and back (the key round-trips exactly).
 #[inline]
 pub fn request_key(r: mpi::MPI_Request) -> usize {

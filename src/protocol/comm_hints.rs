@@ -19,6 +19,9 @@
 
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Mutex;
+
+use rustc_hash::FxHashMap;
 
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::protocol::hints::{copy_value, delete_value};
@@ -102,6 +105,33 @@ pub fn path(comm: mpi::MPI_Comm) -> P2pPath {
         return P2pPath::Auto;
     }
     path_slow(comm)
+}
+
+/// The paths of the communicators that matched probes took messages on, by message handle
+/// (only while some communicator has a key): a message handle does not name its communicator,
+/// so `MPI_Mrecv`/`MPI_Imrecv` read the path noted when the probe took the message.
+static MATCHED: Mutex<Option<FxHashMap<usize, P2pPath>>> = Mutex::new(None);
+
+/// A matched probe on `comm` took `message` (`MPI_Mprobe`, `MPI_Improbe`): notes `comm`'s path
+/// for the receive of that message. Every taken message is noted, `Auto` included, so an entry
+/// left under a handle the MPI reuses is replaced.
+pub fn note_matched(comm: mpi::MPI_Comm, message: mpi::MPI_Message) {
+    if !any() || message == consts::message_null() || message == consts::message_no_proc() {
+        return;
+    }
+    let p = path(comm);
+    let mut g = MATCHED.lock().unwrap_or_else(|e| e.into_inner());
+    g.get_or_insert_with(FxHashMap::default).insert(crate::ffi::message_key(message), p);
+}
+
+/// The path of the communicator `message` was taken on, forgotten once read (`Auto` when no
+/// key was set when the probe took it).
+pub fn matched_path(message: mpi::MPI_Message) -> P2pPath {
+    if !any() {
+        return P2pPath::Auto;
+    }
+    let mut g = MATCHED.lock().unwrap_or_else(|e| e.into_inner());
+    g.as_mut().and_then(|m| m.remove(&crate::ffi::message_key(message))).unwrap_or(P2pPath::Auto)
 }
 
 #[cold]

@@ -11,6 +11,7 @@ use super::ops::{self, Entry};
 use super::pipeline::track;
 use super::{blank_status, status_or};
 use crate::ffi::{consts, errclass, mpi, next};
+use crate::protocol::comm_hints;
 use crate::transfer::runtime::progress;
 
 type Req = mpi::MPI_Request;
@@ -580,12 +581,18 @@ pub unsafe fn iprobe(source: c_int, tag: c_int, comm: mpi::MPI_Comm, flag: *mut 
 /// As `MPI_Mprobe`.
 pub unsafe fn mprobe(source: c_int, tag: c_int, comm: mpi::MPI_Comm, message: *mut mpi::MPI_Message, status: *mut Status) -> c_int {
     progress::drive();
-    if super::pipeline::reserved() != 0 {
+    let rc = if super::pipeline::reserved() != 0 {
         // SAFETY: forwarded contract (a null flag: blocking).
-        return unsafe { super::pipeline::stash::mprobe(source, tag, comm, std::ptr::null_mut(), message, status) };
+        unsafe { super::pipeline::stash::mprobe(source, tag, comm, std::ptr::null_mut(), message, status) }
+    } else {
+        // SAFETY: forwarded unchanged.
+        unsafe { next::MPI_Mprobe(source, tag, comm, message, status) }
+    };
+    if rc == errclass::SUCCESS && !message.is_null() {
+        // SAFETY: the MPI (or the stash) wrote the message handle.
+        comm_hints::note_matched(comm, unsafe { *message });
     }
-    // SAFETY: forwarded unchanged.
-    unsafe { next::MPI_Mprobe(source, tag, comm, message, status) }
+    rc
 }
 
 /// `MPI_Improbe`: as [`mprobe`].
@@ -601,12 +608,19 @@ pub unsafe fn improbe(
     status: *mut Status,
 ) -> c_int {
     progress::drive();
-    if super::pipeline::reserved() != 0 && !flag.is_null() {
+    let rc = if super::pipeline::reserved() != 0 && !flag.is_null() {
         // SAFETY: forwarded contract.
-        return unsafe { super::pipeline::stash::mprobe(source, tag, comm, flag, message, status) };
+        unsafe { super::pipeline::stash::mprobe(source, tag, comm, flag, message, status) }
+    } else {
+        // SAFETY: forwarded unchanged.
+        unsafe { next::MPI_Improbe(source, tag, comm, flag, message, status) }
+    };
+    // SAFETY: on success the MPI (or the stash) wrote the flag, and the handle when it is set.
+    if rc == errclass::SUCCESS && !flag.is_null() && !message.is_null() && unsafe { *flag } != 0 {
+        // SAFETY: as above.
+        comm_hints::note_matched(comm, unsafe { *message });
     }
-    // SAFETY: forwarded unchanged.
-    unsafe { next::MPI_Improbe(source, tag, comm, flag, message, status) }
+    rc
 }
 
 // ---- the application's entry points: pipelined receives first, then the calls above --------

@@ -218,10 +218,16 @@ fn arm(rc: c_int, request: *mut Req, landing: Landing, capacity: usize, pipe: Op
     }
 }
 
-/// The path of a matched receive (`MPI_Mrecv`, `MPI_Imrecv`): the message handle does not say
-/// its communicator, so its hint cannot be read (nor its peer's node: taken as this one); any
-/// path reads any message (a hint only changes speed).
-const MATCHED: P2pPath = P2pPath::Auto;
+/// The path of a matched receive (`MPI_Mrecv`, `MPI_Imrecv`): the one noted when the probe took
+/// the message (`comm_hints::note_matched`; a message handle does not name its communicator).
+/// The peer's node is taken as this one; any path reads any message (a hint only changes speed).
+fn matched_path(message: *mut mpi::MPI_Message) -> P2pPath {
+    if message.is_null() {
+        return P2pPath::Auto; // the MPI reports the argument
+    }
+    // SAFETY: a non-null pointer to the application's message handle.
+    comm_hints::matched_path(unsafe { *message })
+}
 
 /// The engine layout of a receive, if sluice serves it.
 fn recv_layout(buf: *mut c_void, count: i64, datatype: Dt, source: c_int, comm: Comm, path: P2pPath) -> Option<Layout> {
@@ -395,11 +401,12 @@ unsafe fn mrecv_stashed(
 /// # Safety
 /// As `MPI_Mrecv`.
 pub unsafe fn mrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut mpi::MPI_Message, status: *mut Status) -> c_int {
+    let path = matched_path(message);
     // SAFETY: forwarded contract.
     if let Some(rc) = unsafe { mrecv_stashed(buf, count.into(), datatype, message, status, std::ptr::null_mut()) } {
         return rc;
     }
-    match Layout::of(buf, count.into(), datatype, MATCHED, &|| true).filter(|_| message_ok(message)) {
+    match Layout::of(buf, count.into(), datatype, path, &|| true).filter(|_| message_ok(message)) {
         // SAFETY: forwarded contract.
         Some(l) => unsafe { blocking(l, buf, status, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
         // SAFETY: forwarded unchanged.
@@ -415,11 +422,12 @@ pub unsafe fn mrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut 
 /// # Safety
 /// As `MPI_Imrecv`.
 pub unsafe fn imrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut mpi::MPI_Message, request: *mut Req) -> c_int {
+    let path = matched_path(message);
     // SAFETY: forwarded contract.
     if let Some(rc) = unsafe { mrecv_stashed(buf, count.into(), datatype, message, std::ptr::null_mut(), request) } {
         return rc;
     }
-    match Layout::of(buf, count.into(), datatype, MATCHED, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
+    match Layout::of(buf, count.into(), datatype, path, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
         // SAFETY: as in `irecv`.
         Some(l) => with_request(l, buf, request, false, |p, n| unsafe { next::MPI_Imrecv(p, n, consts::packed(), message, request) }),
         // SAFETY: forwarded unchanged.
@@ -798,11 +806,12 @@ pub mod large_count {
         message: *mut mpi::MPI_Message,
         status: *mut Status,
     ) -> c_int {
+        let path = super::matched_path(message);
         // SAFETY: forwarded contract.
         if let Some(rc) = unsafe { mrecv_stashed(buf, count, datatype, message, status, std::ptr::null_mut()) } {
             return rc;
         }
-        match Layout::of(buf, count, datatype, MATCHED, &|| true).filter(|_| message_ok(message)) {
+        match Layout::of(buf, count, datatype, path, &|| true).filter(|_| message_ok(message)) {
             // SAFETY: as in `mrecv`.
             Some(l) => unsafe { blocking(l, buf, status, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
             // SAFETY: forwarded unchanged.
@@ -824,11 +833,12 @@ pub mod large_count {
         message: *mut mpi::MPI_Message,
         request: *mut Req,
     ) -> c_int {
+        let path = super::matched_path(message);
         // SAFETY: forwarded contract.
         if let Some(rc) = unsafe { mrecv_stashed(buf, count, datatype, message, std::ptr::null_mut(), request) } {
             return rc;
         }
-        match Layout::of(buf, count, datatype, MATCHED, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
+        match Layout::of(buf, count, datatype, path, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
             // SAFETY: as in `irecv`.
             Some(l) => with_request(l, buf, request, false, |p, n| unsafe { next::MPI_Imrecv(p, n, consts::packed(), message, request) }),
             // SAFETY: forwarded unchanged.

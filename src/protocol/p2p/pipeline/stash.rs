@@ -240,7 +240,7 @@ pub unsafe fn mprobe(
                 }
             }
             let mut g = BY_MESSAGE.lock().unwrap_or_else(|e| e.into_inner());
-            g.get_or_insert_with(FxHashMap::default).insert(message_key(handle), e);
+            g.get_or_insert_with(FxHashMap::default).insert(crate::ffi::message_key(handle), e);
             BY_MESSAGE_N.fetch_add(1, Ordering::AcqRel);
             return errclass::SUCCESS;
         }
@@ -277,7 +277,7 @@ pub unsafe fn mprobe(
         e.report(status);
     }
     let mut g = BY_MESSAGE.lock().unwrap_or_else(|e| e.into_inner());
-    g.get_or_insert_with(FxHashMap::default).insert(message_key(handle), e);
+    g.get_or_insert_with(FxHashMap::default).insert(crate::ffi::message_key(handle), e);
     BY_MESSAGE_N.fetch_add(1, Ordering::AcqRel);
     rc
 }
@@ -288,7 +288,7 @@ pub fn take_message(message: mpi::MPI_Message) -> Option<Stashed> {
         return None;
     }
     let mut g = BY_MESSAGE.lock().unwrap_or_else(|e| e.into_inner());
-    let e = g.as_mut()?.remove(&message_key(message))?;
+    let e = g.as_mut()?.remove(&crate::ffi::message_key(message))?;
     BY_MESSAGE_N.fetch_sub(1, Ordering::AcqRel);
     Some(e)
 }
@@ -308,16 +308,5 @@ fn fake_message() -> mpi::MPI_Message {
     #[cfg(sluice_mpi = "mpich")]
     {
         (0x7c00_0000u32 | (n as u32 & 0x03ff_ffff)) as mpi::MPI_Message
-    }
-}
-
-fn message_key(m: mpi::MPI_Message) -> usize {
-    #[cfg(sluice_mpi = "openmpi")]
-    {
-        m as usize
-    }
-    #[cfg(sluice_mpi = "mpich")]
-    {
-        m as u32 as usize
     }
 }
