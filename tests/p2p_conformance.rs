@@ -378,4 +378,13 @@ fn p2p_paths() {
     let job = launch_shim(2, &exe, &[("PATH_EVEN", "fastest"), ("PATH_ODD", "arena")]);
     assert_ok("p2p_paths", "unknown value", &job);
     assert!(job.stderr.contains("sluice_p2p_path=\"fastest\" ignored"), "{}", job.all());
+    // ... also by MPI_Comm_dup_with_info of a communicator that has a key: the duplicate has
+    // none (automatic: Open MPI's small-block messages are staged again), not the parent's.
+    let env = [("PATH_EVEN", "mpi"), ("PATH_ODD", "mpi"), ("PATH_REDUP", "fastest"), ("SLUICE_LOG", "warn,plan")];
+    let job = launch_shim(2, &exe, &env);
+    assert_ok("p2p_paths", "unknown value in dup_with_info of a keyed communicator", &job);
+    assert!(job.stderr.contains("sluice_p2p_path=\"fastest\" ignored"), "{}", job.all());
+    if FLAVOR == "openmpi" {
+        assert!(job.stderr.contains(": staged"), "the duplicate kept the parent's 'mpi' key\n{}", job.all());
+    }
 }

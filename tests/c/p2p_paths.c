@@ -2,7 +2,8 @@
  * sending side is read by every path on the receiving side. Even ranks set the key to
  * $PATH_EVEN, odd ranks to $PATH_ODD (auto, mpi, staged, pipelined, arena; unset: no key), on
  * three communicators: MPI_Comm_dup_with_info of MPI_COMM_WORLD, MPI_Comm_dup of that one (the
- * key is copied), and MPI_Comm_dup followed by MPI_Comm_set_info. Each rank exchanges messages
+ * key is copied; with $PATH_REDUP, MPI_Comm_dup_with_info of it with that value), and
+ * MPI_Comm_dup followed by MPI_Comm_set_info. Each rank exchanges messages
  * with rank ^ 1 in both directions: small-block and large-block (4 KiB) vectors of doubles and
  * a resized struct, received into another layout of the same signature, from 1 KiB to 4 MiB,
  * by Isend+Recv, Irecv+Send, Probe+Recv, Mprobe+Mrecv, persistent sends and receives, and
@@ -111,7 +112,18 @@ int main(int argc, char **argv) {
     MPI_Comm comms[3];
     const char *labels[3] = {"dup_with_info", "dup of it", "set_info"};
     MPI_OK(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &comms[0]));
-    MPI_OK(MPI_Comm_dup(comms[0], &comms[1]));
+    /* $PATH_REDUP (set): the second communicator is MPI_Comm_dup_with_info of the first with
+     * that value instead, which replaces the copied key (an unknown value leaves no key). */
+    const char *redup = getenv("PATH_REDUP");
+    if (redup && *redup) {
+        MPI_Info again;
+        MPI_OK(MPI_Info_create(&again));
+        MPI_OK(MPI_Info_set(again, "sluice_p2p_path", redup));
+        MPI_OK(MPI_Comm_dup_with_info(comms[0], again, &comms[1]));
+        MPI_OK(MPI_Info_free(&again));
+    } else {
+        MPI_OK(MPI_Comm_dup(comms[0], &comms[1]));
+    }
     MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &comms[2]));
     MPI_OK(MPI_Comm_set_info(comms[2], info));
     for (int i = 0; i < 3; i++) MPI_Comm_set_errhandler(comms[i], MPI_ERRORS_RETURN);
