@@ -1,7 +1,7 @@
 //! The point-to-point size limits that the datatype table, the layout rules and the pipeline all
 //! read: the pipeline's reserved size S\* and the fast path's count bound derived from it. A leaf
 //! module, so that the datatype table below the protocols reads them without depending on the
-//! pipeline that sets them (`p2p::pipeline::configure`).
+//! pipeline that sets them (`p2p::pipeline::start` and `finish`).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
