@@ -132,6 +132,12 @@ pub const PARAMS: &[Param] = &[
         doc: "MPI_Pack/MPI_Unpack of at least this many packed bytes run on SLUICE_THREADS workers (RW-CP), unless the type's SLUICE_HINT_PARALLEL is off or epsilon says waking the workers does not pay; off (default until range kernels exist: the chunk path is slower than the serial kernels, docs/benchmarks.md) never.",
     },
     Param {
+        name: "SLUICE_PACK_ENGINE",
+        default: "auto",
+        accepted: "auto, sluice, mpi",
+        doc: "Who packs and unpacks a committed type's whole elements (MPI_Pack/MPI_Unpack, staged point-to-point messages): auto = per type and direction, the faster of sluice's kernel and the MPI's engine, timed on the type's first calls of at least 16 KiB (docs/architecture.md, \"Engine choice\"); sluice or mpi = always that one (the MPI's only for calls within its int sizes).",
+    },
+    Param {
         name: "SLUICE_CKPT_EPSILON",
         default: "0.2",
         accepted: "a decimal number greater than 0 and at most 10, e.g. 0.2",
@@ -250,6 +256,8 @@ pub struct Config {
     pub threads: Option<usize>,
     /// `SLUICE_PARALLEL_MIN`, packed bytes.
     pub parallel_min: usize,
+    /// `SLUICE_PACK_ENGINE`.
+    pub pack_engine: crate::datatype::choice::Policy,
     /// `SLUICE_CKPT_EPSILON`.
     pub ckpt_epsilon: f64,
     /// `SLUICE_CKPT_MEMORY`, bytes.
@@ -363,6 +371,16 @@ pub enum RemoteSplit {
     Above(usize),
 }
 
+fn parse_pack_engine(p: &'static Param, v: &str) -> Result<crate::datatype::choice::Policy, ConfigError> {
+    use crate::datatype::choice::Policy;
+    match v.trim().to_ascii_lowercase().as_str() {
+        "auto" => Ok(Policy::Auto),
+        "sluice" => Ok(Policy::Sluice),
+        "mpi" => Ok(Policy::Mpi),
+        _ => Err(ConfigError { name: p.name, value: v.to_string(), accepted: p.accepted }),
+    }
+}
+
 fn parse_remote_split(p: &'static Param, v: &str) -> Result<RemoteSplit, ConfigError> {
     let t = v.trim();
     if t.eq_ignore_ascii_case("auto") {
@@ -458,6 +476,7 @@ impl Config {
                 progress_thread: false,
                 threads: Some(1),
                 parallel_min: usize::MAX,
+                pack_engine: crate::datatype::choice::Policy::Sluice,
                 ckpt_epsilon: 0.2,
                 ckpt_memory: 0,
                 gpu: false,
@@ -495,6 +514,7 @@ impl Config {
             progress_thread: parse_bool(param("SLUICE_PROGRESS_THREAD"), &value("SLUICE_PROGRESS_THREAD"))?,
             threads: parse_threads(param("SLUICE_THREADS"), &value("SLUICE_THREADS"))?,
             parallel_min: parse_bytes_or_off(param("SLUICE_PARALLEL_MIN"), &value("SLUICE_PARALLEL_MIN"))?,
+            pack_engine: parse_pack_engine(param("SLUICE_PACK_ENGINE"), &value("SLUICE_PACK_ENGINE"))?,
             ckpt_epsilon: parse_epsilon(param("SLUICE_CKPT_EPSILON"), &value("SLUICE_CKPT_EPSILON"))?,
             ckpt_memory: parse_bytes(param("SLUICE_CKPT_MEMORY"), &value("SLUICE_CKPT_MEMORY"))?,
             gpu: parse_auto_off(param("SLUICE_GPU"), &value("SLUICE_GPU"))?,
@@ -550,6 +570,7 @@ mod tests {
             progress_thread: false,
             threads: None,
             parallel_min: usize::MAX,
+            pack_engine: crate::datatype::choice::Policy::Auto,
             ckpt_epsilon: 0.2,
             ckpt_memory: 16 << 20,
             gpu: true,
@@ -653,6 +674,10 @@ mod tests {
         assert_eq!(parse(&[("SLUICE_PARALLEL_MIN", "4x")]).unwrap_err().name, "SLUICE_PARALLEL_MIN");
         assert_eq!(parse(&[("SLUICE_PARALLEL_MIN", " OFF ")]).unwrap().parallel_min, usize::MAX);
         assert_eq!(parse(&[("SLUICE_PARALLEL_MIN", "4M")]).unwrap().parallel_min, 4 << 20);
+        use crate::datatype::choice::Policy;
+        assert_eq!(parse(&[("SLUICE_PACK_ENGINE", " MPI ")]).unwrap().pack_engine, Policy::Mpi);
+        assert_eq!(parse(&[("SLUICE_PACK_ENGINE", "sluice")]).unwrap().pack_engine, Policy::Sluice);
+        assert_eq!(parse(&[("SLUICE_PACK_ENGINE", "fast")]).unwrap_err().name, "SLUICE_PACK_ENGINE");
         assert_eq!(parse(&[("SLUICE_THREADS", " AUTO ")]).unwrap().threads, None);
         for bad in ["0", "-1", "1025", "two", ""] {
             assert_eq!(parse(&[("SLUICE_THREADS", bad)]).unwrap_err().name, "SLUICE_THREADS", "{bad:?}");

@@ -27,6 +27,8 @@ pub mod hw;
 pub(crate) mod intercept;
 pub mod logging;
 pub(crate) mod protocol;
+/// The engine choice `MPI_Pack`/`MPI_Unpack` make (for `sluice-ddt-bench`, which times it).
+pub use protocol::pack_engine;
 pub(crate) mod runtime;
 pub mod stats;
 pub mod transfer;

@@ -72,3 +72,38 @@ fn aa_run_times_the_mpi_engine_in_both_columns() {
     assert_eq!(rows.len(), 6, "{rows:?}");
     assert!(rows.iter().all(|r| r[1] == "lu-5"));
 }
+
+/// The shape sweep's fixed seeds (issue 28), correctness only: every generated shape is packed
+/// and unpacked by sluice's engine and by the MPI's, and the bytes must agree (the bench exits
+/// non-zero on the first difference). Three seeds x 150 shapes; no timing.
+#[test]
+fn sweep_shapes_pack_and_unpack_like_the_mpi() {
+    for seed in ["11", "12", "13"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_sluice-ddt-bench"))
+            .args(["--sweep", seed, "--shapes", "150", "--check-only"])
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .expect("sluice-ddt-bench runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "seed {seed}:\n{text}");
+        assert!(text.contains("# 150 cases verified against the MPI's engine"), "seed {seed}:\n{text}");
+        // Every shape is described (how to rebuild it), and the sweep spans the nesting depths.
+        assert_eq!(text.lines().filter(|l| l.starts_with(&format!("# s{seed}:"))).count(), 150, "{text}");
+        for depth in 1..=4 {
+            let d = text.lines().filter(|l| l.starts_with("# s") && l.matches(" of ").count() == depth).count();
+            assert!(d > 0, "seed {seed}: no shape with {depth} levels:\n{text}");
+        }
+    }
+}
+
+/// `--chooser` times sluice as MPI_Pack/MPI_Unpack serve a type (the engine choice learned in
+/// the warm-up): the rows are complete and the kernel column names the choice.
+#[test]
+fn chooser_rows_name_the_kernel_and_the_choice() {
+    let (rows, _) = run("vec-8,s3:5", &["--chooser"]);
+    assert_eq!(rows.len(), 2 * 2 * 3, "{rows:?}");
+    for r in &rows {
+        assert!(!r[2].is_empty() && (!r[2].contains('+') || r[2].contains("+mpi")), "{r:?}");
+    }
+}

@@ -312,3 +312,21 @@ fn one_sided_and_file_calls_pass_through_unchanged() {
         assert!(job.stat_calls("rma-io").unwrap_or(0) >= 8 * np as u64, "np={np}: one-sided/file calls not counted\n{}", job.all());
     }
 }
+
+#[test]
+fn pack_engine_choice_learns_per_type_and_every_call_matches_the_mpi() {
+    let exe = compile_c("pack_choice");
+    // auto: each type's first large calls are split between the two engines, then one serves.
+    let job = launch_shim(2, &exe, &[("SLUICE_LOG", "debug")]);
+    job.assert_pass("pack_choice");
+    let all = job.all();
+    let decisions = all.lines().filter(|l| l.contains("Pack by ") || l.contains("Unpack by ")).count();
+    // 19 types, both directions, both ranks: the ones whose calls reach 16 KiB decide.
+    assert!(decisions >= 2 * 2 * 15, "too few engine decisions logged ({decisions}):\n{all}");
+    for policy in ["mpi", "sluice"] {
+        let job = launch_shim(2, &exe, &[("SLUICE_PACK_ENGINE", policy), ("SLUICE_LOG", "debug")]);
+        job.assert_pass("pack_choice");
+        assert!(!job.all().contains(" by Mpi ") && !job.all().contains(" by Sluice "), "{policy}: nothing is learned:\n{}", job.all());
+        assert!(!job.all().contains("+mpi"), "{policy}: no decision to show:\n{}", job.all());
+    }
+}

@@ -4,6 +4,7 @@
 //! The kernel ([`kernel::compile`]) is a specialized loop for contiguous, strided (nested
 //! vectors), block-indexed, small-runs and indexed shapes, or the general interpreter otherwise.
 
+use super::choice::EngineChoice;
 use super::interp;
 use super::ir::DataLoop;
 use super::kernel::{self, BlockCopy, Isa, Kernel, Prefetch, Stores, Tuning};
@@ -40,6 +41,9 @@ pub struct CompiledType {
     /// merged the struct away, so it is noted before.
     from_struct: bool,
     id: u64,
+    /// Whether sluice's kernel or the MPI's engine serves this type's whole-element operations,
+    /// learned per direction on this machine ([`EngineChoice`]).
+    choice: EngineChoice,
 }
 
 impl CompiledType {
@@ -49,7 +53,12 @@ impl CompiledType {
         let dl = normalize(dl);
         let kernel = kernel::compile(&dl);
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        CompiledType { dl, kernel, isa: Isa::host(), stores: None, tuning: Tuning::host(), from_struct, id }
+        CompiledType { dl, kernel, isa: Isa::host(), stores: None, tuning: Tuning::host(), from_struct, id, choice: EngineChoice::new() }
+    }
+
+    /// Which engine serves this type's operations, per direction.
+    pub fn choice(&self) -> &EngineChoice {
+        &self.choice
     }
 
     /// Whether the type was built through a struct node (see the field): its elements may mix

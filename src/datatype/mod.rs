@@ -31,6 +31,7 @@
 //! reports them unsupported so callers fall back to the MPI).
 
 pub mod checkpoint;
+pub mod choice;
 pub mod compiled;
 pub mod decode;
 pub mod device_shape;

@@ -117,7 +117,8 @@ pub extern "C" fn sluice_p2p_outstanding(requests: *mut std::ffi::c_long, stagin
 }
 
 /// `sluice_type_kernel`: 1 if sluice's engine serves `datatype` (committed and compiled while
-/// the engine is on), with the kernel's name in `*kernel` (when non-null; a static string), or
+/// the engine is on), with the kernel's name in `*kernel` (when non-null; a static string;
+/// with `+mpi-pack`, `+mpi-unpack` or `+mpi` once the MPI's engine was chosen for a direction), or
 /// 0 if the MPI's own engine does (predefined, uncommitted or undecodable types, engine off).
 ///
 /// # Safety
@@ -128,7 +129,7 @@ pub unsafe extern "C" fn sluice_type_kernel(datatype: crate::ffi::mpi::MPI_Datat
         Some(c) => {
             if !kernel.is_null() {
                 // SAFETY: the caller's out-parameter; the name is a static C string.
-                unsafe { *kernel = c.kernel().c_name().as_ptr() };
+                unsafe { *kernel = crate::protocol::pack_engine::describe(&c).as_ptr() };
             }
             1
         }

@@ -660,7 +660,7 @@ unsafe fn engine_pack(p: &PackPlan<'_>, inbuf: *const c_void, outbuf: *mut c_voi
         }
         let out = std::slice::from_raw_parts_mut((outbuf as *mut u8).add(p.start), p.bytes);
         if !super::parallel::try_pack(p.datatype, p.compiled, p.count, inbuf as *const u8, out) {
-            p.compiled.pack(inbuf as *const u8, p.count, out);
+            super::pack_engine::pack(p.datatype, p.compiled, p.count, inbuf as *const u8, out);
         }
     }
     stats::engine_bytes(p.bytes);
@@ -687,7 +687,7 @@ unsafe fn engine_unpack(p: &PackPlan<'_>, inbuf: *const c_void, outbuf: *mut c_v
         }
         let input = std::slice::from_raw_parts((inbuf as *const u8).add(p.start), p.bytes);
         if !super::parallel::try_unpack(p.datatype, p.compiled, p.count, input, outbuf as *mut u8) {
-            p.compiled.unpack(input, p.count, outbuf as *mut u8);
+            super::pack_engine::unpack(p.datatype, p.compiled, p.count, input, outbuf as *mut u8);
         }
     }
     stats::engine_bytes(p.bytes);

@@ -12,6 +12,7 @@ use crate::datatype::interp;
 use crate::ffi::mpi;
 use crate::protocol::comm_hints::P2pPath;
 use crate::protocol::datatype::lookup;
+use crate::protocol::pack_engine;
 use crate::transfer::staging::{self, Staging};
 
 /// A typed buffer that sluice's engine moves: `count` elements of a compiled type, `bytes`
@@ -155,7 +156,7 @@ impl Layout {
     pub unsafe fn pack(&self, buf: *const c_void, st: &mut Staging) {
         // SAFETY: the caller guarantees the typemap is readable at `buf`; `st` is sluice's own
         // buffer of at least `bytes` bytes and cannot overlap the application's memory.
-        unsafe { self.ct.pack(buf.cast(), self.count, st.bytes_mut()) };
+        unsafe { pack_engine::pack(self.datatype, &self.ct, self.count, buf.cast(), st.bytes_mut()) };
         crate::stats::engine_bytes(self.bytes);
     }
 
@@ -181,7 +182,7 @@ impl Layout {
         if n == self.bytes {
             // SAFETY: the caller guarantees the typemap is writable at `buf`; `input` is
             // sluice's own memory.
-            unsafe { self.ct.unpack(input, self.count, buf.cast()) };
+            unsafe { pack_engine::unpack(self.datatype, &self.ct, self.count, input, buf.cast()) };
         } else if n > 0 {
             // A short message fills a prefix of the stream, as in the MPI.
             // SAFETY: as above; the range [0, n) lies inside the stream of `count` elements.
@@ -201,7 +202,7 @@ impl Layout {
         // memory of the stream's length.
         unsafe {
             if !crate::protocol::parallel::try_pack(self.datatype, &self.ct, self.count, buf.cast(), out) {
-                self.ct.pack(buf.cast(), self.count, out);
+                pack_engine::pack(self.datatype, &self.ct, self.count, buf.cast(), out);
             }
         }
         crate::stats::engine_bytes(self.bytes);
@@ -217,7 +218,7 @@ impl Layout {
         // SAFETY: as above; `input` is sluice's own memory.
         unsafe {
             if !crate::protocol::parallel::try_unpack(self.datatype, &self.ct, self.count, input, buf.cast()) {
-                self.ct.unpack(input, self.count, buf.cast());
+                pack_engine::unpack(self.datatype, &self.ct, self.count, input, buf.cast());
             }
         }
         crate::stats::engine_bytes(self.bytes);

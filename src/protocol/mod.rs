@@ -8,7 +8,8 @@
 //! `device` stages device (GPU) buffers through host memory around the handlers of both.
 //! `byte_twin` gives a compiled type's layout as `MPI_BYTE`s, for receives left to the MPI.
 //! `hints` (the datatype attribute keyvals) and `parallel` (when MPI_Pack/MPI_Unpack run on
-//! several workers) serve `datatype`.
+//! several workers) serve `datatype`. `pack_engine` runs a whole-element pack or unpack on the
+//! engine chosen for the type (sluice's kernel or the MPI's), for `datatype` and `layout`.
 
 pub mod byte_twin;
 pub mod coll;
@@ -21,4 +22,5 @@ pub mod init;
 pub mod layout;
 pub mod limits;
 pub mod p2p;
+pub mod pack_engine;
 pub mod parallel;

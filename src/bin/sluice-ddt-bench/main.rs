@@ -30,6 +30,7 @@
 //! Prints a table; with --csv also writes one row per (case, direction, engine).
 
 mod pairs;
+mod sweep;
 
 use std::ffi::c_int;
 use std::hint::black_box;
@@ -37,12 +38,14 @@ use std::process::ExitCode;
 use std::ptr::null_mut;
 use std::time::{Duration, Instant};
 
+use sluice::datatype::choice::Policy;
 use sluice::datatype::compiled::CompiledType;
 use sluice::datatype::decode::decode;
 use sluice::datatype::kernel::{BlockCopy, Isa, Prefetch, Stores, Tuning};
 use sluice::ffi::consts as k;
 use sluice::ffi::mpi::{self, MPI_Aint, MPI_Datatype};
 use sluice::ffi::FLAVOR;
+use sluice::pack_engine;
 
 use pairs::{median_ci, ratios, Interval};
 
@@ -122,6 +125,29 @@ fn build(name: &str) -> (MPI_Datatype, usize) {
         "face-x" => (sub([256, 256, 64], [256, 256, 1], d), 1),
         "face-y" => (sub([256, 256, 64], [256, 1, 64], d), 1),
         "face-z" => (sub([256, 256, 64], [1, 256, 64], d), 1),
+        // Issue 28's two shapes, close to the suite's but not the same.
+        "milc-192" => {
+            let su3 = contig(6, f);
+            let plane = vec(64, 8, 32, su3);
+            let t = make("MPI_Type_create_hvector", |o| unsafe { mpi::PMPI_Type_create_hvector(8, 1, 32 * 64 * 24, plane, o) });
+            free(plane);
+            free(su3);
+            (t, 1)
+        }
+        "face-x3" => (
+            make("MPI_Type_create_subarray", |o| unsafe {
+                mpi::PMPI_Type_create_subarray(
+                    3,
+                    [128, 128, 64].as_ptr(),
+                    [128, 128, 1].as_ptr(),
+                    [0, 0, 3].as_ptr(),
+                    mpi::MPI_ORDER_C as c_int,
+                    d,
+                    o,
+                )
+            }),
+            1,
+        ),
         "lu-5" => {
             let lu = vec(4096, 5, 40, d);
             let t = contig(16, lu);
@@ -293,7 +319,7 @@ fn span(true_lb: i64, true_ub: i64, extent: i64, count: usize) -> (usize, usize)
 
 struct Row {
     case: String,
-    kernel: &'static str,
+    kernel: String,
     /// Smallest contiguous block copied (0: unknown).
     block: usize,
     count: usize,
@@ -334,8 +360,25 @@ struct Budget {
 
 /// `aa`: the "sluice" operations call the MPI's engine too (an A/A run: what the method
 /// measures between two identical engines).
-fn run_case(name: &str, budget: &Budget, portable: bool, tuning: Tuning, stores: Option<Stores>, aa: bool) -> Row {
-    let (t, count) = build(name);
+/// How sluice's engine is set up for a run, and whether anything is timed.
+#[derive(Clone, Copy)]
+struct Opts {
+    portable: bool,
+    tuning: Tuning,
+    stores: Option<Stores>,
+    aa: bool,
+    /// Verify sluice against the MPI, time nothing (the sweep's CI smoke test).
+    check_only: bool,
+    /// The "sluice" operations run as `MPI_Pack`/`MPI_Unpack` under sluice do: on the engine
+    /// chosen for the type (`protocol::pack_engine`, learned during the warm-up), not always on
+    /// sluice's kernel.
+    chooser: bool,
+}
+
+/// Measures case `name`, whose committed type and count `(t, count)` are given (and freed here).
+/// `None` when `opts.check_only` (verified, not timed).
+fn run_case(name: &str, (t, count): (MPI_Datatype, usize), budget: &Budget, opts: Opts) -> Option<Row> {
+    let Opts { portable, tuning, stores, aa, check_only, chooser } = opts;
     let dl = match decode(t) {
         Ok(dl) => dl,
         Err(e) => {
@@ -355,7 +398,11 @@ fn run_case(name: &str, budget: &Budget, portable: bool, tuning: Tuning, stores:
     // Pre-faulted (written) buffers with a non-trivial pattern, at fixed offsets from a page
     // boundary: sluice's and the MPI's packed buffers get the same position relative to the
     // source (malloc would place them differently, and copy speed depends on it), and not the
-    // same offset within a page as the source (4K aliasing would slow every engine).
+    // same offset within a page as the source (4K aliasing would slow every engine). Each
+    // engine unpacks what it packed (the same bytes, checked below), so both unpacks read a
+    // buffer their own pack wrote equally long before, and memcpy writes a buffer of its own
+    // (when every unpack read the MPI's packed buffer and memcpy wrote sluice's, one unpack
+    // found its input fresher in the cache than the other).
     let mut r = Rng(0x5eed ^ total as u64);
     let mut src_buf = PageBuf::new(len, 0);
     src_buf.fill_with(|_| r.next() as u8);
@@ -367,6 +414,8 @@ fn run_case(name: &str, budget: &Budget, portable: bool, tuning: Tuning, stores:
     theirs_buf.fill_with(|_| 2);
     let mut contig_buf = PageBuf::new(total, packed_at());
     contig_buf.fill_with(|i| i as u8);
+    let mut mcp_buf = PageBuf::new(total, packed_at());
+    mcp_buf.fill_with(|_| 3);
     let src = src_buf.as_mut();
     let dst = dst_buf.as_mut();
     let packed = packed_buf.as_mut();
@@ -400,6 +449,10 @@ fn run_case(name: &str, budget: &Budget, portable: bool, tuning: Tuning, stores:
         std::process::exit(1);
     }
     drop(mine);
+    if check_only {
+        free(t);
+        return None;
+    }
 
     let packedp = packed.as_mut_ptr();
     let theirsp = theirs.as_mut_ptr();
@@ -412,23 +465,30 @@ fn run_case(name: &str, budget: &Budget, portable: bool, tuning: Tuning, stores:
         let mut pos: c_int = 0;
         mpi::PMPI_Pack(srcp.cast(), count as c_int, t, out.cast(), total as c_int, &mut pos, comm);
     };
-    let mpi_unpack = move || unsafe {
+    let mpi_unpack = move |input: *mut u8| unsafe {
         let mut pos: c_int = 0;
-        mpi::PMPI_Unpack(theirsp.cast(), total as c_int, &mut pos, dstp.cast(), count as c_int, t, comm);
+        mpi::PMPI_Unpack(input.cast(), total as c_int, &mut pos, dstp.cast(), count as c_int, t, comm);
     };
+    let mcp_dst = mcp_buf.as_mut().as_mut_ptr();
     // SAFETY: as above.
     let mut ops = [
         Op::new(move || match aa {
+            false if chooser => unsafe {
+                pack_engine::pack_with(Policy::Auto, t, ctr, count, srcp, std::slice::from_raw_parts_mut(packedp, total))
+            },
             false => unsafe { ctr.pack(srcp, count, std::slice::from_raw_parts_mut(packedp, total)) },
             true => mpi_pack(packedp),
         }),
         Op::new(move || mpi_pack(theirsp)),
         Op::new(move || match aa {
-            false => unsafe { ctr.unpack(std::slice::from_raw_parts(theirsp, total), count, dstp) },
-            true => mpi_unpack(),
+            false if chooser => unsafe {
+                pack_engine::unpack_with(Policy::Auto, t, ctr, count, std::slice::from_raw_parts(packedp, total), dstp)
+            },
+            false => unsafe { ctr.unpack(std::slice::from_raw_parts(packedp, total), count, dstp) },
+            true => mpi_unpack(packedp),
         }),
-        Op::new(mpi_unpack),
-        Op::new(move || unsafe { std::ptr::copy_nonoverlapping(black_box(cs), black_box(packedp), total) }),
+        Op::new(move || mpi_unpack(theirsp)),
+        Op::new(move || unsafe { std::ptr::copy_nonoverlapping(black_box(cs), black_box(mcp_dst), total) }),
     ];
     for op in &mut ops {
         op.calibrate(budget.sample);
@@ -489,7 +549,8 @@ fn run_case(name: &str, budget: &Budget, portable: bool, tuning: Tuning, stores:
     drop(ops);
     free(t);
     let block = ct.kernel().min_block(count, dl.extent).unwrap_or(0);
-    Row { case: name.to_string(), kernel: ct.kernel().name(), block, count, bytes: total, results }
+    let kernel = pack_engine::describe(&ct).to_str().unwrap_or("?").to_string();
+    Some(Row { case: name.to_string(), kernel, block, count, bytes: total, results })
 }
 
 fn main() -> ExitCode {
@@ -505,6 +566,11 @@ fn main() -> ExitCode {
     let mut block_copy = BlockCopy::host();
     let mut stores = None;
     let mut aa = false;
+    let mut check_only = false;
+    let mut chooser = false;
+    let mut cases_given = false;
+    let mut sweep_seed: Option<u64> = None;
+    let mut shapes = 300u64;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().unwrap_or_else(|| panic!("{a} needs a value"));
@@ -515,7 +581,10 @@ fn main() -> ExitCode {
             "--tol" => tol = val().parse().expect("--tol: a fraction, like 0.02"),
             "--warm-us" => warm_us = val().parse().expect("--warm-us: integer"),
             "--sample-us" => sample_us = val().parse().expect("--sample-us: integer"),
-            "--cases" => cases = val().split(',').map(str::to_string).collect(),
+            "--cases" => {
+                cases = val().split(',').map(str::to_string).collect();
+                cases_given = true;
+            }
             "--portable" => portable = true,
             "--prefetch" => match Prefetch::parse(&val()) {
                 Some(p) if Prefetch::available().contains(&p) => prefetch = p,
@@ -525,6 +594,10 @@ fn main() -> ExitCode {
                 }
             },
             "--aa" => aa = true,
+            "--check-only" => check_only = true,
+            "--chooser" => chooser = true,
+            "--sweep" => sweep_seed = Some(val().parse().expect("--sweep: a seed (integer)")),
+            "--shapes" => shapes = val().parse().expect("--shapes: integer"),
             "--block-copy" => match BlockCopy::parse(&val()) {
                 Some(c) => block_copy = c,
                 None => {
@@ -543,7 +616,7 @@ fn main() -> ExitCode {
             "-h" | "--help" => {
                 println!(
                     "Usage: sluice-ddt-bench [--csv FILE] [--case-ms MS] [--max-ms MS] [--tol FRACTION] \
-                     [--warm-us US] [--sample-us US] [--cases a,b,...] [--portable] [--aa] [--prefetch read|write|off] [--stores cached|streaming] [--block-copy memcpy|lines]"
+                     [--warm-us US] [--sample-us US] [--cases a,b,...] [--sweep SEED [--shapes N]] [--check-only] [--chooser] [--portable] [--aa] [--prefetch read|write|off] [--stores cached|streaming] [--block-copy memcpy|lines]"
                 );
                 return ExitCode::SUCCESS;
             }
@@ -552,6 +625,10 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         }
+    }
+    // `DDT_LOG=debug` shows the engine choices (`--chooser`) as sluice logs them.
+    if std::env::var("DDT_LOG").is_ok_and(|v| v == "debug") {
+        sluice::logging::init(log::LevelFilter::Debug);
     }
     // SAFETY: singleton init, once, before any other MPI call.
     ok(unsafe { mpi::PMPI_Init(null_mut(), null_mut()) }, "MPI_Init");
@@ -573,9 +650,32 @@ fn main() -> ExitCode {
         sample: Duration::from_micros(sample_us),
         warm: Duration::from_micros(warm_us),
     };
+    if let Some(seed) = sweep_seed {
+        // The sweep's shapes follow the cases named with --cases (none: not the suite).
+        if !cases_given {
+            cases.clear();
+        }
+        cases.extend((0..shapes).map(|i| format!("s{seed}:{i}")));
+    }
+    let opts = Opts { portable, tuning, stores, aa, check_only, chooser };
     let mut rows = vec![];
+    let mut described = vec![];
     for c in &cases {
-        let mut row = run_case(c, &budget, portable, tuning, stores, aa);
+        let make_case = || match c.strip_prefix('s').and_then(|r| r.split_once(':')) {
+            Some((seed, i)) if seed.parse::<u64>().is_ok() && i.parse::<u64>().is_ok() => {
+                let sh = sweep::shape(seed.parse().unwrap(), i.parse().unwrap());
+                ((sh.t, sh.count), Some(sh.desc))
+            }
+            _ => (build(c), None),
+        };
+        let (tc, desc) = make_case();
+        if let Some(d) = &desc {
+            println!("# {c} = {d}");
+            described.push((c.clone(), d.clone()));
+        }
+        let Some(mut row) = run_case(c, tc, &budget, opts) else {
+            continue; // --check-only: verified
+        };
         // A case whose intervals against the MPI are still wider than the tolerance at the end
         // of its budget ran through a disturbed stretch (another program's burst on the shared
         // cores): it is measured once more, and the second measurement is kept whatever it
@@ -587,7 +687,7 @@ fn main() -> ExitCode {
                 budget.max.as_millis(),
                 budget.tol * 100.0
             );
-            row = run_case(c, &budget, portable, tuning, stores, aa);
+            row = run_case(c, make_case().0, &budget, opts).expect("timed");
         }
         let g = |d: &str, e: &str| row.results.iter().find(|r| r.engine == e && r.dir == d).unwrap();
         let f = |m: &Measured| format!("{:.2} ({:.2})", m.median_gbs, m.best_gbs);
@@ -631,6 +731,18 @@ fn main() -> ExitCode {
             eprintln!("sluice-ddt-bench: cannot write {path}: {e}");
             return ExitCode::FAILURE;
         }
+        if !described.is_empty() {
+            // The sweep's shapes, by case name (tab-separated: descriptions contain commas).
+            let s: String = described.iter().map(|(c, d)| format!("{c}\t{d}\n")).collect();
+            let shapes = format!("{path}.shapes.tsv");
+            if let Err(e) = std::fs::write(&shapes, s) {
+                eprintln!("sluice-ddt-bench: cannot write {shapes}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if check_only {
+        println!("# {} cases verified against the MPI's engine (pack and unpack), none timed", cases.len());
     }
     // SAFETY: matching the PMPI_Init above; no MPI call follows.
     ok(unsafe { mpi::PMPI_Finalize() }, "MPI_Finalize");

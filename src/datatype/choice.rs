@@ -1,0 +1,368 @@
+//! Which engine packs (or unpacks) a committed type faster on this machine: sluice's kernels or
+//! the MPI's own. Learned once per type and direction from the application's own first large
+//! calls, then a single relaxed load per call.
+//!
+//! Why: sluice's kernels win on most shapes, not on all, and not by the same margin on every
+//! CPU (issue 28: on an AMD EPYC, a 192-byte-block hvector unpacked at 0.78x of Open MPI's
+//! engine and a 512-byte-stride face at 0.75x of MPICH's, shapes where this Intel machine runs
+//! sluice 1.2-1.3x faster). No table of shapes can know the machine; a measurement can.
+//!
+//! How, so that learning costs little and changes no byte: the packed stream of `count`
+//! elements is the concatenation of the elements' streams, so a call can be split by element
+//! and each part given to either engine. A call of at least [`PIECES_MIN_COUNT`] elements times
+//! two pieces of 1/[`PIECE_DIV`] of its elements (at least [`PIECE_MIN_BYTES`] each, and at most
+//! a quarter of the call), one per engine (in alternating order from one call to the next), and
+//! processes the rest with sluice: in a large call the learning touches ~3% of it. A call that
+//! cannot be split so (one large element: a face, a plane; the MPI's engine only takes whole
+//! elements) runs whole on one engine, alternating sluice, MPI, MPI, sluice. After [`SAMPLES`]
+//! learning calls the faster engine by the best time per byte each showed is kept; the MPI's
+//! only when it was at least [`MARGIN`] faster.
+//!
+//! What learning costs: the slower engine's extra time on the part of the learning calls it
+//! ran. With `s` the slower engine's time over the faster's, that is at most `(s - 1)` times
+//! 4/64 of one call for large calls split by piece, and `2 (s - 1)` calls for whole calls.
+//!
+//! The engines are closures: the protocol layer passes `PMPI_Pack`/`PMPI_Unpack` (this module
+//! calls no MPI), the benchmark the same, the tests fakes with known speeds.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// An engine that can pack a type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    Sluice,
+    Mpi,
+}
+
+/// A decision, with the best times per packed byte (seconds) that made it (infinite: none).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Decision {
+    pub engine: Engine,
+    pub sluice: f64,
+    pub mpi: f64,
+}
+
+/// The direction of an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dir {
+    Pack = 0,
+    Unpack = 1,
+}
+
+/// `SLUICE_PACK_ENGINE`: how the engine is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// Learned per type and direction (the default).
+    Auto,
+    /// Always sluice's kernels.
+    Sluice,
+    /// Always the MPI's engine where it can serve the call (tests, comparisons).
+    Mpi,
+}
+
+/// Calls of fewer packed bytes are not learned from (and run on sluice's engine until a larger
+/// call has decided): below it a call's time is mostly fixed costs, not the engine's loop.
+pub const LEARN_MIN: usize = 16 << 10;
+/// Calls of at least this many elements learn from pieces of one call.
+pub const PIECES_MIN_COUNT: usize = 32;
+/// A piece is this fraction of the call's elements...
+pub const PIECE_DIV: usize = 64;
+/// ...but at least this many packed bytes: smaller pieces time the calls' fixed costs and the
+/// clock, not the engines' loops (pieces of one 24-byte element measured sluice 2-4x faster
+/// than Open MPI's engine on types where whole 64 KiB calls were 1.3x).
+pub const PIECE_MIN_BYTES: usize = 8 << 10;
+/// Learning calls before deciding.
+pub const SAMPLES: usize = 4;
+/// The MPI's engine is kept only when its best time per byte is this much below sluice's.
+pub const MARGIN: f64 = 1.03;
+
+const LEARNING: u8 = 0;
+const SLUICE: u8 = 1;
+const MPI: u8 = 2;
+
+/// Learned times (seconds per packed byte) of one direction.
+#[derive(Default)]
+struct Times {
+    sluice: Vec<f64>,
+    mpi: Vec<f64>,
+    /// Learning calls started (decides the order and, for whole calls, the engine).
+    calls: usize,
+    /// Learning calls finished.
+    done: usize,
+}
+
+impl std::fmt::Debug for Times {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} sluice and {} MPI samples", self.sluice.len(), self.mpi.len())
+    }
+}
+
+/// The per-type, per-direction choice. Lives in the compiled type.
+#[derive(Debug)]
+pub struct EngineChoice {
+    state: [AtomicU8; 2],
+    times: Mutex<[Option<Times>; 2]>,
+}
+
+impl Default for EngineChoice {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What one learning call does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sample {
+    /// Two pieces of `piece` elements, the MPI's first when `mpi_first`; the rest by sluice.
+    Pieces { piece: usize, mpi_first: bool },
+    /// The whole call on one engine.
+    Whole(Engine),
+}
+
+fn best(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+impl EngineChoice {
+    pub const fn new() -> Self {
+        EngineChoice { state: [AtomicU8::new(LEARNING), AtomicU8::new(LEARNING)], times: Mutex::new([None, None]) }
+    }
+
+    /// The engine decided for `dir`, `None` while learning.
+    pub fn decided(&self, dir: Dir) -> Option<Engine> {
+        match self.state[dir as usize].load(Ordering::Relaxed) {
+            SLUICE => Some(Engine::Sluice),
+            MPI => Some(Engine::Mpi),
+            _ => None,
+        }
+    }
+
+    /// Runs one operation of `count` elements (`bytes` packed bytes) in direction `dir` under
+    /// `policy`. `sluice(a, b)` and `mpi(a, b)` process elements `[a, b)` (the packed bytes
+    /// `[a * size, b * size)` of the call's stream); `mpi` returns false when the MPI could not
+    /// serve the range (nothing was written), and the range is then sluice's. Returns the
+    /// decision this call made, if it made one (for the caller to log).
+    pub fn run(
+        &self,
+        dir: Dir,
+        policy: Policy,
+        count: usize,
+        bytes: usize,
+        mut sluice: impl FnMut(usize, usize),
+        mut mpi: impl FnMut(usize, usize) -> bool,
+    ) -> Option<Decision> {
+        let state = match policy {
+            Policy::Sluice => SLUICE,
+            Policy::Mpi => MPI,
+            Policy::Auto => self.state[dir as usize].load(Ordering::Relaxed),
+        };
+        // The MPI's engine takes an `int` count and `int` sizes; larger calls stay with sluice.
+        let mpi_can = bytes <= i32::MAX as usize && count <= i32::MAX as usize;
+        match state {
+            MPI if mpi_can => {
+                if !mpi(0, count) {
+                    sluice(0, count)
+                }
+                return None;
+            }
+            LEARNING if mpi_can && bytes >= LEARN_MIN && count > 0 => {}
+            _ => {
+                sluice(0, count);
+                return None;
+            }
+        }
+        let sample = self.next_sample(dir, count, bytes);
+        let timed = |f: &mut dyn FnMut()| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        };
+        let per_byte = |elements: usize| (elements * (bytes / count)).max(1) as f64;
+        let (mut ts, mut tm) = (None, None);
+        let mut mpi_failed = false;
+        match sample {
+            Sample::Pieces { piece, mpi_first } => {
+                let (ms, ss) = if mpi_first { (0, piece) } else { (piece, 0) };
+                let mut run_mpi = || {
+                    let t = Instant::now();
+                    let ok = mpi(ms, ms + piece);
+                    (ok, t.elapsed().as_secs_f64())
+                };
+                let mut m = (false, 0.0);
+                if mpi_first {
+                    m = run_mpi();
+                }
+                ts = Some(timed(&mut || sluice(ss, ss + piece)) / per_byte(piece));
+                if !mpi_first {
+                    m = run_mpi();
+                }
+                if m.0 {
+                    tm = Some(m.1 / per_byte(piece));
+                } else {
+                    mpi_failed = true;
+                    sluice(ms, ms + piece);
+                }
+                sluice(2 * piece, count);
+            }
+            Sample::Whole(Engine::Sluice) => ts = Some(timed(&mut || sluice(0, count)) / per_byte(count)),
+            Sample::Whole(Engine::Mpi) => {
+                let t = Instant::now();
+                if mpi(0, count) {
+                    tm = Some(t.elapsed().as_secs_f64() / per_byte(count));
+                } else {
+                    mpi_failed = true;
+                    sluice(0, count);
+                }
+            }
+        }
+        self.record(dir, ts, tm, mpi_failed)
+    }
+
+    /// Claims the next learning call of `dir` and says what it does.
+    fn next_sample(&self, dir: Dir, count: usize, bytes: usize) -> Sample {
+        let mut g = self.times.lock().unwrap_or_else(|e| e.into_inner());
+        let t = g[dir as usize].get_or_insert_with(Times::default);
+        let k = t.calls;
+        t.calls += 1;
+        let size = (bytes / count).max(1);
+        let piece = (count / PIECE_DIV).max(PIECE_MIN_BYTES.div_ceil(size)).max(1);
+        if count >= PIECES_MIN_COUNT && 4 * piece <= count {
+            Sample::Pieces { piece, mpi_first: k % 2 == 1 }
+        } else {
+            // sluice, MPI, MPI, sluice, ...: each engine follows the other as often.
+            Sample::Whole(if matches!(k % 4, 1 | 2) { Engine::Mpi } else { Engine::Sluice })
+        }
+    }
+
+    /// Adds one learning call's times; decides once enough are in.
+    fn record(&self, dir: Dir, ts: Option<f64>, tm: Option<f64>, mpi_failed: bool) -> Option<Decision> {
+        let mut g = self.times.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = &mut g[dir as usize];
+        let t = slot.get_or_insert_with(Times::default);
+        t.sluice.extend(ts);
+        t.mpi.extend(tm);
+        t.done += 1;
+        let decided = if mpi_failed {
+            Engine::Sluice // the MPI refused a call sluice serves: never ask it again
+        } else if t.done >= SAMPLES && !t.sluice.is_empty() && !t.mpi.is_empty() {
+            if best(&t.mpi) * MARGIN < best(&t.sluice) {
+                Engine::Mpi
+            } else {
+                Engine::Sluice
+            }
+        } else {
+            return None;
+        };
+        let s = if decided == Engine::Mpi { MPI } else { SLUICE };
+        if self.state[dir as usize].swap(s, Ordering::Relaxed) != LEARNING {
+            return None; // another thread decided first
+        }
+        let d = Decision { engine: decided, sluice: best(&t.sluice), mpi: best(&t.mpi) };
+        *slot = None;
+        Some(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// Spins for `ns` nanoseconds per element of `[a, b)`: an engine of known speed.
+    fn spin(a: usize, b: usize, ns: u64) {
+        let until = Instant::now() + std::time::Duration::from_nanos(ns * (b - a) as u64);
+        while Instant::now() < until {}
+    }
+
+    /// Runs calls of `count` elements until `dir` decides; returns the decision and, per element,
+    /// which engines processed it in every call (each element exactly once per call).
+    fn learn(count: usize, sluice_ns: u64, mpi_ns: u64) -> (Engine, usize) {
+        let c = EngineChoice::new();
+        for call in 0..100 {
+            let seen = RefCell::new(vec![0u8; count]);
+            let mark = |a: usize, b: usize| seen.borrow_mut()[a..b].iter_mut().for_each(|x| *x += 1);
+            let d = c.run(
+                Dir::Unpack,
+                Policy::Auto,
+                count,
+                count * LEARN_MIN,
+                |a, b| {
+                    mark(a, b);
+                    spin(a, b, sluice_ns)
+                },
+                |a, b| {
+                    mark(a, b);
+                    spin(a, b, mpi_ns);
+                    true
+                },
+            );
+            assert!(seen.borrow().iter().all(|&x| x == 1), "call {call}: every element once");
+            if let Some(Decision { engine: e, .. }) = d {
+                assert_eq!(c.decided(Dir::Unpack), Some(e));
+                assert_eq!(c.decided(Dir::Pack), None, "directions learn apart");
+                return (e, call + 1);
+            }
+        }
+        panic!("no decision in 100 calls");
+    }
+
+    #[test]
+    fn a_clearly_faster_mpi_engine_is_chosen_and_a_slower_one_is_not() {
+        for count in [1, 5, 31, 32, 200, 4096] {
+            let (e, calls) = learn(count, 2000, 1000);
+            assert_eq!((e, calls), (Engine::Mpi, SAMPLES), "count {count}");
+            let (e, _) = learn(count, 1000, 2000);
+            assert_eq!(e, Engine::Sluice, "count {count}");
+        }
+    }
+
+    #[test]
+    fn a_tie_stays_with_sluice() {
+        assert_eq!(learn(64, 1000, 1000).0, Engine::Sluice);
+        assert_eq!(learn(2, 1000, 1000).0, Engine::Sluice);
+    }
+
+    #[test]
+    fn small_calls_and_policies_do_not_learn() {
+        let c = EngineChoice::new();
+        let (mut s, mut m) = (0, 0);
+        for _ in 0..10 {
+            c.run(Dir::Pack, Policy::Auto, 4, LEARN_MIN - 1, |_, _| s += 1, |_, _| true);
+        }
+        assert_eq!((s, c.decided(Dir::Pack)), (10, None));
+        c.run(
+            Dir::Pack,
+            Policy::Mpi,
+            4,
+            1 << 20,
+            |_, _| s += 1,
+            |_, _| {
+                m += 1;
+                true
+            },
+        );
+        c.run(Dir::Pack, Policy::Sluice, 4, 1 << 20, |_, _| s += 1, |_, _| panic!("never the MPI"));
+        assert_eq!((s, m, c.decided(Dir::Pack)), (11, 1, None));
+    }
+
+    #[test]
+    fn an_mpi_that_refuses_sends_the_type_to_sluice_for_good() {
+        let c = EngineChoice::new();
+        let mut s = vec![];
+        for _ in 0..3 {
+            c.run(Dir::Pack, Policy::Auto, 64, 1 << 20, |a, b| s.push((a, b)), |_, _| false);
+        }
+        assert_eq!(c.decided(Dir::Pack), Some(Engine::Sluice));
+        // The first call: sluice's piece, the refused MPI piece by sluice, then the rest.
+        assert_eq!(&s[..3], &[(0, 1), (1, 2), (2, 64)]);
+    }
+
+    #[test]
+    fn calls_too_large_for_the_mpi_stay_with_sluice() {
+        let c = EngineChoice::new();
+        let d = c.run(Dir::Pack, Policy::Mpi, 1, i32::MAX as usize + 1, |_, _| {}, |_, _| panic!("too large for the MPI"));
+        assert_eq!(d, None);
+    }
+}
