@@ -22,7 +22,7 @@ WORST = 15
 
 
 def load(out):
-    rows, shapes, meta = {}, {}, {}
+    rows, shapes, meta, learn = {}, {}, {}, {}
     for mpi, _ in MPIS:
         path = os.path.join(out, f"{mpi}.csv")
         if not os.path.exists(path):
@@ -32,8 +32,13 @@ def load(out):
                 if r["engine"] != "mpi":
                     continue
                 rows[(mpi, r["case"], r["dir"])] = dict(
-                    kernel=r["kernel"], bytes=int(r["packed_bytes"]), block=int(r["block"]),
+                    kernel=r["kernel"], bytes=int(r["packed_bytes"]), block=int(r["block"]), count=int(r["count"]),
                     med=float(r["pair_median"]), lo=float(r["pair_lo"]), hi=float(r["pair_hi"]))
+        lt = path + ".learn.tsv"
+        if os.path.exists(lt):
+            with open(lt) as f:
+                for r in csv.DictReader(f, delimiter="\t"):
+                    learn[(mpi, r["case"], r["dir"])] = (int(r["learning_calls"]), float(r["cost_in_calls"]))
         tsv = path + ".shapes.tsv"
         if os.path.exists(tsv):
             with open(tsv) as f:
@@ -45,12 +50,21 @@ def load(out):
         for line in open(mp):
             k, _, v = line.strip().partition("=")
             meta[k] = v
-    return rows, shapes, meta
+    return rows, shapes, meta, learn
 
 
 def is_shape(case):
     """A sweep shape ("s<seed>:<index>"), not a named case."""
     return re.fullmatch(r"s\d+:\d+", case) is not None
+
+
+def split(r):
+    """Whether the engine choice learns from pieces of this row's calls (datatype::choice)."""
+    if not r or r["count"] < 32:
+        return False
+    size = max(r["bytes"] // r["count"], 1)
+    piece = max(r["count"] // 64, -(-8192 // size), 1)
+    return 4 * piece <= r["count"]
 
 
 def verdict(r):
@@ -60,7 +74,7 @@ def verdict(r):
 
 
 def main(out):
-    rows, shapes, meta = load(out)
+    rows, shapes, meta, learn = load(out)
     lines = [f"# Datatype shape sweep (seed {meta.get('seed', '?')}, {meta.get('shapes', '?')} shapes, "
              f"{'engine choice on' if meta.get('chooser') == '1' else 'sluice kernel alone'})", ""]
     lines.append(f"{meta.get('cpu', '?')}, {meta.get('host_cpus', '?')} CPUs, Open MPI {meta.get('openmpi', '?')}, "
@@ -82,6 +96,20 @@ def main(out):
                          f"{g:.2f} | {min(r['med'] for r in rs):.3f} | {chose} |")
     lines += ["", f"Targets: no shape fails (whole interval below {FLOOR}); geometric mean >= {GEOMEAN_TARGET}: "
               f"**{'met' if ok else 'not met'}**."]
+    if learn:
+        lines += ["", "## What learning the engine choice cost", "",
+                  "Per shape and direction that learned (calls of at least 16 KiB): the learning calls' time beyond as many "
+                  "calls on the decided engine, in decided calls (one pack or unpack = 1.0; noise makes some negative).", "",
+                  "| MPI | dir | calls | learned | median cost | 90th percentile | max | < 0.05 of one call |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for mpi, name in MPIS:
+            for d in DIRS:
+                for kind in ("split", "whole"):
+                    cs = sorted(v[1] for (m, c, dd), v in learn.items()
+                                if m == mpi and dd == d and v[0] > 0 and is_shape(c) and split(rows.get((m, c, dd))) == (kind == "split"))
+                    if cs:
+                        lines.append(f"| {name} | {d} | {kind} | {len(cs)} | {cs[len(cs) // 2]:.3f} | {cs[int(len(cs) * 0.9)]:.3f} | "
+                                     f"{cs[-1]:.3f} | {sum(1 for c in cs if c < 0.05)} |")
     named = sorted(kv for kv in rows.items() if not is_shape(kv[0][1]))
     if named:
         lines += ["", "## The shapes issue 28 reported", "", "| MPI | case | dir | kernel | ratio [95%] | >= 1.0 |", "|---|---|---|---|---|---|"]

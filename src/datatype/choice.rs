@@ -14,13 +14,17 @@
 //! a quarter of the call), one per engine (in alternating order from one call to the next), and
 //! processes the rest with sluice: in a large call the learning touches ~3% of it. A call that
 //! cannot be split so (one large element: a face, a plane; the MPI's engine only takes whole
-//! elements) runs whole on one engine, alternating sluice, MPI, MPI, sluice. After [`SAMPLES`]
-//! learning calls the faster engine by the best time per byte each showed is kept; the MPI's
-//! only when it was at least [`MARGIN`] faster.
+//! elements) runs whole on one engine, alternating sluice, MPI, MPI, sluice. The type's first
+//! large call is not timed (it may find its buffers cold or fault their pages in). After
+//! [`SAMPLES`] learning calls the faster engine by the best time per byte each showed is kept,
+//! the MPI's only when it was at least [`MARGIN`] faster; a contest clearer than [`CLEAR`] ends
+//! as soon as each engine has one sample.
 //!
 //! What learning costs: the slower engine's extra time on the part of the learning calls it
-//! ran. With `s` the slower engine's time over the faster's, that is at most `(s - 1)` times
-//! 4/64 of one call for large calls split by piece, and `2 (s - 1)` calls for whole calls.
+//! ran. With `s` the slower engine's time over the faster's: for calls split by piece, at most
+//! `(s - 1)` x 1/64 of one call when `s > CLEAR` and 4/64 otherwise (pieces are at least
+//! 64 KiB, so calls under 16 pieces pay more); for whole calls `(s - 1)` calls when
+//! `s > CLEAR`, else up to `2 (s - 1)` (at most one call).
 //!
 //! The engines are closures: the protocol layer passes `PMPI_Pack`/`PMPI_Unpack` (this module
 //! calls no MPI), the benchmark the same, the tests fakes with known speeds.
@@ -69,14 +73,20 @@ pub const LEARN_MIN: usize = 16 << 10;
 pub const PIECES_MIN_COUNT: usize = 32;
 /// A piece is this fraction of the call's elements...
 pub const PIECE_DIV: usize = 64;
-/// ...but at least this many packed bytes: smaller pieces time the calls' fixed costs and the
-/// clock, not the engines' loops (pieces of one 24-byte element measured sluice 2-4x faster
-/// than Open MPI's engine on types where whole 64 KiB calls were 1.3x).
-pub const PIECE_MIN_BYTES: usize = 8 << 10;
+/// ...but at least this many packed bytes: a piece pays each engine's fixed cost per call
+/// (tens of ns, more for the MPI's) that the whole call pays once, so small pieces favour
+/// sluice (pieces of one 24-byte element measured sluice 2-4x faster than Open MPI's engine on
+/// types where whole 64 KiB calls were 1.3x; 8 KiB pieces of a contiguous type picked sluice
+/// where whole 45 KiB calls ran 6% faster on Open MPI's engine). At 64 KiB a 50 ns difference
+/// is within 2% of a piece.
+pub const PIECE_MIN_BYTES: usize = 64 << 10;
 /// Learning calls before deciding.
 pub const SAMPLES: usize = 4;
 /// The MPI's engine is kept only when its best time per byte is this much below sluice's.
 pub const MARGIN: f64 = 1.03;
+/// A contest this clear (one engine's best this much faster) is decided as soon as each engine
+/// has one sample: the remaining learning calls would only add the loser's time.
+pub const CLEAR: f64 = 1.5;
 
 const LEARNING: u8 = 0;
 const SLUICE: u8 = 1;
@@ -115,6 +125,9 @@ impl Default for EngineChoice {
 /// What one learning call does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Sample {
+    /// The type's first large call: sluice, untimed (it may fault pages in or find the buffers
+    /// cold, which would count against whichever engine went first).
+    Warmup,
     /// Two pieces of `piece` elements, the MPI's first when `mpi_first`; the rest by sluice.
     Pieces { piece: usize, mpi_first: bool },
     /// The whole call on one engine.
@@ -128,6 +141,11 @@ fn best(v: &[f64]) -> f64 {
 impl EngineChoice {
     pub const fn new() -> Self {
         EngineChoice { state: [AtomicU8::new(LEARNING), AtomicU8::new(LEARNING)], times: Mutex::new([None, None]) }
+    }
+
+    /// Decides `dir` for `e` without learning (benchmarks' warm-ups).
+    pub fn force(&self, dir: Dir, e: Engine) {
+        self.state[dir as usize].store(if e == Engine::Mpi { MPI } else { SLUICE }, Ordering::Relaxed);
     }
 
     /// The engine decided for `dir`, `None` while learning.
@@ -206,6 +224,10 @@ impl EngineChoice {
                 }
                 sluice(2 * piece, count);
             }
+            Sample::Warmup => {
+                sluice(0, count);
+                return None;
+            }
             Sample::Whole(Engine::Sluice) => ts = Some(timed(&mut || sluice(0, count)) / per_byte(count)),
             Sample::Whole(Engine::Mpi) => {
                 let t = Instant::now();
@@ -224,7 +246,11 @@ impl EngineChoice {
     fn next_sample(&self, dir: Dir, count: usize, bytes: usize) -> Sample {
         let mut g = self.times.lock().unwrap_or_else(|e| e.into_inner());
         let t = g[dir as usize].get_or_insert_with(Times::default);
-        let k = t.calls;
+        if t.calls == 0 {
+            t.calls = 1;
+            return Sample::Warmup;
+        }
+        let k = t.calls - 1;
         t.calls += 1;
         let size = (bytes / count).max(1);
         let piece = (count / PIECE_DIV).max(PIECE_MIN_BYTES.div_ceil(size)).max(1);
@@ -246,7 +272,10 @@ impl EngineChoice {
         t.done += 1;
         let decided = if mpi_failed {
             Engine::Sluice // the MPI refused a call sluice serves: never ask it again
-        } else if t.done >= SAMPLES && !t.sluice.is_empty() && !t.mpi.is_empty() {
+        } else if !t.sluice.is_empty() && !t.mpi.is_empty() && {
+            let (s, m) = (best(&t.sluice), best(&t.mpi));
+            t.done >= SAMPLES || s > CLEAR * m || m > CLEAR * s
+        } {
             if best(&t.mpi) * MARGIN < best(&t.sluice) {
                 Engine::Mpi
             } else {
@@ -311,10 +340,20 @@ mod tests {
     #[test]
     fn a_clearly_faster_mpi_engine_is_chosen_and_a_slower_one_is_not() {
         for count in [1, 5, 31, 32, 200, 4096] {
+            // A clear contest ends once each engine has a sample: after the untimed first call,
+            // one split call or two whole ones.
+            let split = count >= PIECES_MIN_COUNT;
             let (e, calls) = learn(count, 2000, 1000);
-            assert_eq!((e, calls), (Engine::Mpi, SAMPLES), "count {count}");
+            assert_eq!((e, calls), (Engine::Mpi, if split { 2 } else { 3 }), "count {count}");
             let (e, _) = learn(count, 1000, 2000);
             assert_eq!(e, Engine::Sluice, "count {count}");
+        }
+    }
+
+    #[test]
+    fn a_close_contest_takes_every_learning_call() {
+        for count in [2, 64] {
+            assert_eq!(learn(count, 1200, 1000), (Engine::Mpi, 1 + SAMPLES), "count {count}");
         }
     }
 
@@ -352,11 +391,13 @@ mod tests {
         let c = EngineChoice::new();
         let mut s = vec![];
         for _ in 0..3 {
-            c.run(Dir::Pack, Policy::Auto, 64, 1 << 20, |a, b| s.push((a, b)), |_, _| false);
+            c.run(Dir::Pack, Policy::Auto, 256, 256 << 10, |a, b| s.push((a, b)), |_, _| false);
         }
         assert_eq!(c.decided(Dir::Pack), Some(Engine::Sluice));
-        // The first call: sluice's piece, the refused MPI piece by sluice, then the rest.
-        assert_eq!(&s[..3], &[(0, 1), (1, 2), (2, 64)]);
+        // The first call is sluice's, untimed; the second (1 KiB elements: pieces of 64,
+        // PIECE_MIN_BYTES) sluice's piece, the refused MPI piece by sluice, then the rest; the
+        // third sluice's whole.
+        assert_eq!(s, [(0, 256), (0, 64), (64, 128), (128, 256), (0, 256)]);
     }
 
     #[test]

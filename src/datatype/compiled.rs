@@ -153,6 +153,13 @@ impl CompiledType {
     pub unsafe fn pack(&self, src: *const u8, count: usize, out: &mut [u8]) {
         let n = self.dl.size * count;
         assert!(out.len() >= n, "output too short");
+        if let Some(at) = self.contiguous_at(count) {
+            // One run: one `memcpy`, without the kernel's dispatch (30 ns of a 4.5 KiB pack,
+            // 0.6x of both MPIs' engines in the shape sweep).
+            // SAFETY: forwarded contract: the `n` bytes at `src + at` are the typemap.
+            unsafe { std::ptr::copy_nonoverlapping(src.wrapping_offset(at as isize), out.as_mut_ptr(), n) };
+            return;
+        }
         if let Kernel::Interp = self.kernel {
             // SAFETY: forwarded contract.
             return unsafe { interp::pack(&self.dl, count, src, 0, n, out) };
@@ -170,6 +177,12 @@ impl CompiledType {
     pub unsafe fn unpack(&self, input: &[u8], count: usize, dst: *mut u8) {
         let n = self.dl.size * count;
         assert!(input.len() >= n, "input too short");
+        if let (Some(at), Stores::Cached) = (self.contiguous_at(count), self.unpack_stores(count)) {
+            // As in `pack` (large unpacks keep the kernel's streaming stores).
+            // SAFETY: forwarded contract: the `n` bytes at `dst + at` are the typemap.
+            unsafe { std::ptr::copy_nonoverlapping(input.as_ptr(), dst.wrapping_offset(at as isize), n) };
+            return;
+        }
         if let Kernel::Interp = self.kernel {
             // SAFETY: forwarded contract.
             return unsafe { interp::unpack(&self.dl, count, dst, 0, n, input) };

@@ -38,7 +38,7 @@ use std::process::ExitCode;
 use std::ptr::null_mut;
 use std::time::{Duration, Instant};
 
-use sluice::datatype::choice::Policy;
+use sluice::datatype::choice::{Dir, Engine, Policy};
 use sluice::datatype::compiled::CompiledType;
 use sluice::datatype::decode::decode;
 use sluice::datatype::kernel::{BlockCopy, Isa, Prefetch, Stores, Tuning};
@@ -325,6 +325,9 @@ struct Row {
     count: usize,
     bytes: usize,
     results: Vec<Measured>,
+    /// With `--chooser`: per direction (pack, unpack), the learning calls and what they cost
+    /// beyond as many decided calls, in decided calls ([`learning_cost`]).
+    learn: Option<[(usize, f64); 2]>,
 }
 
 impl Row {
@@ -490,6 +493,17 @@ fn run_case(name: &str, (t, count): (MPI_Datatype, usize), budget: &Budget, opts
         Op::new(move || mpi_unpack(theirsp)),
         Op::new(move || unsafe { std::ptr::copy_nonoverlapping(black_box(cs), black_box(mcp_dst), total) }),
     ];
+    let learn = chooser.then(|| {
+        let fresh = || CompiledType::new(&dl).with_prefetch(tuning.prefetch).with_block_copy(tuning.block_copy);
+        // SAFETY: as the operations above, on the same buffers.
+        let pack = learning_cost(fresh(), Dir::Pack, |c| unsafe {
+            pack_engine::pack_with(Policy::Auto, t, c, count, srcp, std::slice::from_raw_parts_mut(packedp, total))
+        });
+        let unpack = learning_cost(fresh(), Dir::Unpack, |c| unsafe {
+            pack_engine::unpack_with(Policy::Auto, t, c, count, std::slice::from_raw_parts(packedp, total), dstp)
+        });
+        [pack, unpack]
+    });
     for op in &mut ops {
         op.calibrate(budget.sample);
     }
@@ -550,7 +564,45 @@ fn run_case(name: &str, (t, count): (MPI_Datatype, usize), budget: &Budget, opts
     free(t);
     let block = ct.kernel().min_block(count, dl.extent).unwrap_or(0);
     let kernel = pack_engine::describe(&ct).to_str().unwrap_or("?").to_string();
-    Some(Row { case: name.to_string(), kernel, block, count, bytes: total, results })
+    Some(Row { case: name.to_string(), kernel, block, count, bytes: total, results, learn })
+}
+
+/// Runs `call` on `c` with the choice already made for sluice in `dir` (the kernel alone).
+fn call_kernel(c: &CompiledType, dir: Dir, call: &mut impl FnMut(&CompiledType)) {
+    c.choice().force(dir, Engine::Sluice);
+    call(c);
+}
+
+/// What learning the engine choice of a type (fresh in `c`) costs in direction `dir`, `call`
+/// being one operation on it: the calls until the choice is made, then 5 decided calls; returns
+/// the learning calls and their time beyond as many decided calls (median), in decided calls.
+/// (0, 0) when the calls are too small to learn from (they never decide).
+fn learning_cost(c: CompiledType, dir: Dir, mut call: impl FnMut(&CompiledType)) -> (usize, f64) {
+    // Warm buffers (what cold ones cost is not learning's): the same operation on another
+    // fresh type with sluice's kernel only.
+    let warm = CompiledType::new(c.dataloop());
+    for _ in 0..3 {
+        call_kernel(&warm, dir, &mut call);
+    }
+    let mut learning = vec![];
+    while c.choice().decided(dir).is_none() && learning.len() < 16 {
+        let t = Instant::now();
+        call(&c);
+        learning.push(t.elapsed().as_secs_f64());
+    }
+    if c.choice().decided(dir).is_none() {
+        return (0, 0.0);
+    }
+    let mut decided: Vec<f64> = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            call(&c);
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    decided.sort_by(f64::total_cmp);
+    let one = decided[2];
+    (learning.len(), (learning.iter().sum::<f64>() - learning.len() as f64 * one) / one)
 }
 
 fn main() -> ExitCode {
@@ -730,6 +782,20 @@ fn main() -> ExitCode {
         if let Err(e) = std::fs::write(&path, s) {
             eprintln!("sluice-ddt-bench: cannot write {path}: {e}");
             return ExitCode::FAILURE;
+        }
+        if rows.iter().any(|r| r.learn.is_some()) {
+            // The engine choice's learning cost per case and direction (tab-separated).
+            let mut s = String::from("case\tdir\tlearning_calls\tcost_in_calls\n");
+            for r in &rows {
+                for (d, (n, cost)) in ["pack", "unpack"].iter().zip(r.learn.iter().flatten()) {
+                    s += &format!("{}\t{d}\t{n}\t{cost:.4}\n", r.case);
+                }
+            }
+            let learn = format!("{path}.learn.tsv");
+            if let Err(e) = std::fs::write(&learn, s) {
+                eprintln!("sluice-ddt-bench: cannot write {learn}: {e}");
+                return ExitCode::FAILURE;
+            }
         }
         if !described.is_empty() {
             // The sweep's shapes, by case name (tab-separated: descriptions contain commas).

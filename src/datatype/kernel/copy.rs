@@ -13,7 +13,7 @@ pub(super) unsafe fn mv<const N: usize>(dst: *mut u8, src: *const u8) {
     unsafe { std::ptr::write_unaligned(dst.cast::<[u8; N]>(), std::ptr::read_unaligned(src.cast::<[u8; N]>())) }
 }
 
-/// Copies `len` bytes: two overlapping moves up to 64 bytes, `memcpy` above.
+/// Copies `len` bytes: overlapping moves up to 256 bytes, `memcpy` above.
 ///
 /// # Safety
 /// As [`mv`] for `len` bytes.
@@ -41,6 +41,16 @@ unsafe fn copy_var(dst: *mut u8, src: *const u8, len: usize) {
         } else if len <= 64 {
             mv::<32>(dst, src);
             mv::<32>(dst.add(len - 32), src.add(len - 32));
+        } else if len <= 128 {
+            // Up to 256 bytes inline too: a `memcpy` call per block cost a shape of 29 blocks of
+            // 96 bytes 0.6x of Open MPI's engine (shape sweep s1:184).
+            mv::<64>(dst, src);
+            mv::<64>(dst.add(len - 64), src.add(len - 64));
+        } else if len <= 256 {
+            mv::<64>(dst, src);
+            mv::<64>(dst.add(64), src.add(64));
+            mv::<64>(dst.add(len - 128), src.add(len - 128));
+            mv::<64>(dst.add(len - 64), src.add(len - 64));
         } else {
             std::ptr::copy_nonoverlapping(src, dst, len);
         }

@@ -142,8 +142,11 @@ impl Kernel {
         count: usize,
         buf: *mut u8,
     ) {
-        let t =
-            Tactics { nt: !PACK && stores == Stores::Streaming, prefetch: tuning.prefetch, lines: tuning.block_copy == BlockCopy::Lines };
+        let t = Tactics {
+            nt: !PACK && stores == Stores::Streaming,
+            prefetch: tuning.prefetch.for_operation(count.saturating_mul(dl.size)),
+            lines: tuning.block_copy == BlockCopy::Lines,
+        };
         // SAFETY: caller's contract, including that the CPU has the level's features.
         unsafe {
             match isa {
