@@ -98,7 +98,7 @@ def main(out):
               f"**{'met' if ok else 'not met'}**."]
     if learn:
         lines += ["", "## What learning the engine choice cost", "",
-                  "Per shape and direction that learned (calls of at least 16 KiB): the learning calls' time beyond as many "
+                  "Per shape and direction that learned (calls of at least 2 KiB): the learning calls' time beyond as many "
                   "calls on the decided engine, in decided calls (one pack or unpack = 1.0; noise makes some negative).", "",
                   "| MPI | dir | calls | learned | median cost | 90th percentile | max | < 0.05 of one call |",
                   "|---|---|---|---|---|---|---|---|"]

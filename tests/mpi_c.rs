@@ -321,7 +321,7 @@ fn pack_engine_choice_learns_per_type_and_every_call_matches_the_mpi() {
     job.assert_pass("pack_choice");
     let all = job.all();
     let decisions = all.lines().filter(|l| l.contains("Pack by ") || l.contains("Unpack by ")).count();
-    // 19 types, both directions, both ranks: the ones whose calls reach 16 KiB decide.
+    // 19 types, both directions, both ranks: the ones whose calls reach 2 KiB decide.
     assert!(decisions >= 2 * 2 * 15, "too few engine decisions logged ({decisions}):\n{all}");
     for policy in ["mpi", "sluice"] {
         let job = launch_shim(2, &exe, &[("SLUICE_PACK_ENGINE", policy), ("SLUICE_LOG", "debug")]);

@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) {
         int size;
         MPI_Type_size(t[i], &size);
-        int many = 20000 / (size ? size : 1) + 40; /* >= 16 KiB and >= 32 elements: learned by piece */
+        int many = 20000 / (size ? size : 1) + 40; /* >= 20 KB and >= 40 elements: learned (by piece where pieces fit) */
         check_calls(t[i], name[i], many);
         check_calls(t[i], name[i], 1);
         check_calls(t[i], name[i], 2);
