@@ -12,7 +12,10 @@ use crate::datatype::interp;
 use crate::ffi::mpi;
 use crate::protocol::comm_hints::P2pPath;
 use crate::protocol::datatype::lookup;
-use crate::protocol::pack_engine;
+// Not `pack_engine`: a layout is packed or unpacked when a request completes or a persistent
+// one starts, and the application may have freed its datatype handle by then (legal: the
+// operation keeps the type), so the MPI's engine cannot be handed the handle; sluice's
+// compiled type lives on in the layout.
 use crate::transfer::staging::{self, Staging};
 
 /// A typed buffer that sluice's engine moves: `count` elements of a compiled type, `bytes`
@@ -156,7 +159,7 @@ impl Layout {
     pub unsafe fn pack(&self, buf: *const c_void, st: &mut Staging) {
         // SAFETY: the caller guarantees the typemap is readable at `buf`; `st` is sluice's own
         // buffer of at least `bytes` bytes and cannot overlap the application's memory.
-        unsafe { pack_engine::pack(self.datatype, &self.ct, self.count, buf.cast(), st.bytes_mut()) };
+        unsafe { self.ct.pack(buf.cast(), self.count, st.bytes_mut()) };
         crate::stats::engine_bytes(self.bytes);
     }
 
@@ -182,7 +185,7 @@ impl Layout {
         if n == self.bytes {
             // SAFETY: the caller guarantees the typemap is writable at `buf`; `input` is
             // sluice's own memory.
-            unsafe { pack_engine::unpack(self.datatype, &self.ct, self.count, input, buf.cast()) };
+            unsafe { self.ct.unpack(input, self.count, buf.cast()) };
         } else if n > 0 {
             // A short message fills a prefix of the stream, as in the MPI.
             // SAFETY: as above; the range [0, n) lies inside the stream of `count` elements.
@@ -202,7 +205,7 @@ impl Layout {
         // memory of the stream's length.
         unsafe {
             if !crate::protocol::parallel::try_pack(self.datatype, &self.ct, self.count, buf.cast(), out) {
-                pack_engine::pack(self.datatype, &self.ct, self.count, buf.cast(), out);
+                self.ct.pack(buf.cast(), self.count, out);
             }
         }
         crate::stats::engine_bytes(self.bytes);
@@ -218,7 +221,7 @@ impl Layout {
         // SAFETY: as above; `input` is sluice's own memory.
         unsafe {
             if !crate::protocol::parallel::try_unpack(self.datatype, &self.ct, self.count, input, buf.cast()) {
-                pack_engine::unpack(self.datatype, &self.ct, self.count, input, buf.cast());
+                self.ct.unpack(input, self.count, buf.cast());
             }
         }
         crate::stats::engine_bytes(self.bytes);

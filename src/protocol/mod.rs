@@ -9,7 +9,7 @@
 //! `byte_twin` gives a compiled type's layout as `MPI_BYTE`s, for receives left to the MPI.
 //! `hints` (the datatype attribute keyvals) and `parallel` (when MPI_Pack/MPI_Unpack run on
 //! several workers) serve `datatype`. `pack_engine` runs a whole-element pack or unpack on the
-//! engine chosen for the type (sluice's kernel or the MPI's), for `datatype` and `layout`.
+//! engine chosen for the type (sluice's kernel or the MPI's), for `MPI_Pack`/`MPI_Unpack`.
 
 pub mod byte_twin;
 pub mod coll;
