@@ -3,14 +3,17 @@
 //! the same `[u8; N]` move becomes 16-byte moves in the portable build and 32-byte ones in the
 //! AVX2 one.
 
-/// Copies exactly `N` bytes with one unaligned load and store of `[u8; N]`.
+/// Copies exactly `N` bytes as a `memcpy` of constant size, which the compiler turns into
+/// unaligned vector loads and stores of the level's width. (A `read_unaligned` of `[u8; N]`
+/// followed by a `write_unaligned` kept a dead copy of every 16-byte piece on the stack in the
+/// unpack loops: one extra store per move.)
 ///
 /// # Safety
 /// `src..src+N` readable, `dst..dst+N` writable, the two do not overlap.
 #[inline(always)]
 pub(super) unsafe fn mv<const N: usize>(dst: *mut u8, src: *const u8) {
-    // SAFETY: caller's contract; `[u8; N]` has alignment 1 and unaligned access is used anyway.
-    unsafe { std::ptr::write_unaligned(dst.cast::<[u8; N]>(), std::ptr::read_unaligned(src.cast::<[u8; N]>())) }
+    // SAFETY: caller's contract.
+    unsafe { std::ptr::copy_nonoverlapping(src, dst, N) }
 }
 
 /// Copies `len` bytes: overlapping moves up to 256 bytes, `memcpy` above.

@@ -39,6 +39,12 @@ pub(super) fn last_level_cache() -> Option<usize> {
     caches().into_iter().max_by_key(|c| c.0).map(|c| c.1)
 }
 
+/// Size of CPU 0's L2 cache from sysfs (1 MiB when the system does not tell).
+pub(super) fn l2_cache() -> usize {
+    static L2: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *L2.get_or_init(|| caches().into_iter().find(|c| c.0 == 2).map_or(1 << 20, |c| c.1))
+}
+
 /// `(level, size)` of CPU 0's data and unified caches, as sysfs lists them.
 fn caches() -> Vec<(u32, usize)> {
     let dir = "/sys/devices/system/cpu/cpu0/cache";

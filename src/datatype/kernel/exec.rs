@@ -1,10 +1,9 @@
 //! Running a kernel: [`Kernel::run`] dispatches on the instruction-set level to [`body`]
 //! instantiated with that level's [`Entries`]: the kernel loops (strided, block-indexed table,
-//! small-runs column), one monomorphized function per block size and direction, compiled for
+//! small-runs column, indexed runs), one monomorphized function per block size and direction, compiled for
 //! the level. The loops below each entry are `#[inline(always)]`, so the AVX2 entries, which are
 //! `#[target_feature(enable = "avx2")]` functions, compile all of them with AVX2.
 
-use super::copy::xfer;
 use super::isa::{Isa, Portable};
 use super::small_runs::SMALL_RUNS_TILE;
 use super::stores::{fence, Stores};
@@ -65,6 +64,11 @@ pub(super) trait Entries {
     /// # Safety
     /// As there; the CPU runs the level.
     unsafe fn column<const N: usize, const PACK: bool>(mem: *mut u8, buf: *mut u8, n: usize, ext: i64, size: usize);
+    /// [`super::indexed::runs`].
+    ///
+    /// # Safety
+    /// As there; the CPU runs the level.
+    unsafe fn runs<const PACK: bool>(mem: *mut u8, count: usize, ext: i64, runs: &[(i64, usize)], buf: *mut u8) -> *mut u8;
 }
 
 /// Implements [`Entries`] for the level marker `$level` (also its [`super::isa::Simd`]) with
@@ -72,7 +76,7 @@ pub(super) trait Entries {
 macro_rules! entries {
     ($m:ident, $level:ty $(, $feat:literal)?) => {
         mod $m {
-            use super::super::{small_runs, strided};
+            use super::super::{indexed, small_runs, strided};
             use super::super::{Level, Strided, Tactics};
 
             $(#[target_feature(enable = $feat)])?
@@ -95,6 +99,13 @@ macro_rules! entries {
                 // SAFETY: forwarded contract.
                 unsafe { small_runs::column::<N, PACK>(mem, buf, n, ext, size) }
             }
+
+            $(#[target_feature(enable = $feat)])?
+            #[inline(never)]
+            pub(super) unsafe fn runs<const PACK: bool>(mem: *mut u8, count: usize, ext: i64, runs: &[(i64, usize)], buf: *mut u8) -> *mut u8 {
+                // SAFETY: forwarded contract.
+                unsafe { indexed::runs::<PACK>(mem, count, ext, runs, buf) }
+            }
         }
 
         impl Entries for $level {
@@ -112,6 +123,11 @@ macro_rules! entries {
             unsafe fn column<const N: usize, const PACK: bool>(mem: *mut u8, buf: *mut u8, n: usize, ext: i64, size: usize) {
                 // SAFETY: forwarded contract.
                 unsafe { $m::column::<N, PACK>(mem, buf, n, ext, size) }
+            }
+            #[inline(always)]
+            unsafe fn runs<const PACK: bool>(mem: *mut u8, count: usize, ext: i64, runs: &[(i64, usize)], buf: *mut u8) -> *mut u8 {
+                // SAFETY: forwarded contract.
+                unsafe { $m::runs::<PACK>(mem, count, ext, runs, buf) }
             }
         }
     };
@@ -199,14 +215,7 @@ pub(super) unsafe fn body<S: Entries, const PACK: bool>(k: &Kernel, dl: &DataLoo
                 }
             }
             Kernel::Indexed { runs, .. } => {
-                let mut q = buf;
-                for k in 0..count {
-                    let base = mem.wrapping_offset((k as i64 * ext) as isize);
-                    for &(o, l) in runs {
-                        xfer::<0, PACK>(base.wrapping_offset(o as isize), q, l);
-                        q = q.wrapping_add(l);
-                    }
-                }
+                S::runs::<PACK>(mem, count, ext, runs, buf);
             }
             Kernel::SmallRuns { moves } => {
                 let size = dl.size;

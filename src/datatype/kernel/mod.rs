@@ -13,9 +13,10 @@
 //!   under 128 B apart, and 8-byte blocks 16 bytes apart when packed, move with 8-byte accesses on the
 //!   strided side (`split.rs`).
 //! - [`Kernel::BlockIndexed`]: an offset table, each entry the origin of a strided kernel.
-//! - [`Kernel::SmallRuns`]: up to 16 disjoint runs of at most 64 bytes per element, elements
-//!   disjoint (an array of structs): each run is one or two fixed-width moves, run over a tile
-//!   of 64 elements as a strided loop, so there is no length dispatch per run.
+//! - [`Kernel::SmallRuns`]: up to 16 disjoint runs of at most 64 bytes per element (64 runs
+//!   when a tile of elements spans at most 32 KiB), elements disjoint (an array of structs):
+//!   each run is one or two fixed-width moves, run over a tile of 64 elements as a strided
+//!   loop, so there is no length dispatch per run.
 //! - [`Kernel::Indexed`]: a table of `(offset, len)` runs per element (indexed types, and any
 //!   type with at most [`MAX_RUNS`] runs per element).
 //! - [`Kernel::Interp`]: everything else.
@@ -33,7 +34,7 @@
 //! AVX2 on x86_64, chosen at run time per type) and direction. Every kernel also runs any byte
 //! range of the stream ([`Kernel::run_range`]), and large unpacks stream whole lines past the
 //! cache ([`Stores`]). Files: `strided.rs` (strided and block-indexed), `transpose.rs`,
-//! `small_runs.rs`, `split.rs` (8- and 16-byte rows), `copy.rs` (block moves), `prefetch.rs`
+//! `small_runs.rs`, `indexed.rs`, `split.rs` (8- and 16-byte rows), `copy.rs` (block moves), `prefetch.rs`
 //! (prefetch policies),
 //! `stores.rs` (streaming stores), `isa.rs` (levels and their vector paths), `exec.rs` ([`Kernel::run`], the per-level entry
 //! points), `range.rs` (range kernels), `tests.rs` (every kernel, level and store kind against
@@ -42,6 +43,7 @@
 mod copy;
 mod cpu;
 mod exec;
+mod indexed;
 mod isa;
 mod prefetch;
 mod range;
@@ -326,7 +328,7 @@ pub fn compile(dl: &DataLoop) -> Kernel {
             _ => runs.push((o, l)),
         });
         let disjoint_elements = dl.true_ub - dl.true_lb <= dl.extent.abs();
-        return disjoint_elements.then(|| small_runs(&runs)).flatten().unwrap_or_else(|| {
+        return disjoint_elements.then(|| small_runs(&runs, dl.extent)).flatten().unwrap_or_else(|| {
             let ends = runs.iter().scan(0, |at, r| {
                 *at += r.1;
                 Some(*at)

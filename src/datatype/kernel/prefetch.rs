@@ -10,7 +10,9 @@
 //!
 //! - AMD Zen 4: read prefetches in both directions pay (face-x 1.7 -> 2.8 GB/s with L2
 //!   prefetches 96 blocks ahead; dense rows of small blocks +10-30% with L1 prefetches 48
-//!   ahead); write-intent prefetches were no better. [`Prefetch::Read`].
+//!   ahead) where the row's lines do not stay in L2; write-intent prefetches were no better;
+//!   unpacking sparse rows loads each block before writing it ([`RowPrefetch::LoadFirst`]).
+//!   [`Prefetch::Read`].
 //! - Intel (Sapphire-Rapids-class VM): the same read prefetches cost packing up to 17% against
 //!   the hardware alone (face-x pack 0.83x MPICH's engine with them, 1.02x without) and the L2
 //!   one leaves unpack behind, while write-intent prefetches of the destination make unpack the
@@ -20,14 +22,15 @@
 //! [`Prefetch::host`] picks Write on Intel CPUs that have `prefetchw` and Read elsewhere; the
 //! benchmark and the tests run every policy this CPU has ([`Prefetch::available`]).
 
-use super::cpu::{has_prefetchw, intel};
+use super::cpu::{has_prefetchw, intel, l2_cache};
 
 /// How strided rows prefetch, chosen once per type ([`Prefetch::host`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Prefetch {
     /// Read prefetches in both directions for strides of 128 B-4 KiB: dense rows of blocks
     /// under 256 B ask L1 for the block 48 ahead, sparse rows (block at most 1/8 of the stride)
-    /// ask L2 for the block 96 ahead. Tuned on AMD Zen 4.
+    /// whose lines outgrow L2 ask L2 for the block 96 ahead; unpacking sparse rows also loads
+    /// each block before writing it. Tuned on AMD Zen 4.
     Read,
     /// Strided rows: packing leaves prefetching to the hardware; unpacking asks for the
     /// destination with write intent (`prefetchw`, so the line arrives owned): the block 32
@@ -47,8 +50,24 @@ pub enum Prefetch {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum RowPrefetch {
     None,
-    Ends { hint: u8, ahead: i64 },
-    LinesForWrite { ahead: i64 },
+    Ends {
+        hint: u8,
+        ahead: i64,
+    },
+    LinesForWrite {
+        ahead: i64,
+    },
+    /// Unpack: a load of each block's first and last byte right before the block is written,
+    /// and an L2 prefetch of the block `ahead` on when `ahead > 0`. On Zen 4 a row of stores
+    /// that each miss the cache runs at half the speed of the same row when each store follows
+    /// a load of its line: load misses overlap, store misses wait their turn in the store
+    /// queue (8 B blocks 512 B apart into lines in L2/L3, standalone loop: 2.9 -> 6.9 GB/s;
+    /// issue 28's face-x3 unpack 0.44 -> 0.84-0.94x Open MPI's engine, whose per-block
+    /// `memcpy` call spaces the stores out). Prefetches ahead, read or write, were slower than
+    /// the load, and erratic (2.5-7 GB/s).
+    LoadFirst {
+        ahead: i64,
+    },
 }
 
 /// Read into L1.
@@ -143,9 +162,16 @@ impl Prefetch {
         match self {
             Prefetch::Read if near => {
                 if block as u64 * 8 <= stride {
-                    if more(READ_SPARSE_AHEAD) {
-                        return RowPrefetch::Ends { hint: HINT_L2, ahead: READ_SPARSE_AHEAD };
-                    }
+                    // Rows whose lines stay in L2 between calls gain nothing from prefetching
+                    // (face-x3, 16,384 lines: pack 0.93x of Open MPI's engine with it, 1.46x
+                    // without; face-x, 65,536 lines: 2.3x with, 1.2x without).
+                    let lines = count.saturating_mul(block.div_ceil(64)).saturating_mul(64);
+                    let ahead = if more(READ_SPARSE_AHEAD) && lines > l2_cache() { READ_SPARSE_AHEAD } else { 0 };
+                    return match (PACK, ahead) {
+                        (false, _) => RowPrefetch::LoadFirst { ahead },
+                        (true, 0) => RowPrefetch::None,
+                        (true, _) => RowPrefetch::Ends { hint: HINT_L2, ahead },
+                    };
                 } else if block < READ_DENSE_MAX_BLOCK && more(READ_DENSE_AHEAD) {
                     return RowPrefetch::Ends { hint: HINT_L1, ahead: READ_DENSE_AHEAD };
                 }
@@ -212,15 +238,20 @@ mod tests {
     #[test]
     fn read_policy_matches_its_zen4_rules() {
         let r = Prefetch::Read;
-        // Sparse (face-x: 8 B blocks 512 B apart) into L2, both directions.
-        assert_eq!(r.row::<true>(512, 8, 4096), RowPrefetch::Ends { hint: HINT_L2, ahead: 96 });
-        assert_eq!(r.row::<false>(512, 8, 4096), RowPrefetch::Ends { hint: HINT_L2, ahead: 96 });
+        // Sparse (face-x: 8 B blocks 512 B apart) into L2 when the row's lines outgrow L2, both
+        // directions; unpack loads each block before writing it.
+        let big = 2 * l2_cache() / 64;
+        assert_eq!(r.row::<true>(512, 8, big), RowPrefetch::Ends { hint: HINT_L2, ahead: 96 });
+        assert_eq!(r.row::<false>(512, 8, big), RowPrefetch::LoadFirst { ahead: 96 });
+        assert_eq!(r.row::<true>(512, 8, 4096), RowPrefetch::None);
+        assert_eq!(r.row::<false>(512, 8, 4096), RowPrefetch::LoadFirst { ahead: 0 });
         // Dense small blocks into L1; dense large blocks and far strides not at all.
         assert_eq!(r.row::<true>(128, 64, 4096), RowPrefetch::Ends { hint: HINT_L1, ahead: 48 });
         assert_eq!(r.row::<true>(1024, 512, 4096), RowPrefetch::None);
         assert_eq!(r.row::<false>(10240, 480, 4096), RowPrefetch::None);
         // Too short a row to have a block that far ahead.
         assert_eq!(r.row::<true>(512, 8, 96), RowPrefetch::None);
+        assert_eq!(r.row::<false>(512, 8, 96), RowPrefetch::LoadFirst { ahead: 0 });
     }
 
     #[test]

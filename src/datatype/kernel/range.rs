@@ -96,22 +96,52 @@ unsafe fn range_body<S: Entries, const PACK: bool>(
                 nest_range::<S, PACK>(mem, nest.off, nest.levels(), nest.block, first, last, buf, t);
             }
             Kernel::BlockIndexed { displs, inner } => block_indexed::<S, PACK>(mem, dl, displs, inner, first, last, buf, t),
-            Kernel::Indexed { runs, ends } => indexed::<PACK>(mem, dl, runs, ends, first, last, buf),
+            // Whole elements by the kernel's loop, the partial ones at either end by a range
+            // walk: the table's for indexed, the interpreter for small runs (whose moves are not
+            // in stream order).
+            Kernel::Indexed { runs, ends } => {
+                let part = |a, b, q| indexed::<PACK>(mem, dl, runs, ends, a, b, q);
+                by_elements(dl.size, first, last, buf, part, |k0, n, q| {
+                    S::runs::<PACK>(mem.wrapping_offset((k0 as i64 * ext) as isize), n, ext, runs, q);
+                });
+            }
             Kernel::SmallRuns { .. } => {
-                let size = dl.size;
-                let (k0, k1) = (first.div_ceil(size), last / size);
-                if k0 > k1 {
-                    // Inside one element.
-                    return interp_range::<PACK>(dl, mem, count, first, last, buf);
-                }
-                let head = k0 * size - first;
-                interp_range::<PACK>(dl, mem, count, first, k0 * size, buf);
-                let q = buf.wrapping_add(head);
-                body::<S, PACK>(k, dl, mem.wrapping_offset((k0 as i64 * ext) as isize), k1 - k0, q, t);
-                interp_range::<PACK>(dl, mem, count, k1 * size, last, q.wrapping_add((k1 - k0) * size));
+                let part = |a, b, q| interp_range::<PACK>(dl, mem, count, a, b, q);
+                by_elements(dl.size, first, last, buf, part, |k0, n, q| {
+                    body::<S, PACK>(k, dl, mem.wrapping_offset((k0 as i64 * ext) as isize), n, q, t);
+                });
             }
             Kernel::Interp => interp_range::<PACK>(dl, mem, count, first, last, buf),
         }
+    }
+}
+
+/// Splits stream bytes `[first, last)` of elements of `size` bytes into a partial element at
+/// each end, moved by `part(first, last, buf)`, and whole elements between, moved by
+/// `whole(first element, elements, buf)`. Only pointer arithmetic here: the closures, built in
+/// the caller's `unsafe` block, hold the contract of [`Kernel::run_range`] for their ranges.
+fn by_elements(
+    size: usize,
+    first: usize,
+    last: usize,
+    buf: *mut u8,
+    part: impl Fn(usize, usize, *mut u8),
+    whole: impl FnOnce(usize, usize, *mut u8),
+) {
+    let (k0, k1) = (first.div_ceil(size), last / size);
+    if k0 > k1 {
+        // Inside one element.
+        return part(first, last, buf);
+    }
+    if first < k0 * size {
+        part(first, k0 * size, buf);
+    }
+    let q = buf.wrapping_add(k0 * size - first);
+    if k1 > k0 {
+        whole(k0, k1 - k0, q);
+    }
+    if k1 * size < last {
+        part(k1 * size, last, q.wrapping_add((k1 - k0) * size));
     }
 }
 

@@ -73,12 +73,53 @@ unsafe fn row<S: Simd, const N: usize, const PACK: bool>(
             RowPrefetch::LinesForWrite { ahead } => {
                 return prefetched_row::<N, PACK, HINT_WRITE, true>(p, q, l.stride, block, count, ahead, t.lines);
             }
+            RowPrefetch::LoadFirst { ahead } => {
+                return load_first_row::<N, PACK>(p, q, l.stride, block, count, ahead, t.lines);
+            }
         }
     }
     for _ in 0..count {
         // SAFETY: `p` is the next block of the row, `q` the next `block` bytes of the buffer.
         unsafe { xfer_block::<N, PACK>(p, q, block, t.lines) };
         p = p.wrapping_offset(l.stride as isize);
+        q = q.wrapping_add(block);
+    }
+    q
+}
+
+/// A row whose blocks are each read before they are written (unpack), with an L2 prefetch of
+/// the block `ahead` on when `ahead > 0`; see [`RowPrefetch::LoadFirst`].
+///
+/// # Safety
+/// As [`row`]; every block is also readable (it is the user's receive buffer).
+#[inline(always)]
+unsafe fn load_first_row<const N: usize, const PACK: bool>(
+    mut p: *mut u8,
+    mut q: *mut u8,
+    stride: i64,
+    block: usize,
+    count: usize,
+    ahead: i64,
+    lines: bool,
+) -> *mut u8 {
+    let ahead = (stride * ahead) as isize;
+    let last = block - 1;
+    for _ in 0..count {
+        if ahead != 0 {
+            prefetch::<HINT_L2>(p.wrapping_offset(ahead));
+        }
+        // SAFETY: `p` is the next block of the row, `q` the next `block` bytes of the buffer;
+        // the block is valid for reading as well as writing (caller's contract). The volatile
+        // loads only make the line's miss a load's (see `RowPrefetch::LoadFirst`); their
+        // values are not used.
+        unsafe {
+            std::ptr::read_volatile(p);
+            if (p as usize & 63) + last >= 64 {
+                std::ptr::read_volatile(p.add(last));
+            }
+            xfer_block::<N, PACK>(p, q, block, lines);
+        }
+        p = p.wrapping_offset(stride as isize);
         q = q.wrapping_add(block);
     }
     q

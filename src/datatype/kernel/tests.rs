@@ -218,6 +218,34 @@ fn small_runs_in_tiles() {
     let tight = DataLoop::structure(vec![1, 1], vec![0, 8], vec![b(4), b(2)]).resized(0, 6);
     assert_eq!(kernel_of(&tight).name(), "indexed");
     check(&tight, 100).unwrap();
+    // Many scattered ints (26 runs): small runs while a tile of 64 elements spans <= 32 KiB,
+    // the ordered table when the elements are far apart.
+    let lens: Vec<usize> = (0..26).map(|i| 1 + i % 3).collect();
+    let displs = lens.iter().scan(0, |at, &l| {
+        let d = *at;
+        *at += 4 * (l as i64 + 1);
+        Some(d)
+    });
+    let ints = DataLoop::indexed(lens.clone(), displs.collect(), b(4));
+    assert_eq!(kernel_of(&ints).name(), "small-runs");
+    let far = ints.clone().resized(0, 4096);
+    assert_eq!(kernel_of(&far).name(), "indexed");
+    for dl in [ints, far] {
+        for count in [1, 64, 130] {
+            check(&dl, count).unwrap();
+        }
+    }
+}
+
+/// Sparse rows (8-byte blocks 512 bytes apart, like a grid's x-face), which unpack loading each
+/// block first and, once their lines outgrow L2, prefetch ahead: forward, backward, with blocks
+/// that straddle a line, whole and in ranges.
+#[test]
+fn sparse_rows_load_before_they_store() {
+    for dl in [DataLoop::vector(40_000, 1, 512, b(8)), DataLoop::vector(3000, 1, -520, b(12)), DataLoop::vector(300, 3, 200, b(20))] {
+        check(&dl, 1).unwrap();
+        check_ranges(&dl, 2, &[5, 4096, 77_777]).unwrap();
+    }
 }
 
 #[test]
