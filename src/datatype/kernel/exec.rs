@@ -27,6 +27,7 @@ macro_rules! by_block {
             40 => $s::$f::<40, $pack>($($a),*),
             48 => $s::$f::<48, $pack>($($a),*),
             64 => $s::$f::<64, $pack>($($a),*),
+            192 => $s::$f::<192, $pack>($($a),*),
             _ => $s::$f::<0, $pack>($($a),*),
         }
     };
@@ -162,6 +163,7 @@ impl Kernel {
             nt: !PACK && stores == Stores::Streaming,
             prefetch: tuning.prefetch.for_operation(count.saturating_mul(dl.size)),
             lines: tuning.block_copy == BlockCopy::Lines,
+            bytes: count.saturating_mul(dl.size),
         };
         // SAFETY: caller's contract, including that the CPU has the level's features.
         unsafe {

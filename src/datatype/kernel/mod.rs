@@ -24,7 +24,7 @@
 //! The kernels produce exactly the interpreter's bytes, also for negative strides and typemaps
 //! that address a byte twice (unpack: last wins): they walk the stream in typemap order, except
 //! the transpose and small-runs kernels, which are only chosen when no two blocks they reorder
-//! overlap. Blocks of 1, 2, 4, 8, 12, 16, 24, 32, 40, 48 and 64 bytes get their own
+//! overlap. Blocks of 1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 64 and 192 bytes get their own
 //! monomorphized loop that copies a `[u8; N]` with unaligned loads and stores (plain moves, no
 //! `memcpy` call; 24 bytes as three 8-byte moves); other blocks up to 64 bytes use two
 //! overlapping moves, larger ones `memcpy` or, on Intel, a loop of 64-byte moves
@@ -93,6 +93,8 @@ pub(super) struct Tactics {
     pub nt: bool,
     pub prefetch: Prefetch,
     pub lines: bool,
+    /// Stream bytes of the whole operation (a range's message), for the prefetch policy.
+    pub bytes: usize,
 }
 
 /// Most `(offset, len)` runs per element the [`Kernel::Indexed`] table holds (16 B each).

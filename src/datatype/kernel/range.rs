@@ -55,8 +55,12 @@ impl Kernel {
         if first == last {
             return;
         }
-        let t =
-            Tactics { nt: !PACK && stores == Stores::Streaming, prefetch: tuning.prefetch, lines: tuning.block_copy == BlockCopy::Lines };
+        let t = Tactics {
+            nt: !PACK && stores == Stores::Streaming,
+            prefetch: tuning.prefetch,
+            lines: tuning.block_copy == BlockCopy::Lines,
+            bytes: count.saturating_mul(dl.size),
+        };
         // SAFETY: caller's contract, including that the CPU has the level's features.
         unsafe {
             match isa {

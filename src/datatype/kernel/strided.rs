@@ -61,7 +61,7 @@ unsafe fn row<S: Simd, const N: usize, const PACK: bool>(
     }
     // SAFETY: (all calls) forwarded contract.
     unsafe {
-        match t.prefetch.row::<PACK>(l.stride.unsigned_abs(), block, count) {
+        match t.prefetch.row::<PACK>(l.stride.unsigned_abs(), block, count, t.bytes) {
             RowPrefetch::None => {}
             RowPrefetch::Ends { hint, ahead } => {
                 return match hint {
@@ -114,7 +114,7 @@ unsafe fn load_first_row<const N: usize, const PACK: bool>(
         // values are not used.
         unsafe {
             std::ptr::read_volatile(p);
-            if (p as usize & 63) + last >= 64 {
+            if last >= 15 || (p as usize & 63) + last >= 64 {
                 std::ptr::read_volatile(p.add(last));
             }
             xfer_block::<N, PACK>(p, q, block, lines);
