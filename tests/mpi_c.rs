@@ -239,6 +239,29 @@ fn p2p_of_noncontiguous_types_runs_on_sluices_engine() {
 }
 
 #[test]
+fn p2p_of_interpreted_types_is_exact_and_left_to_open_mpis_engine() {
+    let exe = compile_c("p2p_interp");
+    launch(2, &exe, &[], None).assert_pass("p2p_interp");
+    for np in [2u32, 4] {
+        let calls = |j: &Job| j.stat_calls("ddt-engine").unwrap_or(0);
+        let by_default = launch_shim(np, &exe, &[("SLUICE_STATS", "1")]);
+        let rule_off = launch_shim(np, &exe, &[("SLUICE_STATS", "1"), ("SLUICE_P2P_MPI_ABOVE", "off")]);
+        for j in [&by_default, &rule_off] {
+            j.assert_pass("p2p_interp");
+        }
+        // The kernel-served type U is sluice's on both MPIs; the interpreted T is Open MPI's
+        // engine's by default (faster than sluice's interpreter there) and sluice's with the
+        // automatic rule off, and sluice's on MPICH either way (faster than MPICH's engine).
+        assert!(calls(&by_default) > 0, "{}", by_default.all());
+        if FLAVOR == "openmpi" {
+            assert!(calls(&rule_off) > calls(&by_default), "{}\n{}", by_default.all(), rule_off.all());
+        } else {
+            assert_eq!(calls(&rule_off), calls(&by_default), "{}\n{}", by_default.all(), rule_off.all());
+        }
+    }
+}
+
+#[test]
 fn parallel_pack_and_unpack_match_the_mpi() {
     // SLUICE_PARALLEL_MIN=0 and epsilon 10 put every large operation of pack_parallel.c on the
     // workers (the small appends stay serial: waking the pool costs more than epsilon allows).

@@ -39,8 +39,9 @@ impl Layout {
     /// The engine path for `count` elements of `datatype` at `buf`, or `None` when the call goes
     /// to the MPI unchanged: protocol off, contiguous or uncompiled type, zero or invalid count,
     /// `MPI_BOTTOM`, more than `INT_MAX` packed bytes, or a large message of large blocks
-    /// (`SLUICE_P2P_MPI_ABOVE` / `SLUICE_P2P_MPI_BLOCK`) unless the communicator's `path` hint
-    /// sends it through sluice; every non-contiguous message with `P2pPath::Mpi` (on MPICH, but
+    /// (`SLUICE_P2P_MPI_ABOVE` / `SLUICE_P2P_MPI_BLOCK`), an interpreted type on Open MPI or a
+    /// type whose `MPI_Pack`/`MPI_Unpack` calls chose the MPI's engine both ways, unless the
+    /// communicator's `path` hint sends it through sluice; every non-contiguous message with `P2pPath::Mpi` (on MPICH, but
     /// a struct's, which takes the automatic rules). Invalid
     /// arguments thus always reach the MPI, which reports them with its own error class.
     /// `shares_node` says whether the peer is on this node; only the automatic rule for
@@ -84,10 +85,14 @@ impl Layout {
         // receiver decides for itself; any pairing reads correctly.
         let block = ct.kernel().min_block(count as usize, dl.extent);
         let to_mpi = match block {
-            None => false, // interpreted types: sluice's engine
+            // Interpreted types (more runs per element than the kernels' tables hold): Open
+            // MPI's engine moved all six of the shape sweep's 1.5-2x faster than sluice's
+            // interpreter, MPICH's five of six at 0.4-0.6x its speed (docs/benchmarks.md,
+            // "Datatype shape sweep").
+            None => cfg.p2p_mpi_auto && !cfg!(sluice_mpi = "mpich"),
             Some(b) if cfg.p2p_mpi_auto && cfg!(sluice_mpi = "mpich") => mpich_leaves_to_mpi(cfg, bytes, b, ct.from_struct(), shares_node),
             Some(b) => bytes >= cfg.p2p_mpi_above && b >= cfg.p2p_mpi_block,
-        };
+        } || mpi_engine_learned(&ct);
         if to_mpi && !path.engine_forced() {
             return None;
         }
@@ -234,6 +239,18 @@ impl Layout {
 const MPICH_SMALL_MESSAGE_BLOCK: usize = 256;
 /// Size from which large blocks to a peer on another node go to MPICH's engine.
 const MPICH_REMOTE_ABOVE: usize = 512 << 10;
+
+/// Whether `MPI_Pack` and `MPI_Unpack` calls of this type learned that the MPI's engine is the
+/// faster one both ways (`datatype::choice`): its messages are then the MPI's to pack and
+/// unpack too. Not for a struct's on MPICH, whose receives stay with sluice (see
+/// [`Layout::of`]).
+fn mpi_engine_learned(ct: &CompiledType) -> bool {
+    use crate::datatype::choice::{Dir, Engine};
+    let c = ct.choice();
+    c.decided(Dir::Pack) == Some(Engine::Mpi)
+        && c.decided(Dir::Unpack) == Some(Engine::Mpi)
+        && !(cfg!(sluice_mpi = "mpich") && ct.from_struct())
+}
 
 /// `SLUICE_P2P_MPI_ABOVE=auto` on MPICH, measured with `scripts/bench-p2p-paths.sh`
 /// (docs/benchmarks.md, "Automatic path"): below the pipeline's threshold MPICH's engine beats
