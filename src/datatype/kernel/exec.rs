@@ -240,6 +240,7 @@ pub(super) unsafe fn body<S: Entries, const PACK: bool>(k: &Kernel, dl: &DataLoo
                     k0 += n;
                 }
             }
+            Kernel::Nested { kernels } => super::nested::run::<S, PACK>(kernels, dl, mem, count, buf, t),
             Kernel::Interp => {
                 let n = dl.size * count;
                 if PACK {

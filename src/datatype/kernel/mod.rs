@@ -19,6 +19,9 @@
 //!   loop, so there is no length dispatch per run.
 //! - [`Kernel::Indexed`]: a table of `(offset, len)` runs per element (indexed types, and any
 //!   type with at most [`MAX_RUNS`] runs per element).
+//! - [`Kernel::Nested`]: a type with more runs per element than that table holds, whose top
+//!   node's children have kernels (large elements of structs, vectors of indexed types): the
+//!   top node's blocks in order, each run by its child's kernel.
 //! - [`Kernel::Interp`]: everything else.
 //!
 //! The kernels produce exactly the interpreter's bytes, also for negative strides and typemaps
@@ -45,6 +48,7 @@ mod cpu;
 mod exec;
 mod indexed;
 mod isa;
+mod nested;
 mod prefetch;
 mod range;
 mod small_runs;
@@ -203,12 +207,18 @@ pub enum Kernel {
     /// fixed-width moves `(width index into MOVE_WIDTHS, memory offset, buffer offset)`, each
     /// run over a tile of elements as one strided loop of plain moves.
     SmallRuns { moves: Vec<(usize, i64, usize)> },
+    /// An element with more runs than an offset table holds, whose blocks' children each have
+    /// a kernel: the blocks of the type's top node in order, each its child's kernel over the
+    /// block's `blocklen` children (`kernels[i]` for a struct's block `i`, `kernels[0]` for
+    /// every block of the other kinds). See `nested.rs`.
+    Nested { kernels: Vec<Kernel> },
     /// The general interpreter.
     Interp,
 }
 
 impl Kernel {
-    /// A short name for reports: contig, strided-1..3, strided-n, block-indexed, indexed, interp.
+    /// A short name for reports: contig, strided-1..3, strided-n, block-indexed, indexed,
+    /// small-runs, nested, interp.
     pub fn name(&self) -> &'static str {
         self.c_name().to_str().unwrap_or("?")
     }
@@ -226,6 +236,7 @@ impl Kernel {
             Kernel::BlockIndexed { .. } => c"block-indexed",
             Kernel::Indexed { .. } => c"indexed",
             Kernel::SmallRuns { .. } => c"small-runs",
+            Kernel::Nested { .. } => c"nested",
             Kernel::Interp => c"interp",
         }
     }
@@ -239,6 +250,9 @@ impl Kernel {
             Kernel::BlockIndexed { inner, .. } => Some(inner.block),
             Kernel::Indexed { runs, .. } => runs.iter().map(|r| r.1).min(),
             Kernel::SmallRuns { moves } => moves.iter().map(|m| MOVE_WIDTHS[m.0]).min(),
+            // The children's smallest blocks (their own extents: an estimate for the rules
+            // that only ask whether blocks are large).
+            Kernel::Nested { kernels } => kernels.iter().filter_map(|k| k.min_block(1, 0)).min(),
             Kernel::Interp => None,
         }
     }
@@ -310,8 +324,27 @@ fn nruns(dl: &DataLoop, limit: usize) -> usize {
     }
 }
 
+/// Sizes that pick between the offset table, the nested kernel and the interpreter.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Limits {
+    /// Most runs per element of an offset table ([`MAX_RUNS`]).
+    pub max_runs: usize,
+    /// Fewest stream bytes per block, on average, of the nested kernel (`nested.rs`).
+    pub nested_block: usize,
+}
+
+impl Limits {
+    pub const DEFAULT: Limits = Limits { max_runs: MAX_RUNS, nested_block: nested::MIN_BYTES_PER_BLOCK };
+}
+
 /// Picks the kernel for a normalized type.
 pub fn compile(dl: &DataLoop) -> Kernel {
+    compile_limited(dl, Limits::DEFAULT)
+}
+
+/// [`compile`] under other [`Limits`] (tests reach the nested kernel with small types).
+pub(super) fn compile_limited(dl: &DataLoop, limits: Limits) -> Kernel {
+    let max_runs = limits.max_runs;
     if dl.size == 0 {
         return Kernel::Interp;
     }
@@ -323,7 +356,7 @@ pub fn compile(dl: &DataLoop) -> Kernel {
             return Kernel::BlockIndexed { displs: displs_bytes.clone(), inner };
         }
     }
-    if nruns(dl, MAX_RUNS) <= MAX_RUNS {
+    if nruns(dl, max_runs) <= max_runs {
         let mut runs: Vec<(i64, usize)> = Vec::new();
         interp::for_each_run(dl, 1, 0, dl.size, |o, l| match runs.last_mut() {
             Some((lo, ll)) if *lo + *ll as i64 == o => *ll += l,
@@ -338,5 +371,5 @@ pub fn compile(dl: &DataLoop) -> Kernel {
             Kernel::Indexed { ends: ends.collect(), runs }
         });
     }
-    Kernel::Interp
+    nested::nested(dl, limits).unwrap_or(Kernel::Interp)
 }

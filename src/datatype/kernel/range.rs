@@ -80,7 +80,7 @@ impl Kernel {
 /// # Safety
 /// As [`Kernel::run_range`]; the CPU runs `S`'s level.
 #[allow(clippy::too_many_arguments)]
-unsafe fn range_body<S: Entries, const PACK: bool>(
+pub(super) unsafe fn range_body<S: Entries, const PACK: bool>(
     k: &Kernel,
     dl: &DataLoop,
     mem: *mut u8,
@@ -115,6 +115,7 @@ unsafe fn range_body<S: Entries, const PACK: bool>(
                     body::<S, PACK>(k, dl, mem.wrapping_offset((k0 as i64 * ext) as isize), n, q, t);
                 });
             }
+            Kernel::Nested { kernels } => super::nested::range::<S, PACK>(kernels, dl, mem, first, last, buf, t),
             Kernel::Interp => interp_range::<PACK>(dl, mem, count, first, last, buf),
         }
     }

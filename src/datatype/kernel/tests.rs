@@ -6,6 +6,10 @@ use crate::datatype::normalize::normalize;
 use crate::datatype::testgen::{arb_dl, span};
 use proptest::prelude::*;
 
+/// Offset tables of at most 3 runs, nested kernels over blocks of any size: small types reach
+/// the nested kernel.
+const SMALL: Limits = Limits { max_runs: 3, nested_block: 1 };
+
 fn b(n: usize) -> DataLoop {
     DataLoop::bytes(n)
 }
@@ -23,28 +27,32 @@ fn line_aligned(len: usize, origin: usize, fill: u8, skew: usize) -> (Vec<u8>, u
 /// both kinds of stores), at every instruction-set level this CPU runs (the portable one always).
 fn check(dl: &DataLoop, count: usize) -> Result<(), TestCaseError> {
     let n = normalize(dl);
-    let k = compile(&n);
-    let (origin, len) = span(&n, count);
+    check_kernel(&compile(&n), &n, count)
+}
+
+/// [`check`] for kernel `k` of the normalized type `n`.
+fn check_kernel(k: &Kernel, n: &DataLoop, count: usize) -> Result<(), TestCaseError> {
+    let (origin, len) = span(n, count);
     let total = n.size * count;
     let src: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
     let mut want = vec![0u8; total];
     // SAFETY: `span` covers the typemap of `count` elements around `origin`; the output
     // holds the packed size.
-    unsafe { interp::pack(dl, count, src.as_ptr().add(origin), 0, total, &mut want) };
+    unsafe { interp::pack(n, count, src.as_ptr().add(origin), 0, total, &mut want) };
     let stream: Vec<u8> = (0..total).map(|i| (i * 13 + 1) as u8).collect();
     let mut a = vec![0xAAu8; len];
     // SAFETY: as above, for writing.
-    unsafe { interp::unpack(dl, count, a.as_mut_ptr().add(origin), 0, total, &stream) };
+    unsafe { interp::unpack(n, count, a.as_mut_ptr().add(origin), 0, total, &stream) };
     for (isa, pf) in Isa::available().into_iter().flat_map(|i| Tuning::all().into_iter().map(move |p| (i, p))) {
         let mut got = vec![0u8; total];
         // SAFETY: as above; `isa` and `pf` are ones this CPU runs.
-        unsafe { k.run::<true>(isa, Stores::Cached, pf, &n, src.as_ptr().add(origin).cast_mut(), count, got.as_mut_ptr()) };
+        unsafe { k.run::<true>(isa, Stores::Cached, pf, n, src.as_ptr().add(origin).cast_mut(), count, got.as_mut_ptr()) };
         prop_assert_eq!(&got, &want, "pack, kernel {:?}, {:?}, {:?}", k, isa, pf);
         // Line-aligned, and 16 bytes past a line as malloc places large arrays.
         for (stores, skew) in Stores::ALL.into_iter().flat_map(|s| [(s, 0), (s, 16)]) {
             let (mut bb, at) = line_aligned(len, origin, 0xAA, skew);
             // SAFETY: as above, for writing, at `at` in the larger buffer.
-            unsafe { k.run::<false>(isa, stores, pf, &n, bb.as_mut_ptr().add(at + origin), count, stream.as_ptr().cast_mut()) };
+            unsafe { k.run::<false>(isa, stores, pf, n, bb.as_mut_ptr().add(at + origin), count, stream.as_ptr().cast_mut()) };
             prop_assert_eq!(&bb[at..at + len], &a[..], "unpack, kernel {:?}, {:?}, {:?}, {:?}, skew {}", k, isa, pf, stores, skew);
         }
     }
@@ -109,6 +117,16 @@ fn check_kernel_ranges(k: &Kernel, n: &DataLoop, count: usize, cuts: &[usize]) -
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// The nested kernel, reached with offset tables of at most 3 runs: whole elements and
+    /// ranges against the interpreter.
+    #[test]
+    fn nested_kernels_match_interpreter(dl in arb_dl(), count in 0usize..4, cuts in prop::collection::vec(any::<usize>(), 0..6)) {
+        let n = normalize(&dl);
+        let k = compile_limited(&n, SMALL);
+        check_kernel(&k, &n, count)?;
+        check_kernel_ranges(&k, &n, count, &cuts)?;
+    }
 
     #[test]
     fn ranges_match_whole(dl in arb_dl(), count in 0usize..5, cuts in prop::collection::vec(any::<usize>(), 0..6)) {
@@ -245,6 +263,56 @@ fn sparse_rows_load_before_they_store() {
     for dl in [DataLoop::vector(40_000, 1, 512, b(8)), DataLoop::vector(3000, 1, -520, b(12)), DataLoop::vector(300, 3, 200, b(20))] {
         check(&dl, 1).unwrap();
         check_ranges(&dl, 2, &[5, 4096, 77_777]).unwrap();
+    }
+}
+
+/// The random types of `nested_kernels_match_interpreter` do reach the nested kernel.
+#[test]
+fn random_types_reach_the_nested_kernel() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let strategy = arb_dl();
+    let n = 2000;
+    let nested = (0..n)
+        .filter(|_| compile_limited(&normalize(&strategy.new_tree(&mut runner).unwrap().current()), SMALL).name() == "nested")
+        .count();
+    assert!(nested * 10 >= n, "{nested} of {n}");
+}
+
+/// Types with more runs per element than an offset table holds get the nested kernel when
+/// their top node's children have kernels: a struct of two sparse vectors (p2p_interp.c's), a
+/// vector of such structs, an indexed type of small-run structs; whole and in ranges.
+#[test]
+fn nested_kernel_for_large_elements() {
+    let pair = DataLoop::structure(
+        vec![1, 1],
+        vec![0, 200_000],
+        vec![DataLoop::vector(100_000, 1, 2, b(1)), DataLoop::vector(100_000, 1, 4, b(2))],
+    );
+    let n = normalize(&pair);
+    assert_eq!(compile(&n).name(), "nested");
+    check(&pair, 1).unwrap();
+    check_ranges(&pair, 2, &[1, 99_999, 100_001, 250_000]).unwrap();
+    // 100,000 blocks of 1-2 bytes: a dispatch per block would cost more than the
+    // interpreter's run loop.
+    let tiny = DataLoop::indexed((0..100_000).map(|i| 1 + i % 2).collect(), (0..100_000).map(|i| 3 * i as i64).collect(), b(1));
+    assert_eq!(compile(&normalize(&tiny)).name(), "interp");
+    // Small ones, with tables of at most 3 runs.
+    let mix = DataLoop::structure(vec![1, 1, 3], vec![0, 8, 16], vec![b(4), b(8), b(1)]).resized(0, 24);
+    for dl in [
+        DataLoop::vector(5, 2, 200, mix.clone()),
+        DataLoop::indexed(vec![2, 0, 3], vec![-100, 0, 400], mix.clone()),
+        DataLoop::structure(vec![2, 1], vec![0, 300], vec![mix.clone(), DataLoop::vector(4, 1, 16, b(8))]),
+        DataLoop::vector(3, 1, -500, DataLoop::indexed(vec![2, 1], vec![0, 100], mix)),
+    ] {
+        let n = normalize(&dl);
+        let k = compile_limited(&n, SMALL);
+        assert_eq!(k.name(), "nested", "{dl:?}");
+        for count in [1, 2, 5] {
+            check_kernel(&k, &n, count).unwrap();
+            check_kernel_ranges(&k, &n, count, &[3, 50, 777, 1234]).unwrap();
+        }
     }
 }
 
