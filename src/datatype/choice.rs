@@ -18,12 +18,15 @@
 //! large call is not timed (it may find its buffers cold or fault their pages in). After
 //! [`SAMPLES`] learning calls the faster engine by the best time per byte each showed is kept,
 //! the MPI's only when it was at least [`MARGIN`] faster; a contest clearer than [`CLEAR`] ends
-//! as soon as each engine has two samples (after two split calls).
+//! as soon as each engine has two samples (after two split calls), and one where the MPI's
+//! engine was [`SLOW_MPI`] slower at its first sample ends then, for sluice.
 //!
 //! What learning costs: the slower engine's extra time on the part of the learning calls it
 //! ran. With `s` the slower engine's time over the faster's: for calls split by piece, at most
-//! `(s - 1)` x 2/64 of one call when `s > CLEAR` and 4/64 otherwise (pieces are at least
-//! 64 KiB, so calls under 16 pieces pay more); for whole calls `2 (s - 1)` calls.
+//! `(s - 1)` x 1/64 of one call when the MPI's is the slower by `s > SLOW_MPI`, 2/64 when
+//! `s > CLEAR` and 4/64 otherwise (pieces are at least 64 KiB, so calls under 16 pieces pay
+//! more); for whole calls `s - 1` calls when the MPI's is the slower by more than
+//! [`SLOW_MPI`], else `2 (s - 1)`.
 //!
 //! The engines are closures: the protocol layer passes `PMPI_Pack`/`PMPI_Unpack` (this module
 //! calls no MPI), the benchmark the same, the tests fakes with known speeds.
@@ -90,6 +93,13 @@ pub const MARGIN: f64 = 1.03;
 /// each is not enough: a call preempted once on a shared core looked 2x slow in tests, and a
 /// decision lasts as long as the type.)
 pub const CLEAR: f64 = 1.5;
+
+/// An MPI engine this much slower than sluice's after one sample each ends the contest for
+/// sluice: further samples could only confirm sluice (the default) or, if the one MPI sample was
+/// a preempted outlier, miss a faster MPI engine, which leaves the type as it would be without
+/// the choice. It halves the cost of learning where the MPI's engine is slow (MPICH's engine,
+/// up to 40x slower than sluice's on the shape sweep, timed on whole calls).
+pub const SLOW_MPI: f64 = 2.0;
 
 const LEARNING: u8 = 0;
 const SLUICE: u8 = 1;
@@ -277,7 +287,7 @@ impl EngineChoice {
             Engine::Sluice // the MPI refused a call sluice serves: never ask it again
         } else if !t.sluice.is_empty() && !t.mpi.is_empty() && {
             let (s, m) = (best(&t.sluice), best(&t.mpi));
-            t.done >= SAMPLES || (t.sluice.len().min(t.mpi.len()) >= 2 && (s > CLEAR * m || m > CLEAR * s))
+            t.done >= SAMPLES || (t.sluice.len().min(t.mpi.len()) >= 2 && (s > CLEAR * m || m > CLEAR * s)) || m > SLOW_MPI * s
         } {
             if best(&t.mpi) * MARGIN < best(&t.sluice) {
                 Engine::Mpi
@@ -365,9 +375,9 @@ mod tests {
             };
             assert_eq!(d.map(|d| (d.engine, d.sluice, d.mpi)), (k == 3).then_some((Engine::Mpi, 2.0, 1.0)), "call {k}");
         }
-        // Split calls bring a sample of each: a clear pair ends after two calls, a close one
-        // waits for SAMPLES.
-        for (mpi, calls) in [(3.0, 2), (1.1, SAMPLES)] {
+        // Split calls bring a sample of each: an MPI engine over SLOW_MPI slower ends the
+        // contest at once, another clear pair after two calls, a close one waits for SAMPLES.
+        for (mpi, calls) in [(3.0, 1), (1.6, 2), (1.1, SAMPLES)] {
             let c = EngineChoice::new();
             let split = |c: &EngineChoice| c.next_sample(Dir::Unpack, 4096, 4096 << 10);
             assert_eq!(split(&c), Sample::Warmup);
@@ -376,6 +386,26 @@ mod tests {
                 let d = c.record(Dir::Unpack, Some(1.0), Some(mpi), false);
                 assert_eq!(d.map(|d| d.engine), (k == calls - 1).then_some(Engine::Sluice), "MPI {mpi}x, call {k}");
             }
+        }
+    }
+
+    #[test]
+    fn a_slow_mpi_engine_ends_whole_call_learning_at_its_first_sample() {
+        let c = EngineChoice::new();
+        let whole = |c: &EngineChoice| c.next_sample(Dir::Pack, 1, 1 << 20);
+        assert_eq!(whole(&c), Sample::Warmup);
+        assert_eq!(whole(&c), Sample::Whole(Engine::Sluice));
+        assert_eq!(c.record(Dir::Pack, Some(1.0), None, false), None);
+        assert_eq!(whole(&c), Sample::Whole(Engine::Mpi));
+        let d = c.record(Dir::Pack, None, Some(2.5), false);
+        assert_eq!(d.map(|d| (d.engine, d.sluice, d.mpi)), Some((Engine::Sluice, 1.0, 2.5)));
+        // A faster MPI engine still needs the full evidence.
+        let c = EngineChoice::new();
+        assert_eq!(whole(&c), Sample::Warmup);
+        for (e, t) in [(Engine::Sluice, 2.5), (Engine::Mpi, 1.0)] {
+            assert_eq!(whole(&c), Sample::Whole(e));
+            let d = if e == Engine::Sluice { c.record(Dir::Pack, Some(t), None, false) } else { c.record(Dir::Pack, None, Some(t), false) };
+            assert_eq!(d, None);
         }
     }
 
