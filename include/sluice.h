@@ -47,9 +47,9 @@ int sluice_p2p_outstanding(long *requests, long *staging_buffers);
 
 /* Whether sluice's datatype engine serves `type`: 1, with the name of the kernel compiled for it
  * in *kernel (when kernel is not NULL; a static string: "contig", "strided-1" .. "strided-3",
- * "strided-n", "block-indexed", "indexed", "small-runs" or "interp", followed by "+mpi-pack",
- * "+mpi-unpack" or "+mpi" once the type's calls showed the MPI's engine faster in that direction
- * and it was chosen: SLUICE_PACK_ENGINE), or 0 when the MPI's own engine does everything
+ * "strided-n", "block-indexed", "indexed", "small-runs", "nested" or "interp", followed by
+ * "+mpi-pack", "+mpi-unpack" or "+mpi" once the type's calls showed the MPI's engine faster in
+ * that direction and it was chosen: SLUICE_PACK_ENGINE), or 0 when the MPI's own engine does everything
  * (predefined, uncommitted or undecodable types; SLUICE_DATATYPE=0; before MPI_Init).
  * Declared when <mpi.h> is included first. */
 #ifdef MPI_VERSION
