@@ -135,7 +135,7 @@ pub const PARAMS: &[Param] = &[
         name: "SLUICE_PACK_ENGINE",
         default: "auto",
         accepted: "auto, sluice, mpi",
-        doc: "Who packs and unpacks a committed type's whole elements (MPI_Pack/MPI_Unpack): auto = per type and direction, the faster of sluice's kernel and the MPI's engine, timed on the type's first calls of at least 2 KiB (docs/architecture.md, \"Engine choice\"); sluice or mpi = always that one (the MPI's only for calls within its int sizes).",
+        doc: "Who packs and unpacks a committed type's whole elements (MPI_Pack/MPI_Unpack; a type that learned the MPI's engine both ways also has its point-to-point messages left to the MPI): auto = per type and direction, the faster of sluice's kernel and the MPI's engine, timed on the type's first calls of at least 2 KiB (docs/architecture.md, \"Engine choice\"); sluice or mpi = always that one (the MPI's only for calls within its int sizes).",
     },
     Param {
         name: "SLUICE_CKPT_EPSILON",

@@ -41,8 +41,8 @@ impl Layout {
     /// `MPI_BOTTOM`, more than `INT_MAX` packed bytes, or a large message of large blocks
     /// (`SLUICE_P2P_MPI_ABOVE` / `SLUICE_P2P_MPI_BLOCK`), an interpreted type on Open MPI or a
     /// type whose `MPI_Pack`/`MPI_Unpack` calls chose the MPI's engine both ways, unless the
-    /// communicator's `path` hint sends it through sluice; every non-contiguous message with `P2pPath::Mpi` (on MPICH, but
-    /// a struct's, which takes the automatic rules). Invalid
+    /// communicator's `path` hint sends it through sluice; every non-contiguous message with
+    /// `P2pPath::Mpi` (on MPICH, but a struct's, which takes the automatic rules). Invalid
     /// arguments thus always reach the MPI, which reports them with its own error class.
     /// `shares_node` says whether the peer is on this node; only the automatic rule for
     /// large-block messages on MPICH asks it ([`mpich_leaves_to_mpi`]).
@@ -85,10 +85,11 @@ impl Layout {
         // receiver decides for itself; any pairing reads correctly.
         let block = ct.kernel().min_block(count as usize, dl.extent);
         let to_mpi = match block {
-            // Interpreted types (more runs per element than the kernels' tables hold): Open
-            // MPI's engine moved all six of the shape sweep's 1.5-2x faster than sluice's
-            // interpreter, MPICH's five of six at 0.4-0.6x its speed (docs/benchmarks.md,
-            // "Datatype shape sweep").
+            // Types only the interpreter serves (more runs per element than an offset table
+            // holds, too small per block for the nested kernel): Open MPI's engine moved all
+            // six such shapes of the shape sweep 1.5-2x faster than sluice's interpreter,
+            // MPICH's five of six at 0.4-0.6x its speed (docs/benchmarks.md, "Datatype shape
+            // sweep"; six shapes the nested kernel now serves).
             None => cfg.p2p_mpi_auto && !cfg!(sluice_mpi = "mpich"),
             Some(b) if cfg.p2p_mpi_auto && cfg!(sluice_mpi = "mpich") => mpich_leaves_to_mpi(cfg, bytes, b, ct.from_struct(), shares_node),
             Some(b) => bytes >= cfg.p2p_mpi_above && b >= cfg.p2p_mpi_block,
@@ -266,4 +267,26 @@ fn mpich_leaves_to_mpi(cfg: &crate::config::Config, bytes: usize, block: usize, 
         return block >= MPICH_SMALL_MESSAGE_BLOCK && !from_struct;
     }
     bytes >= MPICH_REMOTE_ABOVE && block >= cfg.p2p_mpi_block && !(cfg.shm_arena != usize::MAX && shares_node())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype::choice::{Dir, Engine};
+    use crate::datatype::ir::DataLoop;
+
+    #[test]
+    fn only_a_type_that_learned_the_mpi_both_ways_goes_to_the_mpi() {
+        let vector = || CompiledType::new(&DataLoop::vector(64, 1, 16, DataLoop::bytes(8)));
+        assert!(!mpi_engine_learned(&vector()), "learning: sluice's");
+        let ct = vector();
+        ct.choice().force(Dir::Pack, Engine::Mpi);
+        assert!(!mpi_engine_learned(&ct), "one direction is not enough");
+        ct.choice().force(Dir::Unpack, Engine::Mpi);
+        assert!(mpi_engine_learned(&ct));
+        let ct = vector();
+        ct.choice().force(Dir::Pack, Engine::Mpi);
+        ct.choice().force(Dir::Unpack, Engine::Sluice);
+        assert!(!mpi_engine_learned(&ct));
+    }
 }

@@ -1,7 +1,7 @@
 //! Running a kernel: [`Kernel::run`] dispatches on the instruction-set level to [`body`]
 //! instantiated with that level's [`Entries`]: the kernel loops (strided, block-indexed table,
-//! small-runs column, indexed runs), one monomorphized function per block size and direction, compiled for
-//! the level. The loops below each entry are `#[inline(always)]`, so the AVX2 entries, which are
+//! small-runs column, indexed runs), one monomorphized function per block size and direction,
+//! compiled for the level. The loops below each entry are `#[inline(always)]`, so the AVX2 entries, which are
 //! `#[target_feature(enable = "avx2")]` functions, compile all of them with AVX2.
 
 use super::isa::{Isa, Portable};
