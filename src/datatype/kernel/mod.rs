@@ -37,8 +37,8 @@
 //! AVX2 on x86_64, chosen at run time per type) and direction. Every kernel also runs any byte
 //! range of the stream ([`Kernel::run_range`]), and large unpacks stream whole lines past the
 //! cache ([`Stores`]). Files: `strided.rs` (strided and block-indexed), `transpose.rs`,
-//! `small_runs.rs`, `indexed.rs`, `split.rs` (8- and 16-byte rows), `copy.rs` (block moves), `prefetch.rs`
-//! (prefetch policies),
+//! `small_runs.rs`, `indexed.rs`, `nested.rs`, `split.rs` (8- and 16-byte rows), `copy.rs`
+//! (block moves), `prefetch.rs` (prefetch policies),
 //! `stores.rs` (streaming stores), `isa.rs` (levels and their vector paths), `exec.rs` ([`Kernel::run`], the per-level entry
 //! points), `range.rs` (range kernels), `tests.rs` (every kernel, level and store kind against
 //! the interpreter, whole and in ranges).
@@ -243,6 +243,17 @@ impl Kernel {
 }
 
 impl Kernel {
+    /// Entries of the kernel's tables (offsets, runs, moves), its children's included.
+    pub fn table_entries(&self) -> usize {
+        match self {
+            Kernel::Strided(_) | Kernel::Interp => 0,
+            Kernel::BlockIndexed { displs, .. } => displs.len(),
+            Kernel::Indexed { runs, .. } => runs.len(),
+            Kernel::SmallRuns { moves } => moves.len(),
+            Kernel::Nested { kernels } => kernels.iter().map(Kernel::table_entries).sum(),
+        }
+    }
+
     /// The smallest contiguous block the kernel copies for `count` elements (`None`: interp).
     pub fn min_block(&self, count: usize, extent: i64) -> Option<usize> {
         match self {

@@ -35,8 +35,15 @@ pub(super) fn nested(dl: &DataLoop, limits: Limits) -> Option<Kernel> {
             vec![kernel_of(child, limits)?]
         }
     };
-    Some(Kernel::Nested { kernels })
+    // A struct compiles each member apart, also members of one type: many members with large
+    // tables would hold the same table many times (the MPI shares one description).
+    let entries: usize = kernels.iter().map(Kernel::table_entries).sum();
+    (entries <= TABLE_BUDGET.saturating_mul(limits.max_runs)).then_some(Kernel::Nested { kernels })
 }
+
+/// Table entries all the children's kernels may hold together, in offset tables' worth
+/// ([`super::MAX_RUNS`] entries, 1 MiB of runs, each).
+const TABLE_BUDGET: usize = 4;
 
 fn kernel_of(c: &DataLoop, limits: Limits) -> Option<Kernel> {
     Some(compile_limited(c, limits)).filter(|k| !matches!(k, Kernel::Interp))

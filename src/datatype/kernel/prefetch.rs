@@ -29,8 +29,9 @@ use super::cpu::{has_prefetchw, intel, l2_cache};
 pub enum Prefetch {
     /// Read prefetches in both directions for strides of 128 B-4 KiB: dense rows of blocks
     /// under 256 B ask L1 for the block 48 ahead, sparse rows (block at most 1/8 of the stride)
-    /// ask L2 for the block 96 ahead, both only when the row's lines outgrow L2; unpacking sparse rows also loads
-    /// each block before writing it. Tuned on AMD Zen 4.
+    /// ask L2 for the block 96 ahead, each only where its lines outgrow L2 (the operation's for
+    /// dense rows, the row's for sparse ones); unpacking sparse rows also loads each block
+    /// before writing it. Tuned on AMD Zen 4.
     Read,
     /// Strided rows: packing leaves prefetching to the hardware; unpacking asks for the
     /// destination with write intent (`prefetchw`, so the line arrives owned): the block 32
@@ -57,12 +58,13 @@ pub(super) enum RowPrefetch {
     LinesForWrite {
         ahead: i64,
     },
-    /// Unpack: a load of each block's first and last byte right before the block is written,
-    /// and an L2 prefetch of the block `ahead` on when `ahead > 0`. On Zen 4 a row of stores
+    /// Unpack: a load of each block's first byte (and its last, for blocks of 16 bytes or more
+    /// or across a line) right before the block is written, and an L2 prefetch of the block
+    /// `ahead` on when `ahead > 0`. On Zen 4 a row of stores
     /// that each miss the cache runs at half the speed of the same row when each store follows
     /// a load of its line: load misses overlap, store misses wait their turn in the store
     /// queue (8 B blocks 512 B apart into lines in L2/L3, standalone loop: 2.9 -> 6.9 GB/s;
-    /// issue 28's face-x3 unpack 0.44 -> 0.84-0.94x Open MPI's engine, whose per-block
+    /// issue 28's face-x3 unpack 0.44 -> 1.03-1.2x Open MPI's engine, whose per-block
     /// `memcpy` call spaces the stores out). Prefetches ahead, read or write, were slower than
     /// the load, and erratic (2.5-7 GB/s).
     LoadFirst {
@@ -159,20 +161,17 @@ impl Prefetch {
     #[inline(always)]
     pub(super) fn row<const PACK: bool>(self, stride: u64, block: usize, count: usize, op_bytes: usize) -> RowPrefetch {
         let near = (NEAR_MIN_STRIDE..FAR_MIN_STRIDE).contains(&stride);
-        // Read: operations whose lines stay in L2 between calls gain nothing from prefetching
-        // (their lines: one per block under 64 bytes, as an upper bound). Measured on a Zen 4
-        // VM, paired against Open MPI's engine: face-x3 (16,384 lines of 8-byte blocks) packed
-        // at 0.88-0.93x with the L2 prefetch and 1.43-1.59x without; milc-192 (96 KiB of
-        // 192-byte blocks) at 0.96x with the L1 one and 1.01-1.03x without. Unpacking face-x
-        // (65,536 lines) with the L2 prefetch: 1.14-1.54x, without 0.77x.
-        let in_l2 = op_bytes.saturating_mul(64 / block.clamp(1, 64)) <= l2_cache();
         let more = |ahead: i64| count as i64 > ahead;
+        // Read: rows whose lines stay in L2 between calls gain nothing from prefetching.
+        // Measured on a Zen 4 VM, paired against Open MPI's engine.
         match self {
             Prefetch::Read if near => {
                 if block as u64 * 8 <= stride {
-                    // Sparse rows judge by the row's own lines: lu-5's rows (4,096 blocks of 40 B, 256
-                    // KiB of lines, in a 2.5 MiB operation) packed at 1.13-1.19x Open MPI's engine
-                    // with the prefetch and 1.45-1.49x without, and unpacked 1.05-1.13x with, 1.26-1.29x without.
+                    // Sparse rows, judged by the row's own lines: face-x3 (16,384 lines of 8-byte
+                    // blocks) packed at 0.88-0.93x with the L2 prefetch, 1.43-1.59x without;
+                    // face-x (65,536 lines) unpacked at 1.14-1.54x with it, 0.77x without;
+                    // lu-5's rows (4,096 blocks of 40 B, 256 KiB of lines, in a 2.5 MiB
+                    // operation) packed at 1.13-1.19x with it, 1.45-1.49x without.
                     let row_lines = count.saturating_mul(block.div_ceil(64)).saturating_mul(64);
                     let ahead = if more(READ_SPARSE_AHEAD) && row_lines > l2_cache() { READ_SPARSE_AHEAD } else { 0 };
                     return match (PACK, ahead) {
@@ -180,7 +179,11 @@ impl Prefetch {
                         (true, 0) => RowPrefetch::None,
                         (true, _) => RowPrefetch::Ends { hint: HINT_L2, ahead },
                     };
-                } else if block < READ_DENSE_MAX_BLOCK && more(READ_DENSE_AHEAD) && !in_l2 {
+                }
+                // Dense rows, judged by the operation's lines (one per block under 64 bytes, an
+                // upper bound), computed only here: milc-192 (96 KiB of 192-byte blocks) at
+                // 0.96x with the L1 prefetch, 1.01-1.03x without.
+                if block < READ_DENSE_MAX_BLOCK && more(READ_DENSE_AHEAD) && op_bytes.saturating_mul(64 / block.clamp(1, 64)) > l2_cache() {
                     return RowPrefetch::Ends { hint: HINT_L1, ahead: READ_DENSE_AHEAD };
                 }
                 RowPrefetch::None

@@ -298,6 +298,24 @@ fn nested_kernel_for_large_elements() {
     // interpreter's run loop.
     let tiny = DataLoop::indexed((0..100_000).map(|i| 1 + i % 2).collect(), (0..100_000).map(|i| 3 * i as i64).collect(), b(1));
     assert_eq!(compile(&normalize(&tiny)).name(), "interp");
+    // A struct whose members alternate an irregular type (40,000 runs) and a double: each
+    // member compiles apart, and 8 copies of the table would exceed the budget (4 tables of
+    // MAX_RUNS entries), so the interpreter serves it; 3 copies fit.
+    let lens: Vec<usize> = (0..40_000).map(|i| 1 + (i * i) % 7).collect();
+    let displs = lens.iter().enumerate().scan(0i64, |at, (i, &l)| {
+        let d = *at;
+        *at += (l + 1 + i % 3) as i64;
+        Some(d)
+    });
+    let member = DataLoop::indexed(lens.clone(), displs.collect(), b(1));
+    let members = |n: usize| {
+        let at = (0..2 * n).map(|i| i as i64 * 300_000).collect();
+        let kids = (0..2 * n).map(|i| if i % 2 == 0 { member.clone() } else { b(8) }).collect();
+        DataLoop::structure(vec![1; 2 * n], at, kids)
+    };
+    assert_eq!(compile(&normalize(&members(8))).name(), "interp");
+    assert_eq!(compile(&normalize(&members(3))).name(), "nested");
+    check(&members(3), 1).unwrap();
     // Small ones, with tables of at most 3 runs.
     let mix = DataLoop::structure(vec![1, 1, 3], vec![0, 8, 16], vec![b(4), b(8), b(1)]).resized(0, 24);
     for dl in [
