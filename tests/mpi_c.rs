@@ -337,6 +337,29 @@ fn one_sided_and_file_calls_pass_through_unchanged() {
 }
 
 #[test]
+fn point_to_point_messages_teach_the_engine_choice_and_stay_exact_on_either_engine() {
+    let exe = compile_c("p2p_choice");
+    launch(2, &exe, &[], None).assert_pass("p2p_choice");
+    for np in [2u32, 4] {
+        let job = launch_shim(np, &exe, &[("SLUICE_LOG", "debug")]);
+        job.assert_pass("p2p_choice");
+        let all = job.all();
+        let count = |what: &str| all.lines().filter(|l| l.contains(what)).count();
+        // 19 types per sending pair, each sent in 12 rounds of at least 20 KB: senders decide
+        // the packing, receivers (6 blocking receives) the unpacking of every type that takes
+        // sluice's path: all but the contiguous one and, on Open MPI, the 192-byte blocks
+        // (large blocks are the MPI's there).
+        let pairs = np as usize / 2;
+        assert!(count("Pack by ") >= 17 * pairs && count("Unpack by ") >= 17 * pairs, "np={np}: too few decisions:\n{all}");
+    }
+    for policy in ["mpi", "sluice"] {
+        let job = launch_shim(2, &exe, &[("SLUICE_PACK_ENGINE", policy), ("SLUICE_LOG", "debug")]);
+        job.assert_pass("p2p_choice");
+        assert!(!job.all().contains(" by Mpi ") && !job.all().contains(" by Sluice "), "{policy}: nothing is learned:\n{}", job.all());
+    }
+}
+
+#[test]
 fn pack_engine_choice_learns_per_type_and_every_call_matches_the_mpi() {
     let exe = compile_c("pack_choice");
     // auto: each type's first large calls are split between the two engines, then one serves.
@@ -346,6 +369,10 @@ fn pack_engine_choice_learns_per_type_and_every_call_matches_the_mpi() {
     let decisions = all.lines().filter(|l| l.contains("Pack by ") || l.contains("Unpack by ")).count();
     // 19 types, both directions, both ranks: the ones whose calls reach 2 KiB decide.
     assert!(decisions >= 2 * 2 * 15, "too few engine decisions logged ({decisions}):\n{all}");
+    // The five types of one element of 256 KiB or more learn from prefixes of it: at least one
+    // such call per type, direction and rank.
+    let prefixes: std::collections::HashSet<&str> = all.lines().filter(|l| l.contains("learns from a prefix")).collect();
+    assert!(prefixes.len() >= 5 * 2 * 2, "too few types learned from prefixes:\n{all}");
     for policy in ["mpi", "sluice"] {
         let job = launch_shim(2, &exe, &[("SLUICE_PACK_ENGINE", policy), ("SLUICE_LOG", "debug")]);
         job.assert_pass("pack_choice");

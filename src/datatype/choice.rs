@@ -135,6 +135,30 @@ impl Default for EngineChoice {
     }
 }
 
+/// The two engines over one call's packed stream of `count` elements, as the caller gives them
+/// (this module calls no MPI). Element ranges `[a, b)` are the stream bytes
+/// `[a * size, b * size)`.
+pub trait Engines {
+    /// Sluice's engine on elements `[a, b)`.
+    fn sluice(&mut self, a: usize, b: usize);
+    /// Sluice's engine on stream bytes `[first, last)`, any range.
+    fn sluice_bytes(&mut self, first: usize, last: usize);
+    /// The MPI's engine on elements `[a, b)`; false when it could not serve them (nothing was
+    /// written).
+    fn mpi(&mut self, a: usize, b: usize) -> bool;
+    /// Readies a prefix of the first element for the MPI's engine: a type of its own covering
+    /// stream bytes `[0, p)`, `want <= p <= max`; returns `p`, or `None` where the type has no
+    /// such prefix.
+    fn make_prefix(&mut self, _want: usize, _max: usize) -> Option<usize> {
+        None
+    }
+    /// The MPI's engine on the prefix [`Engines::make_prefix`] readied; false as for
+    /// [`Engines::mpi`].
+    fn mpi_prefix(&mut self) -> bool {
+        false
+    }
+}
+
 /// What one learning call does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Sample {
@@ -143,6 +167,10 @@ enum Sample {
     Warmup,
     /// Two pieces of `piece` elements, the MPI's first when `mpi_first`; the rest by sluice.
     Pieces { piece: usize, mpi_first: bool },
+    /// Stream bytes `[0, bytes)` by the MPI's engine (a prefix of the first element as a type
+    /// of its own) and `[bytes, 2 bytes)` by sluice's, the MPI's first when `mpi_first`; the rest
+    /// by sluice.
+    Prefix { bytes: usize, mpi_first: bool },
     /// The whole call on one engine.
     Whole(Engine),
 }
@@ -171,19 +199,9 @@ impl EngineChoice {
     }
 
     /// Runs one operation of `count` elements (`bytes` packed bytes) in direction `dir` under
-    /// `policy`. `sluice(a, b)` and `mpi(a, b)` process elements `[a, b)` (the packed bytes
-    /// `[a * size, b * size)` of the call's stream); `mpi` returns false when the MPI could not
-    /// serve the range (nothing was written), and the range is then sluice's. Returns the
-    /// decision this call made, if it made one (for the caller to log).
-    pub fn run(
-        &self,
-        dir: Dir,
-        policy: Policy,
-        count: usize,
-        bytes: usize,
-        mut sluice: impl FnMut(usize, usize),
-        mut mpi: impl FnMut(usize, usize) -> bool,
-    ) -> Option<Decision> {
+    /// `policy` on `engines`; a range the MPI's engine could not serve is then sluice's.
+    /// Returns the decision this call made, if it made one (for the caller to log).
+    pub fn run(&self, dir: Dir, policy: Policy, count: usize, bytes: usize, engines: &mut impl Engines) -> Option<Decision> {
         let state = match policy {
             Policy::Sluice => SLUICE,
             Policy::Mpi => MPI,
@@ -193,18 +211,30 @@ impl EngineChoice {
         let mpi_can = bytes <= i32::MAX as usize && count <= i32::MAX as usize;
         match state {
             MPI if mpi_can => {
-                if !mpi(0, count) {
-                    sluice(0, count)
+                if !engines.mpi(0, count) {
+                    engines.sluice(0, count)
                 }
                 return None;
             }
             LEARNING if mpi_can && bytes >= LEARN_MIN && count > 0 => {}
             _ => {
-                sluice(0, count);
+                engines.sluice(0, count);
                 return None;
             }
         }
-        let sample = self.next_sample(dir, count, bytes);
+        let sample = match self.next_sample(dir, count, bytes) {
+            // Too few elements to split: a prefix of the first one, where the call is large
+            // enough for samples of PIECE_MIN_BYTES and the type has one.
+            Sample::Whole(e) if bytes >= 4 * PIECE_MIN_BYTES && bytes / count >= PIECE_MIN_BYTES => {
+                let want = (bytes / PIECE_DIV).max(PIECE_MIN_BYTES);
+                match engines.make_prefix(want, (bytes / 4).min(bytes / count)) {
+                    // Alternating which engine goes first, as pieces do.
+                    Some(p) => Sample::Prefix { bytes: p, mpi_first: e == Engine::Mpi },
+                    None => Sample::Whole(e),
+                }
+            }
+            s => s,
+        };
         let timed = |f: &mut dyn FnMut()| {
             let t = Instant::now();
             f();
@@ -213,42 +243,59 @@ impl EngineChoice {
         let per_byte = |elements: usize| (elements * (bytes / count)).max(1) as f64;
         let (mut ts, mut tm) = (None, None);
         let mut mpi_failed = false;
+        let run_mpi = |e: &mut dyn FnMut() -> bool| {
+            let t = Instant::now();
+            let ok = e();
+            (ok, t.elapsed().as_secs_f64())
+        };
         match sample {
             Sample::Pieces { piece, mpi_first } => {
                 let (ms, ss) = if mpi_first { (0, piece) } else { (piece, 0) };
-                let mut run_mpi = || {
-                    let t = Instant::now();
-                    let ok = mpi(ms, ms + piece);
-                    (ok, t.elapsed().as_secs_f64())
-                };
                 let mut m = (false, 0.0);
                 if mpi_first {
-                    m = run_mpi();
+                    m = run_mpi(&mut || engines.mpi(ms, ms + piece));
                 }
-                ts = Some(timed(&mut || sluice(ss, ss + piece)) / per_byte(piece));
+                ts = Some(timed(&mut || engines.sluice(ss, ss + piece)) / per_byte(piece));
                 if !mpi_first {
-                    m = run_mpi();
+                    m = run_mpi(&mut || engines.mpi(ms, ms + piece));
                 }
                 if m.0 {
                     tm = Some(m.1 / per_byte(piece));
                 } else {
                     mpi_failed = true;
-                    sluice(ms, ms + piece);
+                    engines.sluice(ms, ms + piece);
                 }
-                sluice(2 * piece, count);
+                engines.sluice(2 * piece, count);
+            }
+            Sample::Prefix { bytes: p, mpi_first } => {
+                let mut m = (false, 0.0);
+                if mpi_first {
+                    m = run_mpi(&mut || engines.mpi_prefix());
+                }
+                ts = Some(timed(&mut || engines.sluice_bytes(p, 2 * p)) / p as f64);
+                if !mpi_first {
+                    m = run_mpi(&mut || engines.mpi_prefix());
+                }
+                if m.0 {
+                    tm = Some(m.1 / p as f64);
+                } else {
+                    mpi_failed = true;
+                    engines.sluice_bytes(0, p);
+                }
+                engines.sluice_bytes(2 * p, bytes);
             }
             Sample::Warmup => {
-                sluice(0, count);
+                engines.sluice(0, count);
                 return None;
             }
-            Sample::Whole(Engine::Sluice) => ts = Some(timed(&mut || sluice(0, count)) / per_byte(count)),
+            Sample::Whole(Engine::Sluice) => ts = Some(timed(&mut || engines.sluice(0, count)) / per_byte(count)),
             Sample::Whole(Engine::Mpi) => {
                 let t = Instant::now();
-                if mpi(0, count) {
+                if engines.mpi(0, count) {
                     tm = Some(t.elapsed().as_secs_f64() / per_byte(count));
                 } else {
                     mpi_failed = true;
-                    sluice(0, count);
+                    engines.sluice(0, count);
                 }
             }
         }
@@ -310,44 +357,105 @@ impl EngineChoice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::RefCell;
 
-    /// Spins for `ns` nanoseconds per element of `[a, b)`: an engine of known speed.
-    fn spin(a: usize, b: usize, ns: u64) {
-        let until = Instant::now() + std::time::Duration::from_nanos(ns * (b - a) as u64);
-        while Instant::now() < until {}
+    /// Engines given as two closures over elements (no prefix).
+    struct Fns<S, M>(S, M);
+
+    impl<S: FnMut(usize, usize), M: FnMut(usize, usize) -> bool> Engines for Fns<S, M> {
+        fn sluice(&mut self, a: usize, b: usize) {
+            self.0(a, b)
+        }
+        fn sluice_bytes(&mut self, _: usize, _: usize) {
+            panic!("byte ranges only with a prefix")
+        }
+        fn mpi(&mut self, a: usize, b: usize) -> bool {
+            self.1(a, b)
+        }
     }
 
-    /// Runs calls of `count` elements until `dir` decides; returns the decision and, per element,
-    /// which engines processed it in every call (each element exactly once per call).
-    fn learn(count: usize, sluice_ns: u64, mpi_ns: u64) -> (Engine, usize) {
+    /// Engines of known speeds (nanoseconds per 16 KiB, spun) over a stream of elements of
+    /// `size` bytes, that count how often each byte was processed in the current call; with a
+    /// prefix of exactly the wanted bytes where `prefix`.
+    struct Fake {
+        size: usize,
+        ns: [u64; 2],
+        prefix: Option<usize>,
+        offers_prefix: bool,
+        seen: Vec<u8>,
+        prefix_samples: usize,
+    }
+
+    impl Fake {
+        fn process(&mut self, first: usize, last: usize, engine: Engine) {
+            self.seen[first..last].iter_mut().for_each(|x| *x += 1);
+            let ns = self.ns[(engine == Engine::Mpi) as usize] * (last - first) as u64 / (16 << 10);
+            let until = Instant::now() + std::time::Duration::from_nanos(ns);
+            while Instant::now() < until {}
+        }
+    }
+
+    impl Engines for Fake {
+        fn sluice(&mut self, a: usize, b: usize) {
+            self.process(a * self.size, b * self.size, Engine::Sluice)
+        }
+        fn sluice_bytes(&mut self, first: usize, last: usize) {
+            self.process(first, last, Engine::Sluice)
+        }
+        fn mpi(&mut self, a: usize, b: usize) -> bool {
+            self.process(a * self.size, b * self.size, Engine::Mpi);
+            true
+        }
+        fn make_prefix(&mut self, want: usize, max: usize) -> Option<usize> {
+            assert!(max <= self.size, "a prefix lies in the first element");
+            self.prefix = (self.offers_prefix && want <= max).then_some(want);
+            self.prefix
+        }
+        fn mpi_prefix(&mut self) -> bool {
+            let p = self.prefix.expect("readied");
+            self.prefix_samples += 1;
+            self.process(0, p, Engine::Mpi);
+            true
+        }
+    }
+
+    /// Runs calls of `count` elements of `size` bytes until `dir` decides, checking that every
+    /// call processes each byte exactly once; returns the decision, the calls it took and the
+    /// prefix samples among them.
+    fn learn_on(count: usize, size: usize, sluice_ns: u64, mpi_ns: u64, prefix: bool) -> (Engine, usize, usize) {
         let c = EngineChoice::new();
+        // The marks are written before the first call: page faults would count against one engine.
+        let seen = vec![0; count * size];
+        let mut f = Fake { size, ns: [sluice_ns, mpi_ns], prefix: None, offers_prefix: prefix, seen, prefix_samples: 0 };
         for call in 0..100 {
-            let seen = RefCell::new(vec![0u8; count]);
-            let mark = |a: usize, b: usize| seen.borrow_mut()[a..b].iter_mut().for_each(|x| *x += 1);
-            let d = c.run(
-                Dir::Unpack,
-                Policy::Auto,
-                count,
-                count * (16 << 10), // 16 KiB elements: pieces of count / 64 (at least 4)
-                |a, b| {
-                    mark(a, b);
-                    spin(a, b, sluice_ns)
-                },
-                |a, b| {
-                    mark(a, b);
-                    spin(a, b, mpi_ns);
-                    true
-                },
-            );
-            assert!(seen.borrow().iter().all(|&x| x == 1), "call {call}: every element once");
+            f.seen.fill(0);
+            let d = c.run(Dir::Unpack, Policy::Auto, count, count * size, &mut f);
+            assert!(f.seen.iter().all(|&x| x == 1), "call {call}: every byte once");
             if let Some(Decision { engine: e, .. }) = d {
                 assert_eq!(c.decided(Dir::Unpack), Some(e));
                 assert_eq!(c.decided(Dir::Pack), None, "directions learn apart");
-                return (e, call + 1);
+                return (e, call + 1, f.prefix_samples);
             }
         }
         panic!("no decision in 100 calls");
+    }
+
+    /// [`learn_on`] with 16 KiB elements (pieces of count / 64, at least 4) and no prefix.
+    fn learn(count: usize, sluice_ns: u64, mpi_ns: u64) -> (Engine, usize) {
+        let (e, calls, _) = learn_on(count, 16 << 10, sluice_ns, mpi_ns, false);
+        (e, calls)
+    }
+
+    #[test]
+    fn a_call_of_one_large_element_learns_from_a_prefix_of_it() {
+        // 1 MiB: prefix samples of 64 KiB (PIECE_MIN_BYTES), not whole calls.
+        for (sluice, mpi, engine) in [(2000, 1000, Engine::Mpi), (1000, 2000, Engine::Sluice)] {
+            let (e, calls, samples) = learn_on(1, 1 << 20, sluice, mpi, true);
+            assert_eq!(e, engine);
+            assert!(calls <= 1 + SAMPLES && samples == calls - 1, "{calls} calls, {samples} prefix samples");
+        }
+        // Without a prefix (or below 4 samples' worth of bytes): whole calls.
+        assert_eq!(learn_on(1, 1 << 20, 2000, 1000, false).2, 0);
+        assert_eq!(learn_on(1, 200 << 10, 2000, 1000, true).2, 0);
     }
 
     #[test]
@@ -420,7 +528,7 @@ mod tests {
         let c = EngineChoice::new();
         let (mut s, mut m) = (0, 0);
         for _ in 0..10 {
-            c.run(Dir::Pack, Policy::Auto, 4, LEARN_MIN - 1, |_, _| s += 1, |_, _| true);
+            c.run(Dir::Pack, Policy::Auto, 4, LEARN_MIN - 1, &mut Fns(|_, _| s += 1, |_, _| true));
         }
         assert_eq!((s, c.decided(Dir::Pack)), (10, None));
         c.run(
@@ -428,13 +536,15 @@ mod tests {
             Policy::Mpi,
             4,
             1 << 20,
-            |_, _| s += 1,
-            |_, _| {
-                m += 1;
-                true
-            },
+            &mut Fns(
+                |_, _| s += 1,
+                |_, _| {
+                    m += 1;
+                    true
+                },
+            ),
         );
-        c.run(Dir::Pack, Policy::Sluice, 4, 1 << 20, |_, _| s += 1, |_, _| panic!("never the MPI"));
+        c.run(Dir::Pack, Policy::Sluice, 4, 1 << 20, &mut Fns(|_, _| s += 1, |_, _| panic!("never the MPI")));
         assert_eq!((s, m, c.decided(Dir::Pack)), (11, 1, None));
     }
 
@@ -443,7 +553,7 @@ mod tests {
         let c = EngineChoice::new();
         let mut s = vec![];
         for _ in 0..3 {
-            c.run(Dir::Pack, Policy::Auto, 256, 256 << 10, |a, b| s.push((a, b)), |_, _| false);
+            c.run(Dir::Pack, Policy::Auto, 256, 256 << 10, &mut Fns(|a, b| s.push((a, b)), |_, _| false));
         }
         assert_eq!(c.decided(Dir::Pack), Some(Engine::Sluice));
         // The first call is sluice's, untimed; the second (1 KiB elements: pieces of 64,
@@ -455,7 +565,7 @@ mod tests {
     #[test]
     fn calls_too_large_for_the_mpi_stay_with_sluice() {
         let c = EngineChoice::new();
-        let d = c.run(Dir::Pack, Policy::Mpi, 1, i32::MAX as usize + 1, |_, _| {}, |_, _| panic!("too large for the MPI"));
+        let d = c.run(Dir::Pack, Policy::Mpi, 1, i32::MAX as usize + 1, &mut Fns(|_, _| {}, |_, _| panic!("too large for the MPI")));
         assert_eq!(d, None);
     }
 }

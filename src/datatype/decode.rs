@@ -48,7 +48,7 @@ pub(super) fn mpi_bounds(t: MPI_Datatype) -> Result<(usize, i64, i64, i64, i64)>
 }
 
 /// The combiner constants as `c_int` (bindgen gives them the enum's unsigned type).
-mod comb {
+pub(crate) mod comb {
     use std::ffi::c_int;
     macro_rules! c {
         ($($n:ident = $v:ident),*) => { $(pub const $n: c_int = crate::ffi::mpi::$v as c_int;)* };
@@ -87,16 +87,16 @@ struct Contents {
 /// combiner, and (MPI-4) the number of large counts, nonzero for a type built by a `_c`
 /// constructor whose arguments only `MPI_Type_get_contents_c` returns.
 #[derive(Clone, Copy)]
-struct Envelope {
-    ni: c_int,
-    na: c_int,
-    nd: c_int,
-    combiner: c_int,
+pub(crate) struct Envelope {
+    pub ni: c_int,
+    pub na: c_int,
+    pub nd: c_int,
+    pub combiner: c_int,
     /// Large counts (0 for every type where `MPI_Type_get_envelope` alone suffices).
-    nc: i64,
+    pub nc: i64,
 }
 
-fn envelope(t: MPI_Datatype) -> Result<Envelope> {
+pub(crate) fn envelope(t: MPI_Datatype) -> Result<Envelope> {
     // A type built by an MPI-4 large-count constructor (`MPI_Type_contiguous_c`, ...) may keep
     // its counts where only MPI_Type_get_envelope_c reports them; the plain call then fails,
     // which would invoke the error handler (fatal by default): ask the `_c` call first.
@@ -226,7 +226,7 @@ fn large_contents(_: MPI_Datatype, env: Envelope, _: &mut [MPI_Datatype]) -> Res
 /// Frees `h`, a child handle from get_contents, unless it is predefined (named, or an F90
 /// parameterized type: never freed). A handle whose combiner MPI does not report is left alone
 /// (freeing a predefined type is an error) and the error returned.
-fn free_child(h: &mut MPI_Datatype) -> Result<()> {
+pub(crate) fn free_child(h: &mut MPI_Datatype) -> Result<()> {
     let combiner = match envelope(*h) {
         Ok(e) => e.combiner,
         // Declined for its large counts: derived, and the combiner is known.

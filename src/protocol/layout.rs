@@ -7,16 +7,37 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
+use crate::datatype::choice::{Dir, Engine};
 use crate::datatype::compiled::CompiledType;
 use crate::datatype::interp;
 use crate::ffi::mpi;
 use crate::protocol::comm_hints::P2pPath;
 use crate::protocol::datatype::lookup;
-// Not `pack_engine`: a layout is packed or unpacked when a request completes or a persistent
-// one starts, and the application may have freed its datatype handle by then (legal: the
-// operation keeps the type), so the MPI's engine cannot be handed the handle; sluice's
-// compiled type lives on in the layout.
+use crate::protocol::pack_engine;
 use crate::transfer::staging::{self, Staging};
+
+/// What a point-to-point call does with its buffer: the directions in which sluice's engine
+/// would move it, and so the engine choices ([`crate::datatype::choice`]) that can send it to
+/// the MPI.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Sent: packed.
+    Send,
+    /// Received: unpacked.
+    Recv,
+    /// Sent, then received into (`MPI_Sendrecv_replace`).
+    Both,
+}
+
+impl Role {
+    fn dirs(self) -> &'static [Dir] {
+        match self {
+            Role::Send => &[Dir::Pack],
+            Role::Recv => &[Dir::Unpack],
+            Role::Both => &[Dir::Pack, Dir::Unpack],
+        }
+    }
+}
 
 /// A typed buffer that sluice's engine moves: `count` elements of a compiled type, `bytes`
 /// packed bytes in all.
@@ -40,7 +61,7 @@ impl Layout {
     /// to the MPI unchanged: protocol off, contiguous or uncompiled type, zero or invalid count,
     /// `MPI_BOTTOM`, more than `INT_MAX` packed bytes, or a large message of large blocks
     /// (`SLUICE_P2P_MPI_ABOVE` / `SLUICE_P2P_MPI_BLOCK`), an interpreted type on Open MPI or a
-    /// type whose `MPI_Pack`/`MPI_Unpack` calls chose the MPI's engine both ways, unless the
+    /// type for which the MPI's engine was chosen in the directions of `role`, unless the
     /// communicator's `path` hint sends it through sluice; every non-contiguous message with
     /// `P2pPath::Mpi` (on MPICH, but a struct's, which takes the automatic rules). Invalid
     /// arguments thus always reach the MPI, which reports them with its own error class.
@@ -51,6 +72,7 @@ impl Layout {
         buf: *const c_void,
         count: i64,
         datatype: mpi::MPI_Datatype,
+        role: Role,
         path: P2pPath,
         shares_node: &dyn Fn() -> bool,
     ) -> Option<Layout> {
@@ -93,7 +115,7 @@ impl Layout {
             None => cfg.p2p_mpi_auto && !cfg!(sluice_mpi = "mpich"),
             Some(b) if cfg.p2p_mpi_auto && cfg!(sluice_mpi = "mpich") => mpich_leaves_to_mpi(cfg, bytes, b, ct.from_struct(), shares_node),
             Some(b) => bytes >= cfg.p2p_mpi_above && b >= cfg.p2p_mpi_block,
-        } || mpi_engine_learned(&ct);
+        } || mpi_engine_chosen(&ct, role.dirs());
         if to_mpi && !path.engine_forced() {
             return None;
         }
@@ -169,14 +191,19 @@ impl Layout {
         crate::stats::engine_bytes(self.bytes);
     }
 
-    /// A staging buffer holding the packed elements at `buf`.
+    /// A staging buffer holding the packed elements at `buf`, packed by the engine chosen for
+    /// the type (`pack_engine`: the call may teach the choice). Only inside the application's
+    /// call: the MPI's engine needs the application's datatype handle, which it may free once
+    /// the call returns (legal while an operation uses the type). Completions and persistent
+    /// starts pack with [`Layout::pack`].
     ///
     /// # Safety
-    /// As [`Layout::pack`].
+    /// As [`Layout::pack`]; inside the call that got the layout's datatype handle.
     pub unsafe fn packed(&self, buf: *const c_void) -> Staging {
         let mut st = staging::take(self.bytes);
-        // SAFETY: forwarded contract.
-        unsafe { self.pack(buf, &mut st) };
+        // SAFETY: forwarded contract; `st` is sluice's own buffer of at least `bytes` bytes.
+        unsafe { pack_engine::pack(self.datatype, &self.ct, self.count, buf.cast(), &mut st.bytes_mut()[..self.bytes]) };
+        crate::stats::engine_bytes(self.bytes);
         st
     }
 
@@ -186,9 +213,29 @@ impl Layout {
     /// # Safety
     /// `buf` is the application's receive buffer for this layout (writable for its typemap).
     pub unsafe fn unpack(&self, st: &Staging, received: usize, buf: *mut c_void) {
+        // SAFETY: forwarded contract.
+        unsafe { self.unpack_by(st, received, buf, false) }
+    }
+
+    /// As [`Layout::unpack`], a whole stream by the engine chosen for the type (the call may
+    /// teach the choice): only inside the application's call, as [`Layout::packed`].
+    ///
+    /// # Safety
+    /// As [`Layout::unpack`]; inside the call that got the layout's datatype handle.
+    pub unsafe fn unpack_in_call(&self, st: &Staging, received: usize, buf: *mut c_void) {
+        // SAFETY: forwarded contract.
+        unsafe { self.unpack_by(st, received, buf, true) }
+    }
+
+    /// # Safety
+    /// As [`Layout::unpack`]; `chosen` only inside the call that got the datatype handle.
+    unsafe fn unpack_by(&self, st: &Staging, received: usize, buf: *mut c_void, chosen: bool) {
         let n = received.min(self.bytes);
         let input = &st.bytes()[..n];
-        if n == self.bytes {
+        if n == self.bytes && chosen {
+            // SAFETY: as below; the handle is valid (the caller's contract).
+            unsafe { pack_engine::unpack(self.datatype, &self.ct, self.count, input, buf.cast()) };
+        } else if n == self.bytes {
             // SAFETY: the caller guarantees the typemap is writable at `buf`; `input` is
             // sluice's own memory.
             unsafe { self.ct.unpack(input, self.count, buf.cast()) };
@@ -201,33 +248,46 @@ impl Layout {
     }
 
     /// Packs the user's elements at `buf` into `out` (exactly [`Layout::bytes`] long), on the
-    /// worker pool when the operation qualifies (`protocol::parallel`), else serially.
+    /// worker pool when the operation qualifies (`protocol::parallel`), else serially, by the
+    /// engine chosen for the type (`pack_engine`) when `in_call` (inside the application's call
+    /// that got the datatype handle: see [`Layout::packed`]), else by sluice's.
     ///
     /// # Safety
-    /// `buf` is the application's buffer for this layout (readable for its typemap).
-    pub unsafe fn pack_into(&self, buf: *const c_void, out: &mut [u8]) {
+    /// `buf` is the application's buffer for this layout (readable for its typemap); `in_call`
+    /// only inside the call that got the datatype handle.
+    pub unsafe fn pack_into(&self, buf: *const c_void, out: &mut [u8], in_call: bool) {
         debug_assert_eq!(out.len(), self.bytes);
         // SAFETY: the caller guarantees the typemap is readable at `buf`; `out` is sluice's own
-        // memory of the stream's length.
+        // memory of the stream's length; the handle is valid when `in_call`.
         unsafe {
             if !crate::protocol::parallel::try_pack(self.datatype, &self.ct, self.count, buf.cast(), out) {
-                self.ct.pack(buf.cast(), self.count, out);
+                if in_call {
+                    pack_engine::pack(self.datatype, &self.ct, self.count, buf.cast(), out);
+                } else {
+                    self.ct.pack(buf.cast(), self.count, out);
+                }
             }
         }
         crate::stats::engine_bytes(self.bytes);
     }
 
-    /// Unpacks `input` (exactly [`Layout::bytes`] long) into the user's elements at `buf`.
+    /// Unpacks `input` (exactly [`Layout::bytes`] long) into the user's elements at `buf`, as
+    /// [`Layout::pack_into`] packs.
     ///
     /// # Safety
     /// `buf` is the application's receive buffer for this layout (writable for its typemap, no
-    /// byte addressed twice: MPI makes receiving into overlapping entries erroneous).
-    pub unsafe fn unpack_from(&self, input: &[u8], buf: *mut c_void) {
+    /// byte addressed twice: MPI makes receiving into overlapping entries erroneous); `in_call`
+    /// only inside the call that got the datatype handle.
+    pub unsafe fn unpack_from(&self, input: &[u8], buf: *mut c_void, in_call: bool) {
         debug_assert_eq!(input.len(), self.bytes);
         // SAFETY: as above; `input` is sluice's own memory.
         unsafe {
             if !crate::protocol::parallel::try_unpack(self.datatype, &self.ct, self.count, input, buf.cast()) {
-                self.ct.unpack(input, self.count, buf.cast());
+                if in_call {
+                    pack_engine::unpack(self.datatype, &self.ct, self.count, input, buf.cast());
+                } else {
+                    self.ct.unpack(input, self.count, buf.cast());
+                }
             }
         }
         crate::stats::engine_bytes(self.bytes);
@@ -241,16 +301,15 @@ const MPICH_SMALL_MESSAGE_BLOCK: usize = 256;
 /// Size from which large blocks to a peer on another node go to MPICH's engine.
 const MPICH_REMOTE_ABOVE: usize = 512 << 10;
 
-/// Whether `MPI_Pack` and `MPI_Unpack` calls of this type learned that the MPI's engine is the
-/// faster one both ways (`datatype::choice`): its messages are then the MPI's to pack and
-/// unpack too. Not for a struct's on MPICH, whose receives stay with sluice (see
-/// [`Layout::of`]).
-fn mpi_engine_learned(ct: &CompiledType) -> bool {
-    use crate::datatype::choice::{Dir, Engine};
+/// Whether the MPI's engine was chosen for this type in every direction of `dirs`
+/// (`datatype::choice`, learned from its `MPI_Pack`/`MPI_Unpack` calls): its messages are then the MPI's to pack or unpack too. Each side
+/// decides for itself: the protocol reads any pairing of an MPI-typed side with a staged one
+/// (the sender's choice is not the receiver's). Not for a struct's on MPICH, whose receives stay
+/// with sluice (see [`Layout::of`]) and whose sends then stay too (a rule both sides apply
+/// alike).
+pub fn mpi_engine_chosen(ct: &CompiledType, dirs: &[Dir]) -> bool {
     let c = ct.choice();
-    c.decided(Dir::Pack) == Some(Engine::Mpi)
-        && c.decided(Dir::Unpack) == Some(Engine::Mpi)
-        && !(cfg!(sluice_mpi = "mpich") && ct.from_struct())
+    dirs.iter().all(|&d| c.decided(d) == Some(Engine::Mpi)) && !(cfg!(sluice_mpi = "mpich") && ct.from_struct())
 }
 
 /// `SLUICE_P2P_MPI_ABOVE=auto` on MPICH, measured with `scripts/bench-p2p-paths.sh`
@@ -272,21 +331,23 @@ fn mpich_leaves_to_mpi(cfg: &crate::config::Config, bytes: usize, block: usize, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::datatype::choice::{Dir, Engine};
     use crate::datatype::ir::DataLoop;
 
     #[test]
-    fn only_a_type_that_learned_the_mpi_both_ways_goes_to_the_mpi() {
+    fn a_message_goes_to_the_mpi_where_its_directions_chose_the_mpis_engine() {
         let vector = || CompiledType::new(&DataLoop::vector(64, 1, 16, DataLoop::bytes(8)));
-        assert!(!mpi_engine_learned(&vector()), "learning: sluice's");
         let ct = vector();
-        ct.choice().force(Dir::Pack, Engine::Mpi);
-        assert!(!mpi_engine_learned(&ct), "one direction is not enough");
-        ct.choice().force(Dir::Unpack, Engine::Mpi);
-        assert!(mpi_engine_learned(&ct));
-        let ct = vector();
+        for role in [Role::Send, Role::Recv, Role::Both] {
+            assert!(!mpi_engine_chosen(&ct, role.dirs()), "learning: sluice's");
+        }
         ct.choice().force(Dir::Pack, Engine::Mpi);
         ct.choice().force(Dir::Unpack, Engine::Sluice);
-        assert!(!mpi_engine_learned(&ct));
+        let chosen = |ct: &CompiledType| [Role::Send, Role::Recv, Role::Both].map(|r| mpi_engine_chosen(ct, r.dirs()));
+        assert_eq!(chosen(&ct), [true, false, false], "a send packs, a receive unpacks, a replace does both");
+        let ct = vector();
+        ct.choice().force(Dir::Unpack, Engine::Mpi);
+        assert_eq!(chosen(&ct), [false, true, false]);
+        ct.choice().force(Dir::Pack, Engine::Mpi);
+        assert_eq!(chosen(&ct), [true, true, true]);
     }
 }

@@ -24,3 +24,4 @@ pub mod limits;
 pub mod p2p;
 pub mod pack_engine;
 pub mod parallel;
+pub mod type_prefix;

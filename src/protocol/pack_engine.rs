@@ -8,9 +8,10 @@
 
 use std::ffi::c_int;
 
-use crate::datatype::choice::{Decision, Dir, Engine, Policy};
+use crate::datatype::choice::{Decision, Dir, Engine, Engines, Policy};
 use crate::datatype::compiled::CompiledType;
 use crate::ffi::{consts, errclass, mpi, next};
+use crate::protocol::type_prefix::{self, Prefix};
 
 fn policy() -> Policy {
     crate::runtime::config().map_or(Policy::Sluice, |c| c.pack_engine)
@@ -48,34 +49,102 @@ pub(crate) unsafe fn unpack(datatype: mpi::MPI_Datatype, c: &CompiledType, count
     unsafe { unpack_with(policy(), datatype, c, count, input, outbuf) }
 }
 
+/// One call's elements in user memory and its packed stream in sluice's, for both engines
+/// ([`Engines`]), in either direction.
+struct Call<'a> {
+    dir: Dir,
+    datatype: mpi::MPI_Datatype,
+    c: &'a CompiledType,
+    count: usize,
+    /// The first element (`inbuf` of a pack, `outbuf` of an unpack).
+    user: *mut u8,
+    /// The packed stream, `count * size` bytes.
+    packed: *mut u8,
+    /// The MPI type of a prefix of the first element, while learning needs one.
+    prefix: Option<Prefix>,
+}
+
+impl Call<'_> {
+    fn bytes(&self) -> usize {
+        self.count * self.c.size()
+    }
+
+    /// The MPI's engine on `n` elements of `datatype` at `user` and stream bytes `[first, first
+    /// + n * size of datatype)`.
+    fn mpi_on(&self, datatype: mpi::MPI_Datatype, user: *mut u8, n: usize, first: usize, last: usize) -> bool {
+        let (bytes, mut pos) = (self.bytes() as c_int, first as c_int);
+        // SAFETY: elements the caller's typemap covers and their bytes in the stream through
+        // the MPI's engine (the choice keeps `bytes` and the counts within `int`); the stream
+        // is `bytes` long.
+        let rc = unsafe {
+            match self.dir {
+                Dir::Pack => next::MPI_Pack(user.cast(), n as c_int, datatype, self.packed.cast(), bytes, &mut pos, consts::comm_self()),
+                Dir::Unpack => {
+                    next::MPI_Unpack(self.packed.cast(), bytes, &mut pos, user.cast(), n as c_int, datatype, consts::comm_self())
+                }
+            }
+        };
+        rc == errclass::SUCCESS && pos as usize == last
+    }
+}
+
+impl Engines for Call<'_> {
+    fn sluice(&mut self, a: usize, b: usize) {
+        let size = self.c.size();
+        let at = self.user.wrapping_offset(a as isize * self.c.dataloop().extent as isize);
+        // SAFETY: elements [a, b) start at `a * extent` from the first (the caller's typemap)
+        // and their packed bytes are [a * size, b * size) of the stream.
+        unsafe {
+            let stream = self.packed.add(a * size);
+            match self.dir {
+                Dir::Pack => self.c.pack(at, b - a, std::slice::from_raw_parts_mut(stream, (b - a) * size)),
+                Dir::Unpack => self.c.unpack(std::slice::from_raw_parts(stream, (b - a) * size), b - a, at),
+            }
+        }
+    }
+
+    fn sluice_bytes(&mut self, first: usize, last: usize) {
+        // SAFETY: stream bytes [first, last) of the call's elements at `user`.
+        unsafe {
+            let stream = self.packed.add(first);
+            match self.dir {
+                Dir::Pack => self.c.pack_range(self.user, self.count, first, last, std::slice::from_raw_parts_mut(stream, last - first)),
+                Dir::Unpack => self.c.unpack_range(std::slice::from_raw_parts(stream, last - first), self.count, first, last, self.user),
+            }
+        }
+    }
+
+    fn mpi(&mut self, a: usize, b: usize) -> bool {
+        let size = self.c.size();
+        let at = self.user.wrapping_offset(a as isize * self.c.dataloop().extent as isize);
+        self.mpi_on(self.datatype, at, b - a, a * size, b * size)
+    }
+
+    fn make_prefix(&mut self, want: usize, max: usize) -> Option<usize> {
+        // SAFETY: the application's committed handle, inside its call.
+        self.prefix = unsafe { type_prefix::prefix(self.datatype, want, max) };
+        let p = self.prefix.as_ref().map(Prefix::bytes);
+        if let Some(p) = p {
+            log::debug!("compiled type {} ({}): {:?} learns from a prefix of {p} bytes", self.c.id(), self.c.kernel().name(), self.dir);
+        }
+        p
+    }
+
+    fn mpi_prefix(&mut self) -> bool {
+        let Some(p) = self.prefix.as_ref().map(|p| (p.handle(), p.bytes())) else { return false };
+        self.mpi_on(p.0, self.user, 1, 0, p.1)
+    }
+}
+
 /// [`pack`] under `policy` (the benchmark's entry: it has no runtime configuration).
 ///
 /// # Safety
 /// As [`pack`]; MPI is initialized.
 pub unsafe fn pack_with(policy: Policy, datatype: mpi::MPI_Datatype, c: &CompiledType, count: usize, inbuf: *const u8, out: &mut [u8]) {
-    let (size, extent) = (c.size(), c.dataloop().extent as isize);
-    let bytes = out.len();
-    let outp = out.as_mut_ptr();
-    let at = |a: usize| inbuf.wrapping_offset(a as isize * extent);
-    let decided = c.choice().run(
-        Dir::Pack,
-        policy,
-        count,
-        bytes,
-        // SAFETY: elements [a, b) start at `a * extent` from `inbuf` (the caller's typemap) and
-        // their packed bytes are [a * size, b * size) of `out`.
-        |a, b| unsafe { c.pack(at(a), b - a, std::slice::from_raw_parts_mut(outp.add(a * size), (b - a) * size)) },
-        |a, b| {
-            let mut pos = (a * size) as c_int;
-            // SAFETY: the same elements and bytes through the MPI's engine (the choice keeps
-            // `bytes` and the counts within `int`); `out` is `bytes` long.
-            let rc = unsafe {
-                next::MPI_Pack(at(a).cast(), (b - a) as c_int, datatype, outp.cast(), bytes as c_int, &mut pos, consts::comm_self())
-            };
-            rc == errclass::SUCCESS && pos as usize == b * size
-        },
-    );
-    if let Some(d) = decided {
+    debug_assert_eq!(out.len(), count * c.size());
+    // `user` is only read in this direction.
+    let mut call = Call { dir: Dir::Pack, datatype, c, count, user: inbuf.cast_mut(), packed: out.as_mut_ptr(), prefix: None };
+    if let Some(d) = c.choice().run(Dir::Pack, policy, count, out.len(), &mut call) {
         log_decision(c, Dir::Pack, d);
     }
 }
@@ -85,27 +154,10 @@ pub unsafe fn pack_with(policy: Policy, datatype: mpi::MPI_Datatype, c: &Compile
 /// # Safety
 /// As [`unpack`]; MPI is initialized.
 pub unsafe fn unpack_with(policy: Policy, datatype: mpi::MPI_Datatype, c: &CompiledType, count: usize, input: &[u8], outbuf: *mut u8) {
-    let (size, extent) = (c.size(), c.dataloop().extent as isize);
-    let bytes = input.len();
-    let inp = input.as_ptr();
-    let at = |a: usize| outbuf.wrapping_offset(a as isize * extent);
-    let decided = c.choice().run(
-        Dir::Unpack,
-        policy,
-        count,
-        bytes,
-        // SAFETY: as in `pack`, in the other direction.
-        |a, b| unsafe { c.unpack(std::slice::from_raw_parts(inp.add(a * size), (b - a) * size), b - a, at(a)) },
-        |a, b| {
-            let mut pos = (a * size) as c_int;
-            // SAFETY: as in `pack`.
-            let rc = unsafe {
-                next::MPI_Unpack(inp.cast(), bytes as c_int, &mut pos, at(a).cast(), (b - a) as c_int, datatype, consts::comm_self())
-            };
-            rc == errclass::SUCCESS && pos as usize == b * size
-        },
-    );
-    if let Some(d) = decided {
+    debug_assert_eq!(input.len(), count * c.size());
+    // `packed` is only read in this direction.
+    let mut call = Call { dir: Dir::Unpack, datatype, c, count, user: outbuf, packed: input.as_ptr().cast_mut(), prefix: None };
+    if let Some(d) = c.choice().run(Dir::Unpack, policy, count, input.len(), &mut call) {
         log_decision(c, Dir::Unpack, d);
     }
 }

@@ -52,20 +52,11 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     src = malloc(BUF); dst_a = malloc(BUF); dst_b = malloc(BUF); pk_a = malloc(BUF); pk_b = malloc(BUF);
     for (int i = 0; i < BUF; i++) src[i] = (unsigned char)(i * 131 + 17);
-    MPI_Datatype t[NTYPES + 4];
-    const char *name[NTYPES + 4];
+    MPI_Datatype t[NTYPES + NLARGE];
+    const char *name[NTYPES + NLARGE];
     build(t, name);
-    /* Large elements: one call of one or two elements is learned from whole. */
-    int n = NTYPES;
-    name[n] = "vector-large"; MPI_Type_vector(4096, 3, 7, MPI_DOUBLE, &t[n++]);
-    { int sz[3] = {128, 128, 8}, sub[3] = {128, 128, 1}, st[3] = {0, 0, 3}; name[n] = "face";
-      MPI_Type_create_subarray(3, sz, sub, st, MPI_ORDER_C, MPI_DOUBLE, &t[n++]); }
-    { MPI_Datatype v, ty[2]; int bl[2] = {1, 1}; MPI_Aint d[2] = {0, 300000};
-      MPI_Type_vector(1000, 5, 9, MPI_FLOAT, &v); ty[0] = v; ty[1] = MPI_INT;
-      name[n] = "struct-large"; MPI_Type_create_struct(2, bl, d, ty, &t[n++]); MPI_Type_free(&v); }
-    { MPI_Datatype b; MPI_Type_contiguous(24, MPI_CHAR, &b);
-      name[n] = "hvector-192"; MPI_Type_create_hvector(400, 8, 24 * 32, b, &t[n++]); MPI_Type_free(&b); }
-    for (int i = NTYPES; i < n; i++) MPI_CHECK(MPI_Type_commit(&t[i]));
+    build_large(t + NTYPES, name + NTYPES); /* one call of one or two elements is learned from whole */
+    int n = NTYPES + NLARGE;
     for (int i = 0; i < n; i++) {
         int size;
         MPI_Type_size(t[i], &size);

@@ -1,7 +1,7 @@
 /* The derived datatypes the pack tests run over (tests/c/pack.c, tests/c/pack_parallel.c):
  * vectors with positive and negative strides, indexed and struct families (hindexed_block too),
  * subarrays in both orders, a darray, an FFT column (interleaved elements), pair types, an F90
- * parameterized real, nesting and a plain contiguous run. */
+ * parameterized real, nesting and a plain contiguous run; and a few of large elements. */
 #ifndef SLUICE_TEST_PACK_TYPES_H
 #define SLUICE_TEST_PACK_TYPES_H
 #include "check.h"
@@ -35,6 +35,36 @@ static void build(MPI_Datatype *t, const char **name) {
       name[n] = "darray"; MPI_Type_create_darray(4, 1, 2, gs, di, da, ps, MPI_ORDER_C, MPI_DOUBLE, &t[n++]); }
     MPI_Type_create_f90_real(15, MPI_UNDEFINED, &tmp); /* a predefined handle: not freed */
     name[n] = "f90-real-vector"; MPI_Type_vector(10, 2, 3, tmp, &t[n++]);
+    for (int i = 0; i < n; i++) MPI_CHECK(MPI_Type_commit(&t[i]));
+}
+
+#define NLARGE 9
+
+/* Builds and commits NLARGE types of large elements (one or two of them make a call that the
+ * engine choice learns from whole, or from a prefix of the first element where it is at least
+ * 256 KiB: the last five) into t, with their names. */
+static void build_large(MPI_Datatype *t, const char **name) {
+    int n = 0;
+    name[n] = "vector-large"; MPI_Type_vector(4096, 3, 7, MPI_DOUBLE, &t[n++]);
+    { int sz[3] = {128, 128, 8}, sub[3] = {128, 128, 1}, st[3] = {0, 0, 3}; name[n] = "face";
+      MPI_Type_create_subarray(3, sz, sub, st, MPI_ORDER_C, MPI_DOUBLE, &t[n++]); }
+    { MPI_Datatype v, ty[2]; int bl[2] = {1, 1}; MPI_Aint d[2] = {0, 300000};
+      MPI_Type_vector(1000, 5, 9, MPI_FLOAT, &v); ty[0] = v; ty[1] = MPI_INT;
+      name[n] = "struct-large"; MPI_Type_create_struct(2, bl, d, ty, &t[n++]); MPI_Type_free(&v); }
+    { MPI_Datatype b; MPI_Type_contiguous(24, MPI_CHAR, &b);
+      name[n] = "hvector-192"; MPI_Type_create_hvector(400, 8, 24 * 32, b, &t[n++]); MPI_Type_free(&b); }
+    name[n] = "vector-huge"; MPI_Type_vector(32768, 3, 7, MPI_DOUBLE, &t[n++]);
+    { int sz[3] = {256, 256, 4}, sub[3] = {256, 256, 1}, st[3] = {0, 0, 2}; name[n] = "face-C-large";
+      MPI_Type_create_subarray(3, sz, sub, st, MPI_ORDER_C, MPI_DOUBLE, &t[n++]); }
+    { int sz[3] = {4, 256, 256}, sub[3] = {1, 256, 256}, st[3] = {1, 0, 0}; name[n] = "face-F-large";
+      MPI_Type_create_subarray(3, sz, sub, st, MPI_ORDER_FORTRAN, MPI_DOUBLE, &t[n++]); }
+    { int bl[64]; MPI_Aint d[64];
+      for (int i = 0; i < 64; i++) { bl[i] = 1024 + 16 * i; d[i] = (MPI_Aint)i * 40000; }
+      name[n] = "hindexed-large"; MPI_Type_create_hindexed(64, bl, d, MPI_FLOAT, &t[n++]); }
+    { MPI_Datatype f, g, ty[20]; int bl[20]; MPI_Aint d[20];
+      MPI_Type_contiguous(4096, MPI_FLOAT, &f); MPI_Type_contiguous(2048, MPI_DOUBLE, &g);
+      for (int i = 0; i < 20; i++) { ty[i] = i % 2 ? g : f; bl[i] = 1; d[i] = (MPI_Aint)i * 20000; }
+      name[n] = "struct-huge"; MPI_Type_create_struct(20, bl, d, ty, &t[n++]); MPI_Type_free(&f); MPI_Type_free(&g); }
     for (int i = 0; i < n; i++) MPI_CHECK(MPI_Type_commit(&t[i]));
 }
 

@@ -131,14 +131,15 @@ impl Converted {
         }
     }
 
-    /// Unpacks the received bytes after the collective completed successfully.
+    /// Unpacks the received bytes after the collective completed successfully, `in_call` (a
+    /// blocking collective) or at a later completion.
     ///
     /// # Safety
     /// The collective completed; the application's receive buffer is still valid.
-    unsafe fn deliver(&mut self) {
+    unsafe fn deliver(&mut self, in_call: bool) {
         if let Some(r) = self.recv.as_mut() {
             // SAFETY: forwarded contract.
-            unsafe { r.unpack(self.recv_output) };
+            unsafe { r.unpack(self.recv_output, in_call) };
         }
     }
 }
@@ -190,7 +191,7 @@ unsafe fn run(name: &'static str, mut conv: Converted, request: *mut Req, call: 
     if request.is_null() {
         if rc == errclass::SUCCESS {
             // SAFETY: the blocking collective completed.
-            unsafe { conv.deliver() };
+            unsafe { conv.deliver(true) };
         }
         return rc; // staging released here
     }

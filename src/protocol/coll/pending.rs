@@ -30,7 +30,7 @@ impl Finish for Pending {
         if let Some(mut conv) = self.conv.take() {
             if rc == errclass::SUCCESS {
                 // SAFETY: the request completed; the caller guarantees the buffers are valid.
-                unsafe { conv.deliver() };
+                unsafe { conv.deliver(false) };
             }
         } // staging and arrays released here
     }

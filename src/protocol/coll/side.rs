@@ -18,10 +18,11 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
+use crate::datatype::choice::Dir;
 use crate::datatype::compiled::CompiledType;
 use crate::ffi::{consts, errclass, mpi};
 use crate::protocol::datatype::lookup;
-use crate::protocol::layout::Layout;
+use crate::protocol::layout::{self, Layout};
 use crate::transfer::netpath;
 use crate::transfer::staging::{self, Staging};
 
@@ -81,13 +82,15 @@ enum Piece {
     Run { at: isize, bytes: usize },
     /// Through the engine: the elements start at `at` from the buffer. `mpi_ok`: the MPI's own
     /// engine moves this block as fast (its smallest contiguous block is at least
-    /// `SLUICE_COLL_MPI_BLOCK`), so it is staged only when a side cannot mix.
+    /// `SLUICE_COLL_MPI_BLOCK`) or faster (the type's engine choice picked the MPI's in this
+    /// side's direction), so it is staged only when a side cannot mix.
     Engine { at: isize, layout: Layout, mpi_ok: bool },
 }
 
 impl Piece {
-    /// `count` elements of `info` at `disp` bytes from the buffer; `None`: not expressible.
-    fn of(info: &TypeInfo, count: c_int, disp: i64) -> Option<Piece> {
+    /// `count` elements of `info` at `disp` bytes from the buffer, on a side the MPI writes
+    /// (`recv`) or reads; `None`: not expressible.
+    fn of(info: &TypeInfo, count: c_int, disp: i64, recv: bool) -> Option<Piece> {
         if count < 0 {
             return None;
         }
@@ -104,7 +107,8 @@ impl Piece {
         }
         let layout = Layout::new(info.compiled.clone()?, count as usize, info.datatype)?;
         let mpi_block = crate::runtime::config().map_or(usize::MAX, |c| c.coll_mpi_block);
-        let mpi_ok = layout.min_block().is_some_and(|b| b >= mpi_block);
+        let dir = if recv { Dir::Unpack } else { Dir::Pack };
+        let mpi_ok = layout.min_block().is_some_and(|b| b >= mpi_block) || layout::mpi_engine_chosen(layout.compiled(), &[dir]);
         Some(Piece::Engine { at: isize::try_from(disp).ok()?, layout, mpi_ok })
     }
 
@@ -330,7 +334,7 @@ impl Side {
                 Disp::Elements => d.checked_mul(ti.extent)?,
                 Disp::Bytes => d,
             };
-            let p = Piece::of(ti, count, d)?;
+            let p = Piece::of(ti, count, d, recv)?;
             if !matches!(p, Piece::Empty) && buf.is_null() {
                 return None; // MPI_BOTTOM with absolute addresses: the MPI's own business
             }
@@ -540,10 +544,12 @@ impl Side {
         self.pieces.iter().filter(|b| b.split != 0).map(|b| b.piece.bytes())
     }
 
-    /// Copies/packs the application's blocks of `slots` into staging.
+    /// Copies/packs the application's blocks of `slots` into staging, inside the application's
+    /// call (whole blocks by the engine chosen for their type: `Layout::pack_into`).
     ///
     /// # Safety
-    /// The application's buffer is readable for those blocks' typemaps.
+    /// The application's buffer is readable for those blocks' typemaps; inside the call that
+    /// got this side's datatype handles.
     pub unsafe fn pack(&mut self, slots: Slots) {
         let Some(st) = self.staging.as_mut() else { return };
         let out = st.bytes_mut();
@@ -562,7 +568,7 @@ impl Side {
                         Piece::Run { at, .. } => {
                             std::ptr::copy_nonoverlapping(self.user.wrapping_offset(*at + first as isize), dst.as_mut_ptr(), dst.len())
                         }
-                        Piece::Engine { at, layout, .. } if whole => layout.pack_into(self.user.wrapping_offset(*at).cast(), dst),
+                        Piece::Engine { at, layout, .. } if whole => layout.pack_into(self.user.wrapping_offset(*at).cast(), dst, true),
                         Piece::Engine { at, layout, .. } => layout.pack_range(self.user.wrapping_offset(*at).cast(), first, last, dst),
                     }
                 }
@@ -647,11 +653,13 @@ impl Side {
         }
     }
 
-    /// Copies/unpacks the staged bytes of `slots` into the application's blocks.
+    /// Copies/unpacks the staged bytes of `slots` into the application's blocks; whole blocks by
+    /// the engine chosen for their type when `in_call` (`Layout::unpack_from`).
     ///
     /// # Safety
-    /// The application's buffer is writable for those blocks' typemaps.
-    pub unsafe fn unpack(&mut self, slots: Slots) {
+    /// The application's buffer is writable for those blocks' typemaps; `in_call` only inside
+    /// the call that got this side's datatype handles.
+    pub unsafe fn unpack(&mut self, slots: Slots, in_call: bool) {
         let Some(st) = self.staging.as_ref() else { return };
         let input = st.bytes();
         for (peer, block) in self.pieces.iter().enumerate() {
@@ -669,7 +677,9 @@ impl Side {
                         Piece::Run { at, .. } => {
                             std::ptr::copy_nonoverlapping(src.as_ptr(), self.user.wrapping_offset(*at + first as isize), src.len())
                         }
-                        Piece::Engine { at, layout, .. } if whole => layout.unpack_from(src, self.user.wrapping_offset(*at).cast()),
+                        Piece::Engine { at, layout, .. } if whole => {
+                            layout.unpack_from(src, self.user.wrapping_offset(*at).cast(), in_call)
+                        }
                         Piece::Engine { at, layout, .. } => layout.unpack_range(src, first, self.user.wrapping_offset(*at).cast()),
                     }
                 }
@@ -708,4 +718,33 @@ fn in_place_displs(pieces: &[Piece], uniform: bool) -> Option<Vec<c_int>> {
         displs.push(d);
     }
     Some(displs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype::choice::Engine;
+    use crate::datatype::ir::DataLoop;
+
+    #[test]
+    fn a_block_needs_sluices_engine_unless_its_sides_direction_chose_the_mpis() {
+        let ct = Arc::new(CompiledType::new(&DataLoop::vector(64, 1, 16, DataLoop::bytes(8))));
+        let dl = ct.dataloop();
+        let info = TypeInfo {
+            // SAFETY: a handle is an integer or a pointer, for which zero is a valid value; it is
+            // only carried here, never passed to the MPI.
+            datatype: unsafe { std::mem::zeroed() },
+            size: dl.size,
+            extent: dl.extent,
+            true_lb: dl.true_lb,
+            contiguous: false,
+            compiled: Some(ct.clone()),
+        };
+        let needs = |recv| Piece::of(&info, 4, 0, recv).is_some_and(|p| p.needs_engine());
+        assert_eq!((needs(false), needs(true)), (true, true), "learning: sluice's engine both ways");
+        ct.choice().force(Dir::Unpack, Engine::Mpi);
+        assert_eq!((needs(false), needs(true)), (true, false), "a receiving side unpacks");
+        ct.choice().force(Dir::Pack, Engine::Mpi);
+        assert_eq!((needs(false), needs(true)), (false, false), "a sending side packs");
+    }
 }
