@@ -219,12 +219,14 @@ fn p2p_of_noncontiguous_types_runs_on_sluices_engine() {
     // unpack per rank (each rank sends and receives it) to the engine's calls. By default Open
     // MPI applies that rule at every size; MPICH's automatic rule keeps it with sluice when the
     // peer shares the node (the arena pipeline is faster there) and leaves it to the MPI across
-    // nodes.
+    // nodes. (Engine choice pinned to sluice's: a message whose direction learned the MPI's
+    // engine would leave sluice's path after a timing-dependent number of calls.)
+    const PINNED: (&str, &str) = ("SLUICE_PACK_ENGINE", "sluice");
     for np in [2u32, 4] {
         let calls = |j: &Job| j.stat_calls("ddt-engine").unwrap_or(0);
-        let plain = launch_shim(np, &exe, &[("SLUICE_STATS", "1"), ("SLUICE_P2P_MPI_ABOVE", "4M")]);
-        let rule_off = launch_shim(np, &exe, &[("SLUICE_STATS", "1"), ("SLUICE_P2P_MPI_ABOVE", "off")]);
-        let by_default = launch_shim(np, &exe, &[("SLUICE_STATS", "1")]);
+        let plain = launch_shim(np, &exe, &[("SLUICE_STATS", "1"), ("SLUICE_P2P_MPI_ABOVE", "4M"), PINNED]);
+        let rule_off = launch_shim(np, &exe, &[("SLUICE_STATS", "1"), ("SLUICE_P2P_MPI_ABOVE", "off"), PINNED]);
+        let by_default = launch_shim(np, &exe, &[("SLUICE_STATS", "1"), PINNED]);
         for j in [&plain, &rule_off, &by_default] {
             j.assert_pass("p2p_engine");
         }
@@ -244,8 +246,10 @@ fn p2p_of_interpreted_types_is_exact_and_left_to_open_mpis_engine() {
     launch(2, &exe, &[], None).assert_pass("p2p_interp");
     for np in [2u32, 4] {
         let calls = |j: &Job| j.stat_calls("ddt-engine").unwrap_or(0);
-        let by_default = launch_shim(np, &exe, &[("SLUICE_STATS", "1")]);
-        let rule_off = launch_shim(np, &exe, &[("SLUICE_STATS", "1"), ("SLUICE_P2P_MPI_ABOVE", "off")]);
+        // Engine choice pinned to sluice's, as in `p2p_engine`: the counts compare the rules.
+        let pinned = ("SLUICE_PACK_ENGINE", "sluice");
+        let by_default = launch_shim(np, &exe, &[("SLUICE_STATS", "1"), pinned]);
+        let rule_off = launch_shim(np, &exe, &[("SLUICE_STATS", "1"), ("SLUICE_P2P_MPI_ABOVE", "off"), pinned]);
         for j in [&by_default, &rule_off] {
             j.assert_pass("p2p_interp");
         }

@@ -14,22 +14,27 @@
 //! a quarter of the call), one per engine (in alternating order from one call to the next), and
 //! processes the rest with sluice: in a large call the learning touches ~3% of it. A call that
 //! cannot be split so (one large element: a face, a plane; the MPI's engine only takes whole
-//! elements) runs whole on one engine, alternating sluice, MPI, MPI, sluice. The type's first
-//! large call is not timed (it may find its buffers cold or fault their pages in). After
+//! elements) of at least 4 pieces' worth times the MPI's engine on a prefix of its first
+//! element, where the caller can make one (a type of the element's first blocks:
+//! [`Engines::make_prefix`]), and sluice's on the next as many bytes; other calls run whole on
+//! one engine, alternating sluice, MPI, MPI, sluice, after a first call that is not timed (it
+//! may find its buffers cold or fault their pages in, which would count against whichever
+//! engine ran it; split calls time both engines on the same call from the first). After
 //! [`SAMPLES`] learning calls the faster engine by the best time per byte each showed is kept,
 //! the MPI's only when it was at least [`MARGIN`] faster; a contest clearer than [`CLEAR`] ends
 //! as soon as each engine has two samples (after two split calls), and one where the MPI's
 //! engine was [`SLOW_MPI`] slower at its first sample ends then, for sluice.
 //!
 //! What learning costs: the slower engine's extra time on the part of the learning calls it
-//! ran. With `s` the slower engine's time over the faster's: for calls split by piece, at most
+//! ran. With `s` the slower engine's time over the faster's: for calls split by piece or
+//! prefix, at most
 //! `(s - 1)` x 1/64 of one call when the MPI's is the slower by `s > SLOW_MPI`, 2/64 when
 //! `s > CLEAR` and 4/64 otherwise (pieces are at least 64 KiB, so calls under 16 pieces pay
 //! more); for whole calls `s - 1` calls when the MPI's is the slower by more than
 //! [`SLOW_MPI`], else `2 (s - 1)`.
 //!
-//! The engines are closures: the protocol layer passes `PMPI_Pack`/`PMPI_Unpack` (this module
-//! calls no MPI), the benchmark the same, the tests fakes with known speeds.
+//! The engines are an [`Engines`]: the protocol layer's calls `PMPI_Pack`/`PMPI_Unpack` (this
+//! module calls no MPI), the benchmark's the same, the tests' are fakes with known speeds.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
@@ -162,8 +167,8 @@ pub trait Engines {
 /// What one learning call does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Sample {
-    /// The type's first large call: sluice, untimed (it may fault pages in or find the buffers
-    /// cold, which would count against whichever engine went first).
+    /// The type's first large call learned from whole calls: sluice, untimed (it may fault pages
+    /// in or find the buffers cold, which would count against whichever engine ran it).
     Warmup,
     /// Two pieces of `piece` elements, the MPI's first when `mpi_first`; the rest by sluice.
     Pieces { piece: usize, mpi_first: bool },
@@ -224,13 +229,14 @@ impl EngineChoice {
         }
         let sample = match self.next_sample(dir, count, bytes) {
             // Too few elements to split: a prefix of the first one, where the call is large
-            // enough for samples of PIECE_MIN_BYTES and the type has one.
-            Sample::Whole(e) if bytes >= 4 * PIECE_MIN_BYTES && bytes / count >= PIECE_MIN_BYTES => {
+            // enough for samples of PIECE_MIN_BYTES and the type has one (from the first call,
+            // as pieces).
+            s @ (Sample::Warmup | Sample::Whole(_)) if bytes >= 4 * PIECE_MIN_BYTES && bytes / count >= PIECE_MIN_BYTES => {
                 let want = (bytes / PIECE_DIV).max(PIECE_MIN_BYTES);
                 match engines.make_prefix(want, (bytes / 4).min(bytes / count)) {
                     // Alternating which engine goes first, as pieces do.
-                    Some(p) => Sample::Prefix { bytes: p, mpi_first: e == Engine::Mpi },
-                    None => Sample::Whole(e),
+                    Some(p) => Sample::Prefix { bytes: p, mpi_first: s == Sample::Whole(Engine::Mpi) },
+                    None => s,
                 }
             }
             s => s,
@@ -306,19 +312,19 @@ impl EngineChoice {
     fn next_sample(&self, dir: Dir, count: usize, bytes: usize) -> Sample {
         let mut g = self.times.lock().unwrap_or_else(|e| e.into_inner());
         let t = g[dir as usize].get_or_insert_with(Times::default);
-        if t.calls == 0 {
-            t.calls = 1;
-            return Sample::Warmup;
-        }
-        let k = t.calls - 1;
+        let k = t.calls;
         t.calls += 1;
         let size = (bytes / count).max(1);
         let piece = (count / PIECE_DIV).max(PIECE_MIN_BYTES.div_ceil(size)).max(1);
         if count >= PIECES_MIN_COUNT && 4 * piece <= count {
+            // Both engines time parts of one call, so the first call's cold buffers and
+            // first-touch faults weigh on both alike: no warm-up call.
             Sample::Pieces { piece, mpi_first: k % 2 == 1 }
+        } else if k == 0 {
+            Sample::Warmup
         } else {
             // sluice, MPI, MPI, sluice, ...: each engine follows the other as often.
-            Sample::Whole(if matches!(k % 4, 1 | 2) { Engine::Mpi } else { Engine::Sluice })
+            Sample::Whole(if matches!((k - 1) % 4, 1 | 2) { Engine::Mpi } else { Engine::Sluice })
         }
     }
 
@@ -451,7 +457,7 @@ mod tests {
         for (sluice, mpi, engine) in [(2000, 1000, Engine::Mpi), (1000, 2000, Engine::Sluice)] {
             let (e, calls, samples) = learn_on(1, 1 << 20, sluice, mpi, true);
             assert_eq!(e, engine);
-            assert!(calls <= 1 + SAMPLES && samples == calls - 1, "{calls} calls, {samples} prefix samples");
+            assert!(calls <= SAMPLES && samples == calls, "{calls} calls, {samples} prefix samples (from the first call)");
         }
         // Without a prefix (or below 4 samples' worth of bytes): whole calls.
         assert_eq!(learn_on(1, 1 << 20, 2000, 1000, false).2, 0);
@@ -483,12 +489,12 @@ mod tests {
             };
             assert_eq!(d.map(|d| (d.engine, d.sluice, d.mpi)), (k == 3).then_some((Engine::Mpi, 2.0, 1.0)), "call {k}");
         }
-        // Split calls bring a sample of each: an MPI engine over SLOW_MPI slower ends the
-        // contest at once, another clear pair after two calls, a close one waits for SAMPLES.
+        // Split calls bring a sample of each from the first: an MPI engine over SLOW_MPI slower
+        // ends the contest at once, another clear pair after two calls, a close one waits for
+        // SAMPLES.
         for (mpi, calls) in [(3.0, 1), (1.6, 2), (1.1, SAMPLES)] {
             let c = EngineChoice::new();
             let split = |c: &EngineChoice| c.next_sample(Dir::Unpack, 4096, 4096 << 10);
-            assert_eq!(split(&c), Sample::Warmup);
             for k in 0..calls {
                 assert_eq!(split(&c), Sample::Pieces { piece: 64, mpi_first: k % 2 == 1 });
                 let d = c.record(Dir::Unpack, Some(1.0), Some(mpi), false);
@@ -556,10 +562,9 @@ mod tests {
             c.run(Dir::Pack, Policy::Auto, 256, 256 << 10, &mut Fns(|a, b| s.push((a, b)), |_, _| false));
         }
         assert_eq!(c.decided(Dir::Pack), Some(Engine::Sluice));
-        // The first call is sluice's, untimed; the second (1 KiB elements: pieces of 64,
-        // PIECE_MIN_BYTES) sluice's piece, the refused MPI piece by sluice, then the rest; the
-        // third sluice's whole.
-        assert_eq!(s, [(0, 256), (0, 64), (64, 128), (128, 256), (0, 256)]);
+        // The first call (1 KiB elements: pieces of 64, PIECE_MIN_BYTES) runs sluice's piece,
+        // the refused MPI piece by sluice, then the rest; the others sluice's whole.
+        assert_eq!(s, [(0, 64), (64, 128), (128, 256), (0, 256), (0, 256)]);
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! `byte_twin` gives a compiled type's layout as `MPI_BYTE`s, for receives left to the MPI.
 //! `hints` (the datatype attribute keyvals) and `parallel` (when MPI_Pack/MPI_Unpack run on
 //! several workers) serve `datatype`. `pack_engine` runs a whole-element pack or unpack on the
-//! engine chosen for the type (sluice's kernel or the MPI's), for `MPI_Pack`/`MPI_Unpack`.
+//! engine chosen for the type (sluice's kernel or the MPI's), for `MPI_Pack`/`MPI_Unpack` and,
+//! inside the application's calls, for messages and collectives; `type_prefix` gives it the MPI
+//! type of an element's first blocks to time the MPI's engine on.
 
 pub mod byte_twin;
 pub mod coll;
