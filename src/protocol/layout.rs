@@ -228,11 +228,11 @@ impl Layout {
     }
 
     /// # Safety
-    /// As [`Layout::unpack`]; `chosen` only inside the call that got the datatype handle.
-    unsafe fn unpack_by(&self, st: &Staging, received: usize, buf: *mut c_void, chosen: bool) {
+    /// As [`Layout::unpack`]; `in_call` only inside the call that got the datatype handle.
+    unsafe fn unpack_by(&self, st: &Staging, received: usize, buf: *mut c_void, in_call: bool) {
         let n = received.min(self.bytes);
         let input = &st.bytes()[..n];
-        if n == self.bytes && chosen {
+        if n == self.bytes && in_call {
             // SAFETY: as below; the handle is valid (the caller's contract).
             unsafe { pack_engine::unpack(self.datatype, &self.ct, self.count, input, buf.cast()) };
         } else if n == self.bytes {
@@ -248,24 +248,20 @@ impl Layout {
     }
 
     /// Packs the user's elements at `buf` into `out` (exactly [`Layout::bytes`] long), on the
-    /// worker pool when the operation qualifies (`protocol::parallel`), else serially, by the
-    /// engine chosen for the type (`pack_engine`) when `in_call` (inside the application's call
-    /// that got the datatype handle: see [`Layout::packed`]), else by sluice's.
+    /// worker pool when the operation qualifies (`protocol::parallel`), else serially by the
+    /// engine chosen for the type (`pack_engine`): only inside the application's call, as
+    /// [`Layout::packed`].
     ///
     /// # Safety
-    /// `buf` is the application's buffer for this layout (readable for its typemap); `in_call`
-    /// only inside the call that got the datatype handle.
-    pub unsafe fn pack_into(&self, buf: *const c_void, out: &mut [u8], in_call: bool) {
+    /// `buf` is the application's buffer for this layout (readable for its typemap); inside the
+    /// call that got the datatype handle.
+    pub unsafe fn pack_into(&self, buf: *const c_void, out: &mut [u8]) {
         debug_assert_eq!(out.len(), self.bytes);
-        // SAFETY: the caller guarantees the typemap is readable at `buf`; `out` is sluice's own
-        // memory of the stream's length; the handle is valid when `in_call`.
+        // SAFETY: the caller guarantees the typemap is readable at `buf` and the handle valid;
+        // `out` is sluice's own memory of the stream's length.
         unsafe {
             if !crate::protocol::parallel::try_pack(self.datatype, &self.ct, self.count, buf.cast(), out) {
-                if in_call {
-                    pack_engine::pack(self.datatype, &self.ct, self.count, buf.cast(), out);
-                } else {
-                    self.ct.pack(buf.cast(), self.count, out);
-                }
+                pack_engine::pack(self.datatype, &self.ct, self.count, buf.cast(), out);
             }
         }
         crate::stats::engine_bytes(self.bytes);

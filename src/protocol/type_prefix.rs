@@ -109,66 +109,142 @@ fn blocks_for(n: usize, want: usize, max: usize, size: impl Fn(usize) -> usize) 
 /// # Safety
 /// `t` is a valid datatype handle; MPI is initialized.
 pub unsafe fn prefix(t: Dt, want: usize, max: usize) -> Option<Prefix> {
+    // SAFETY: forwarded contract.
+    let mut out = unsafe { build(t, want, max) }?;
+    // SAFETY: `out` is a type sluice just created.
+    if unsafe { mpi::PMPI_Type_commit(&mut out) } != errclass::SUCCESS {
+        // SAFETY: as above.
+        unsafe { mpi::PMPI_Type_free(&mut out) };
+        return None;
+    }
+    let p = Prefix { handle: out, bytes: type_size(out).unwrap_or(0) };
+    (p.bytes >= want && p.bytes <= max).then_some(p)
+}
+
+/// A new (uncommitted) type for [`prefix`]: the same constructor with its first `k` top-level
+/// blocks where those make `want..=max` bytes, else, where the first block alone is too large,
+/// a prefix of that block placed where the block is.
+///
+/// # Safety
+/// As [`prefix`].
+#[allow(clippy::unnecessary_cast)] // MPI_Aint is isize in Open MPI, i64 in MPICH
+unsafe fn build(t: Dt, want: usize, max: usize) -> Option<Dt> {
     let c = Contents::of(t)?;
     let i = |k: usize| c.ints.get(k).copied().unwrap_or(0).max(0) as usize;
     let mut out: Dt = crate::ffi::consts::datatype_null();
     let child = c.types.first().copied();
-    let rc = match c.combiner {
+    let n = i(0);
+    // Per family: the block sizes in bytes, and block 0 as (copies of the child, byte
+    // displacement).
+    let (sizes, first): (Vec<usize>, (usize, i64)) = match c.combiner {
         // The same typemap as the type they wrap (for one element at the same address).
         // SAFETY: a child handle get_contents returned, valid until `c` drops.
-        comb::DUP | comb::RESIZED => return unsafe { prefix(child?, want, max) },
-        comb::CONTIGUOUS | comb::VECTOR | comb::HVECTOR | comb::INDEXED_BLOCK | comb::HINDEXED_BLOCK => {
-            let old = child?;
-            let per = match c.combiner {
-                comb::CONTIGUOUS => 1,
-                _ => i(1),
-            } * type_size(old)?;
-            let (k, _) = blocks_for(i(0), want, max, |_| per)?;
-            let k = k as c_int;
-            // SAFETY: the constructor's own arguments, with the count cut to `k` (and the
-            // displacement arrays, which hold at least `count` entries, read to `k`).
-            unsafe {
-                match c.combiner {
-                    comb::CONTIGUOUS => mpi::PMPI_Type_contiguous(k, old, &mut out),
-                    comb::VECTOR => mpi::PMPI_Type_vector(k, c.ints[1], c.ints[2], old, &mut out),
-                    comb::HVECTOR => mpi::PMPI_Type_create_hvector(k, c.ints[1], c.aints[0], old, &mut out),
-                    comb::INDEXED_BLOCK => mpi::PMPI_Type_create_indexed_block(k, c.ints[1], c.ints[2..].as_ptr(), old, &mut out),
-                    _ => mpi::PMPI_Type_create_hindexed_block(k, c.ints[1], c.aints.as_ptr(), old, &mut out),
-                }
-            }
+        comb::DUP | comb::RESIZED => return unsafe { build(child?, want, max) },
+        // SAFETY: forwarded contract; `c` is `t`'s contents.
+        comb::SUBARRAY => return unsafe { subarray(&c, t, want, max) },
+        comb::CONTIGUOUS => (vec![type_size(child?)?; n], (1, 0)),
+        comb::VECTOR | comb::HVECTOR => (vec![i(1) * type_size(child?)?; n], (i(1), 0)),
+        comb::INDEXED_BLOCK => (vec![i(1) * type_size(child?)?; n], (i(1), *c.ints.get(2)? as i64 * extent(child?)?)),
+        comb::HINDEXED_BLOCK => (vec![i(1) * type_size(child?)?; n], (i(1), *c.aints.first()? as i64)),
+        comb::INDEXED => {
+            let per = type_size(child?)?;
+            ((0..n).map(|b| i(1 + b) * per).collect(), (i(1), *c.ints.get(1 + n)? as i64 * extent(child?)?))
         }
-        comb::INDEXED | comb::HINDEXED => {
-            let (old, n) = (child?, i(0));
-            let per = type_size(old)?;
-            let (k, _) = blocks_for(n, want, max, |b| i(1 + b) * per)?;
-            // SAFETY: as above: the first `k` block lengths and displacements.
-            unsafe {
-                if c.combiner == comb::INDEXED {
-                    mpi::PMPI_Type_indexed(k as c_int, c.ints[1..].as_ptr(), c.ints[1 + n..].as_ptr(), old, &mut out)
-                } else {
-                    mpi::PMPI_Type_create_hindexed(k as c_int, c.ints[1..].as_ptr(), c.aints.as_ptr(), old, &mut out)
-                }
-            }
+        comb::HINDEXED => {
+            let per = type_size(child?)?;
+            ((0..n).map(|b| i(1 + b) * per).collect(), (i(1), *c.aints.first()? as i64))
         }
         comb::STRUCT => {
-            let sizes: Vec<usize> = c.types.iter().map(|&t| type_size(t)).collect::<Option<_>>()?;
-            let (k, _) = blocks_for(i(0), want, max, |b| i(1 + b) * sizes[b])?;
-            // SAFETY: as above: the first `k` entries of each array.
-            unsafe { mpi::PMPI_Type_create_struct(k as c_int, c.ints[1..].as_ptr(), c.aints.as_ptr(), c.types.as_ptr(), &mut out) }
+            let sizes: Vec<usize> = c.types.iter().zip(1..).map(|(&t, b)| Some(i(b) * type_size(t)?)).collect::<Option<_>>()?;
+            (sizes, (i(1), *c.aints.first()? as i64))
         }
-        comb::SUBARRAY => {
-            // ints = [ndims, sizes[n], subsizes[n], starts[n], order]: the outermost dimension
-            // (the first in C order, the last in Fortran order) varies slowest in the typemap.
-            let n = i(0);
-            let order = *c.ints.get(1 + 3 * n)?;
-            let outer = if order == mpi::MPI_ORDER_C as c_int { 0 } else { n.checked_sub(1)? };
-            let rows = i(1 + n + outer);
-            let per = type_size(t)? / rows.max(1);
-            let (k, _) = blocks_for(rows, want, max, |_| per)?;
-            let mut subsizes = c.ints[1 + n..1 + 2 * n].to_vec();
-            subsizes[outer] = k as c_int;
-            // SAFETY: the constructor's own arguments, with one subsize cut.
-            unsafe {
+        _ => return None,
+    };
+    let Some((k, _)) = blocks_for(n, want, max, |b| sizes[b]) else {
+        // The first block alone holds `want` bytes but more than `max`: a prefix of it.
+        if sizes.first().is_some_and(|&s| s > max) {
+            // SAFETY: block 0's child, a handle get_contents returned.
+            return unsafe { first_block(child?, first.0, first.1, want, max) };
+        }
+        return None;
+    };
+    let k_int = k as c_int;
+    // SAFETY: the constructor's own arguments, with the count cut to `k` (the arrays, which
+    // hold at least `count` entries, read to `k`).
+    let rc = unsafe {
+        let old = child?;
+        match c.combiner {
+            comb::CONTIGUOUS => mpi::PMPI_Type_contiguous(k_int, old, &mut out),
+            comb::VECTOR => mpi::PMPI_Type_vector(k_int, c.ints[1], c.ints[2], old, &mut out),
+            comb::HVECTOR => mpi::PMPI_Type_create_hvector(k_int, c.ints[1], c.aints[0], old, &mut out),
+            comb::INDEXED_BLOCK => mpi::PMPI_Type_create_indexed_block(k_int, c.ints[1], c.ints[2..].as_ptr(), old, &mut out),
+            comb::HINDEXED_BLOCK => mpi::PMPI_Type_create_hindexed_block(k_int, c.ints[1], c.aints.as_ptr(), old, &mut out),
+            comb::INDEXED => mpi::PMPI_Type_indexed(k_int, c.ints[1..].as_ptr(), c.ints[1 + n..].as_ptr(), old, &mut out),
+            comb::HINDEXED => mpi::PMPI_Type_create_hindexed(k_int, c.ints[1..].as_ptr(), c.aints.as_ptr(), old, &mut out),
+            _ => mpi::PMPI_Type_create_struct(k_int, c.ints[1..].as_ptr(), c.aints.as_ptr(), c.types.as_ptr(), &mut out),
+        }
+    };
+    (rc == errclass::SUCCESS).then_some(out)
+}
+
+/// A prefix of a block of `copies` copies of `child` (laid out by its extent) at byte
+/// displacement `at`: the first copies where they make `want..=max` bytes, else a prefix of the
+/// first copy; placed at `at`.
+///
+/// # Safety
+/// As [`prefix`], for `child`.
+unsafe fn first_block(child: Dt, copies: usize, at: i64, want: usize, max: usize) -> Option<Dt> {
+    let per = type_size(child)?;
+    let mut inner: Dt = crate::ffi::consts::datatype_null();
+    match blocks_for(copies + 1, want, max, |_| per) {
+        Some((j, _)) if j <= copies => {
+            // SAFETY: `j` copies of a valid handle.
+            if unsafe { mpi::PMPI_Type_contiguous(j as c_int, child, &mut inner) } != errclass::SUCCESS {
+                return None;
+            }
+        }
+        // SAFETY: forwarded contract.
+        _ if per > max => inner = unsafe { build(child, want, max) }?,
+        _ => return None,
+    }
+    if at == 0 {
+        return Some(inner);
+    }
+    let (one, disp) = (1 as c_int, at as mpi::MPI_Aint);
+    let mut out: Dt = crate::ffi::consts::datatype_null();
+    // SAFETY: one block of the type just made at `at` bytes; the wrapped type keeps what it
+    // needs of `inner`, which is freed here.
+    let rc = unsafe {
+        let rc = mpi::PMPI_Type_create_hindexed(1, &one, &disp, inner, &mut out);
+        mpi::PMPI_Type_free(&mut inner);
+        rc
+    };
+    (rc == errclass::SUCCESS).then_some(out)
+}
+
+/// A subarray's prefix: its outer dimensions cut to their first row, one dimension to its
+/// first `k` rows, the inner ones whole (each such cut is a prefix of the typemap: the outermost
+/// dimension, the first in C order and the last in Fortran order, varies slowest).
+///
+/// # Safety
+/// As [`prefix`]; `c` is the contents of the subarray `t`.
+unsafe fn subarray(c: &Contents, t: Dt, want: usize, max: usize) -> Option<Dt> {
+    // ints = [ndims, sizes[n], subsizes[n], starts[n], order]
+    let n = usize::try_from(*c.ints.first()?).ok()?;
+    let order = *c.ints.get(1 + 3 * n)?;
+    let mut subsizes = c.ints.get(1 + n..1 + 2 * n)?.to_vec();
+    let dims: Vec<usize> = if order == mpi::MPI_ORDER_C as c_int { (0..n).collect() } else { (0..n).rev().collect() };
+    // Bytes of one row of dimension `d` with the outer ones cut to 1: the whole type's size over
+    // the rows of `d` and of every dimension outside it.
+    let mut row = type_size(t)?;
+    for d in dims {
+        let rows = usize::try_from(subsizes[d]).ok()?.max(1);
+        row /= rows;
+        if let Some((k, _)) = blocks_for(rows + 1, want, max, |_| row).filter(|&(k, _)| k <= rows) {
+            subsizes[d] = k as c_int;
+            let mut out: Dt = crate::ffi::consts::datatype_null();
+            // SAFETY: the constructor's own arguments with some subsizes cut.
+            let rc = unsafe {
                 mpi::PMPI_Type_create_subarray(
                     n as c_int,
                     c.ints[1..].as_ptr(),
@@ -178,22 +254,22 @@ pub unsafe fn prefix(t: Dt, want: usize, max: usize) -> Option<Prefix> {
                     *c.types.first()?,
                     &mut out,
                 )
-            }
+            };
+            return (rc == errclass::SUCCESS).then_some(out);
         }
-        _ => return None,
-    };
-    if rc != errclass::SUCCESS {
-        return None;
+        if row <= max {
+            return None; // rows of this dimension are too small to reach `want` below `max`
+        }
+        subsizes[d] = 1;
     }
-    // SAFETY: `out` is the type just created.
-    if unsafe { mpi::PMPI_Type_commit(&mut out) } != errclass::SUCCESS {
-        // SAFETY: as above.
-        unsafe { mpi::PMPI_Type_free(&mut out) };
-        return None;
-    }
-    let bytes = type_size(out);
-    let p = Prefix { handle: out, bytes: bytes.unwrap_or(0) };
-    (p.bytes >= want && p.bytes <= max).then_some(p)
+    None
+}
+
+fn extent(t: Dt) -> Option<i64> {
+    let (mut lb, mut ext) = (0, 0);
+    #[allow(clippy::unnecessary_cast)] // MPI_Aint is isize in Open MPI, i64 in MPICH
+    // SAFETY: a valid handle; the outputs are locals.
+    (unsafe { mpi::PMPI_Type_get_extent(t, &mut lb, &mut ext) } == errclass::SUCCESS).then_some(ext as i64)
 }
 
 #[cfg(test)]

@@ -38,11 +38,12 @@ static void build(MPI_Datatype *t, const char **name) {
     for (int i = 0; i < n; i++) MPI_CHECK(MPI_Type_commit(&t[i]));
 }
 
-#define NLARGE 9
+#define NLARGE 11
 
 /* Builds and commits NLARGE types of large elements (one or two of them make a call that the
  * engine choice learns from whole, or from a prefix of the first element where it is at least
- * 256 KiB: the last five) into t, with their names. */
+ * 256 KiB: the last seven; the last two only have prefixes inside their first top-level block)
+ * into t, with their names. */
 static void build_large(MPI_Datatype *t, const char **name) {
     int n = 0;
     name[n] = "vector-large"; MPI_Type_vector(4096, 3, 7, MPI_DOUBLE, &t[n++]);
@@ -65,6 +66,14 @@ static void build_large(MPI_Datatype *t, const char **name) {
       MPI_Type_contiguous(4096, MPI_FLOAT, &f); MPI_Type_contiguous(2048, MPI_DOUBLE, &g);
       for (int i = 0; i < 20; i++) { ty[i] = i % 2 ? g : f; bl[i] = 1; d[i] = (MPI_Aint)i * 20000; }
       name[n] = "struct-huge"; MPI_Type_create_struct(20, bl, d, ty, &t[n++]); MPI_Type_free(&f); MPI_Type_free(&g); }
+    { int sz[3] = {256, 256, 2}, sub[3] = {256, 256, 1}, st[3] = {0, 0, 1}; MPI_Datatype face, v, ty[2];
+      MPI_Aint d[2] = {8192, 1048576 + 16384}; int bl[2] = {1, 1};
+      MPI_Type_create_subarray(3, sz, sub, st, MPI_ORDER_C, MPI_DOUBLE, &face);
+      name[n] = "hindexed-of-faces"; MPI_Type_create_hindexed_block(2, 1, d, face, &t[n++]);
+      MPI_Type_vector(16384, 3, 7, MPI_DOUBLE, &v); ty[0] = face; ty[1] = v; d[0] = 0; d[1] = 2 << 20;
+      MPI_Datatype s; MPI_Type_create_struct(2, bl, d, ty, &s);
+      name[n] = "contig-of-struct"; MPI_Type_contiguous(1, s, &t[n++]);
+      MPI_Type_free(&face); MPI_Type_free(&v); MPI_Type_free(&s); }
     for (int i = 0; i < n; i++) MPI_CHECK(MPI_Type_commit(&t[i]));
 }
 

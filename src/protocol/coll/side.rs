@@ -568,7 +568,7 @@ impl Side {
                         Piece::Run { at, .. } => {
                             std::ptr::copy_nonoverlapping(self.user.wrapping_offset(*at + first as isize), dst.as_mut_ptr(), dst.len())
                         }
-                        Piece::Engine { at, layout, .. } if whole => layout.pack_into(self.user.wrapping_offset(*at).cast(), dst, true),
+                        Piece::Engine { at, layout, .. } if whole => layout.pack_into(self.user.wrapping_offset(*at).cast(), dst),
                         Piece::Engine { at, layout, .. } => layout.pack_range(self.user.wrapping_offset(*at).cast(), first, last, dst),
                     }
                 }
