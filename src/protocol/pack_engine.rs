@@ -6,9 +6,10 @@
 //! tests/c/pack.c check it on every shape they build), so the choice changes no byte on the
 //! wire and nothing the application can see but the time.
 
+use std::any::Any;
 use std::ffi::c_int;
 
-use crate::datatype::choice::{Decision, Dir, Engine, Engines, Policy};
+use crate::datatype::choice::{Decision, Dir, Engine, Engines, Policy, Prefixed};
 use crate::datatype::compiled::CompiledType;
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::protocol::type_prefix::{self, Prefix};
@@ -60,8 +61,9 @@ struct Call<'a> {
     user: *mut u8,
     /// The packed stream, `count * size` bytes.
     packed: *mut u8,
-    /// The MPI type of a prefix of the first element, while learning needs one.
-    prefix: Option<Prefix>,
+    /// A prefix of the first element as an MPI type (its handle and packed bytes), while
+    /// learning needs one; the type lives in the choice's keeping.
+    prefix: Option<(mpi::MPI_Datatype, usize)>,
 }
 
 impl Call<'_> {
@@ -120,19 +122,32 @@ impl Engines for Call<'_> {
         self.mpi_on(self.datatype, at, b - a, a * size, b * size)
     }
 
-    fn make_prefix(&mut self, want: usize, max: usize) -> Option<usize> {
-        // SAFETY: the application's committed handle, inside its call.
-        self.prefix = unsafe { type_prefix::prefix(self.datatype, want, max) };
-        let p = self.prefix.as_ref().map(Prefix::bytes);
-        if let Some(p) = p {
-            log::debug!("compiled type {} ({}): {:?} learns from a prefix of {p} bytes", self.c.id(), self.c.kernel().name(), self.dir);
-        }
-        p
+    fn make_prefix(&mut self, want: usize, max: usize, kept: &mut Option<Box<dyn Any + Send>>) -> Option<Prefixed> {
+        let old = kept.as_ref().and_then(|k| k.downcast_ref::<Prefix>()).filter(|p| (want..=max).contains(&p.bytes()));
+        let (p, fresh) = match old {
+            Some(p) => ((p.handle(), p.bytes()), false),
+            None => {
+                // SAFETY: the application's committed handle, inside its call.
+                let new = unsafe { type_prefix::prefix(self.datatype, want, max) }?;
+                let p = (new.handle(), new.bytes());
+                *kept = Some(Box::new(new));
+                log::debug!(
+                    "compiled type {} ({}): {:?} learns from a prefix of {} bytes",
+                    self.c.id(),
+                    self.c.kernel().name(),
+                    self.dir,
+                    p.1
+                );
+                (p, true)
+            }
+        };
+        self.prefix = Some(p);
+        Some(Prefixed { bytes: p.1, fresh })
     }
 
     fn mpi_prefix(&mut self) -> bool {
-        let Some(p) = self.prefix.as_ref().map(|p| (p.handle(), p.bytes())) else { return false };
-        self.mpi_on(p.0, self.user, 1, 0, p.1)
+        let Some((handle, bytes)) = self.prefix else { return false };
+        self.mpi_on(handle, self.user, 1, 0, bytes)
     }
 }
 

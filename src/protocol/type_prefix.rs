@@ -34,8 +34,19 @@ impl Prefix {
     }
 }
 
+// SAFETY: the handle is an opaque value (a pointer into the MPI library on Open MPI) only
+// passed back to the MPI, and freed once, by the owner.
+unsafe impl Send for Prefix {}
+
 impl Drop for Prefix {
     fn drop(&mut self) {
+        // The engine choice keeps a prefix while a type learns: it may drop with the type, after
+        // MPI_Finalize, when no MPI call is allowed.
+        let mut finalized = 0;
+        // SAFETY: callable at any time; the output is a local.
+        if unsafe { mpi::PMPI_Finalized(&mut finalized) } != errclass::SUCCESS || finalized != 0 {
+            return;
+        }
         // SAFETY: a derived type sluice created and committed; nothing else holds the handle.
         unsafe { mpi::PMPI_Type_free(&mut self.handle) };
     }
