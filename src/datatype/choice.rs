@@ -123,6 +123,9 @@ struct Times {
     /// The MPI's engine has run on this type in this direction: its first use, with whatever
     /// the MPI sets up for a type then, is behind it.
     warm: bool,
+    /// MPI samples taken with the engine warm (only those can end a contest at
+    /// [`SLOW_MPI`]).
+    warm_mpi: usize,
     /// The caller's prefix type ([`Engines::make_prefix`]), kept across the learning calls.
     kept: Option<Box<dyn Any + Send>>,
 }
@@ -271,9 +274,13 @@ impl EngineChoice {
             match sample {
                 Sample::Pieces { .. } => warm = engines.mpi(0, 1),
                 Sample::Prefix { .. } => warm = engines.mpi_prefix(),
+                // One element of a whole call of several (a call of one can only be warmed by
+                // running it: its first MPI sample is taken cold, and cannot end the contest).
+                Sample::Whole(Engine::Mpi) if count >= 2 => warm = engines.mpi(0, 1),
                 _ => {}
             }
         }
+        let warm_sample = warm;
         let timed = |f: &mut dyn FnMut()| {
             let t = Instant::now();
             f();
@@ -338,7 +345,7 @@ impl EngineChoice {
                 }
             }
         }
-        self.record(dir, ts, tm, mpi_failed, warm || tm.is_some(), kept)
+        self.record(dir, ts, tm, mpi_failed, warm_sample, kept)
     }
 
     /// Claims the next learning call of `dir` and says what it does.
@@ -368,8 +375,9 @@ impl EngineChoice {
         g[dir as usize].as_mut().map_or((false, None), |t| (t.warm, t.kept.take()))
     }
 
-    /// Adds one learning call's times (`warm`: the MPI's engine has now run on the type;
-    /// `kept`: the caller's prefix, kept while learning goes on); decides once enough are in.
+    /// Adds one learning call's times (`warm`: the MPI's engine had run on the type before this
+    /// call's MPI sample; `kept`: the caller's prefix, kept while learning goes on); decides once
+    /// enough are in.
     fn record(
         &self,
         dir: Dir,
@@ -385,7 +393,8 @@ impl EngineChoice {
         t.sluice.extend(ts);
         t.mpi.extend(tm);
         t.done += 1;
-        t.warm |= warm;
+        t.warm |= warm || tm.is_some();
+        t.warm_mpi += (warm && tm.is_some()) as usize;
         if t.kept.is_none() {
             t.kept = kept; // (a prefix another thread made meanwhile is dropped here)
         }
@@ -393,7 +402,9 @@ impl EngineChoice {
             Engine::Sluice // the MPI refused a call sluice serves: never ask it again
         } else if !t.sluice.is_empty() && !t.mpi.is_empty() && {
             let (s, m) = (best(&t.sluice), best(&t.mpi));
-            t.done >= SAMPLES || (t.sluice.len().min(t.mpi.len()) >= 2 && (s > CLEAR * m || m > CLEAR * s)) || m > SLOW_MPI * s
+            t.done >= SAMPLES
+                || (t.sluice.len().min(t.mpi.len()) >= 2 && (s > CLEAR * m || m > CLEAR * s))
+                || (t.warm_mpi > 0 && m > SLOW_MPI * s)
         } {
             if best(&t.mpi) * MARGIN < best(&t.sluice) {
                 Engine::Mpi
@@ -577,6 +588,16 @@ mod tests {
         assert_eq!(c.record(Dir::Pack, Some(1.0), None, false, true, None), None);
         assert_eq!(whole(&c), Sample::Whole(Engine::Mpi));
         let d = c.record(Dir::Pack, None, Some(2.5), false, true, None);
+        assert_eq!(d.map(|d| (d.engine, d.sluice, d.mpi)), Some((Engine::Sluice, 1.0, 2.5)));
+        // Not at a sample taken on a cold MPI engine (its first use of the type): at the next.
+        let c = EngineChoice::new();
+        assert_eq!(whole(&c), Sample::Warmup);
+        assert_eq!(whole(&c), Sample::Whole(Engine::Sluice));
+        assert_eq!(c.record(Dir::Pack, Some(1.0), None, false, false, None), None);
+        assert_eq!(whole(&c), Sample::Whole(Engine::Mpi));
+        assert_eq!(c.record(Dir::Pack, None, Some(2.5), false, false, None), None, "cold");
+        assert_eq!(whole(&c), Sample::Whole(Engine::Mpi));
+        let d = c.record(Dir::Pack, None, Some(2.6), false, true, None);
         assert_eq!(d.map(|d| (d.engine, d.sluice, d.mpi)), Some((Engine::Sluice, 1.0, 2.5)));
         // A faster MPI engine still needs the full evidence.
         let c = EngineChoice::new();
