@@ -23,7 +23,8 @@
 //! [`SAMPLES`] learning calls the faster engine by the best time per byte each showed is kept,
 //! the MPI's only when it was at least [`MARGIN`] faster; a contest clearer than [`CLEAR`] ends
 //! as soon as each engine has two samples (after two split calls), and one where the MPI's
-//! engine was [`SLOW_MPI`] slower at its first sample ends then, for sluice.
+//! engine was [`SLOW_MPI`] slower at its first sample taken warm (after the MPI's engine first
+//! ran on the type: its first use may set up state for it) ends then, for sluice.
 //!
 //! What learning costs: the slower engine's extra time on the part of the learning calls it
 //! ran. With `s` the slower engine's time over the faster's: for calls split by piece or

@@ -7,8 +7,11 @@
 //! Built from the type's constructor arguments (`MPI_Type_get_contents`): the same constructor
 //! with fewer top-level blocks (a vector's count, an indexed or struct type's first entries, a
 //! subarray's outermost dimension), through `MPI_Type_dup` and `MPI_Type_create_resized`, which
-//! keep the typemap of the type they wrap. Any other constructor (a darray, a large-count one)
-//! has no prefix here, and the choice times whole calls instead.
+//! keep the typemap of the type they wrap. Where the first top-level block alone is too large,
+//! a prefix inside it: the first copies of its child, or the child's own prefix, placed at the
+//! block's displacement (a subarray cuts its outer dimensions to one row and goes on inward).
+//! Any other constructor (a darray, a large-count one) has no prefix here, and the choice times
+//! whole calls instead.
 
 use std::ffi::c_int;
 
