@@ -23,7 +23,8 @@
 # Environment: OUT (default ./device-out), DEVICE_RUN_DRY (0), DEVICE_MPIROOT (/opt/mpiroot; a
 # temp dir in dry runs), DEVICE_RUN_BUDGET (seconds for all steps, default 420), DEVICE_RWCP_WORKERS,
 # DEVICE_RWCP_SAMPLES (DEVICE_RWCP_WORKERS=none skips the rwcp steps), DEVICE_TESTS (the job
-# list, default scripts/device-tests.txt), DEVICE_SOAK_SECONDS (run the type-pair soak for that
+# list, default scripts/device-tests.txt), DEVICE_JOB_CAP (seconds one GPU job may run, default
+# 120), DEVICE_SOAK_SECONDS (run the type-pair soak for that
 # long after the GPU jobs, or what the budget leaves; DEVICE_SOAK_JOBS copies, DEVICE_SOAK_SEED,
 # DEVICE_SOAK_CHUNK pairs per launch), DEVICE_MEMCHECK=1 (every GPU job's ranks run under
 # compute-sanitizer --tool memcheck, which fails the job on any error; start no MPS daemon for
@@ -412,7 +413,7 @@ gpu_job() {
         [ -n "$cs" ] || { echo "no compute-sanitizer on this machine" | tee -a "$f"; return 1; }
         wrap=("$cs" --tool memcheck --error-exitcode 9)
     fi
-    launch "$mpi" "$np" 120 "${wrap[@]}" "$prog" "$@" >>"$f" 2>&1
+    launch "$mpi" "$np" "${DEVICE_JOB_CAP:-120}" "${wrap[@]}" "$prog" "$@" >>"$f" 2>&1
     rc=$?
     RANK_ENV=()
     cat "$f"

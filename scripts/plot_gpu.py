@@ -2,11 +2,12 @@
 """Plots and tables of the GPU machine's results (docs/data/gpu/, written by the device kit:
 scripts/device-check.sh, scripts/device-run.sh):
 
-  gpu-p2p.png    device-buffer ping-pong bandwidth by size: sluice, staging by hand, the MPI's
-                 host hop and the PCIe hop (bench/gpu/gpu_p2p.c), contiguous and vec-8
-  gpu-packed.png non-contiguous device buffers (vec-8, vec-1) by size: sluice with its GPU move
-                 kernels (packed form), sluice copying whole spans (SLUICE_GPU_PACK_MIN=off),
-                 a hand-written pack kernel + cuMemcpy + MPI, staging by hand, the host MPI
+  gpu-p2p.png    contiguous device-buffer ping-pong bandwidth by size, per MPI: sluice at its
+                 defaults, staging by hand, the MPI's host hop and the PCIe hop
+                 (bench/gpu/gpu_p2p.c)
+  gpu-packed.png non-contiguous device buffers (vec-8, vec-1) by size, per MPI: sluice with its
+                 GPU move kernels, a hand-written pack kernel + cuMemcpy + MPI, staging by hand,
+                 the host MPI
   rwcp-16.png    RW-CP pack/unpack speedup over 1 worker vs workers on 16 cores, the suite's
                  median and range, with parallel memcpy's speedup for scale
 
@@ -31,36 +32,61 @@ def rows(name):
         return [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
 
 
-def p2p_plot_and_table(name):
-    rs = rows(name)
+# The current defaults' runs, per MPI (H200, 2026-11-27): MPICH pipelines device sends from
+# 1 MiB in 1 MiB pieces (its -pipelined-1m run: the same path for contiguous data), Open MPI
+# copies them whole (its -default run).
+DEFAULT = {"mpich": "gpu_p2p-h200-mps-mpich-pipelined-1m.csv", "openmpi": "gpu_p2p-h200-mps-openmpi-default.csv"}
+VARIANTS = [("pipelined, 128 KiB chunks, arena", "pipelined-128k"), ("pipelined, 128 KiB chunks, MPI messages", "pipelined-128k-noarena"),
+            ("pipelined, 1 MiB chunks, arena", "pipelined-1m")]
+
+
+def p2p_plot_and_table():
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, shape in zip(axes, ["contig", "vec-8"]):
-        for mode, style in [("sluice", "o-"), ("staged", "s--"), ("host", "^:"), ("pcie", "x:")]:
-            pts = [(int(r["bytes"]), float(r["GBps"])) for r in rs if r["type"] == shape and r["mode"] == mode]
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=mode)
+    for ax, mpi in zip(axes, ["mpich", "openmpi"]):
+        rs = rows(DEFAULT[mpi])
+        for mode, style, label in [("sluice", "o-", "sluice (defaults)"), ("staged", "s--", "staged by hand"), ("host", "^:", "host MPI"),
+                                   ("pcie", "x:", "PCIe copies alone")]:
+            pts = [(int(r["bytes"]), float(r["GBps"])) for r in rs if r["type"] == "contig" and r["mode"] == mode]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label)
+        if mpi == "openmpi":
+            v = rows("gpu_p2p-h200-mps-openmpi-pipelined-1m.csv")
+            pts = [(int(r["bytes"]), float(r["GBps"])) for r in v if r["type"] == "contig" and r["mode"] == "sluice"]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o:", color="grey", label="sluice pipelined (1 MiB; not the default)")
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("message bytes (data)")
+        ax.set_xlabel("message bytes")
         ax.set_ylabel("GB/s one way (median)")
-        ax.set_title(shape)
+        ax.set_title(f"contiguous, {'MPICH 4.0.2' if mpi == 'mpich' else 'Open MPI 4.1.4'}")
         ax.grid(True, alpha=0.3)
-        ax.legend()
-    fig.suptitle("device-buffer ping-pong, 2 ranks, one H200 (MPS), MPICH 4.0.2")
+        ax.legend(fontsize=8)
+    fig.suptitle("device-buffer ping-pong, 2 ranks, one H200 (MPS)")
     fig.tight_layout()
     fig.savefig(os.path.join(img, "gpu-p2p.png"), dpi=110)
-    print("| type | bytes | sluice us [95% CI] | staged by hand us | sluice / staged | host MPI GB/s | sluice GB/s | sluice / host |")
+    print("| MPI | bytes | sluice us [95% CI] | staged by hand us | sluice / staged | host MPI GB/s | sluice GB/s | sluice / host |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    by = {(r["mode"], r["type"], r["bytes"]): r for r in rs}
-    for r in rs:
-        if r["mode"] != "sluice":
-            continue
-        k = (r["type"], r["bytes"])
-        st, h = by[("staged",) + k], by[("host",) + k]
-        print(
-            f"| {r['type']} | {r['bytes']} | {float(r['median_us']):.1f} [{float(r['lo_us']):.1f}, {float(r['hi_us']):.1f}] "
-            f"| {float(st['median_us']):.1f} | {float(r['median_us']) / float(st['median_us']):.3f} "
-            f"| {float(h['GBps']):.2f} | {float(r['GBps']):.2f} | {float(r['GBps']) / float(h['GBps']):.2f} |"
-        )
+    for mpi in ["mpich", "openmpi"]:
+        rs = rows(DEFAULT[mpi])
+        by = {(r["mode"], r["type"], r["bytes"]): r for r in rs}
+        for r in rs:
+            if r["mode"] != "sluice" or r["type"] != "contig":
+                continue
+            k = (r["type"], r["bytes"])
+            st, h = by[("staged",) + k], by[("host",) + k]
+            print(
+                f"| {mpi} | {r['bytes']} | {float(r['median_us']):.1f} [{float(r['lo_us']):.1f}, {float(r['hi_us']):.1f}] "
+                f"| {float(st['median_us']):.1f} | {float(r['median_us']) / float(st['median_us']):.3f} "
+                f"| {float(h['GBps']):.2f} | {float(r['GBps']):.2f} | {float(r['GBps']) / float(h['GBps']):.2f} |"
+            )
+    print()
+    print("| MPI | bytes | " + " | ".join(f"{label}: sluice / staged" for label, _ in VARIANTS) + " |")
+    print("|---|---:|" + "---:|" * len(VARIANTS))
+    for mpi in ["mpich", "openmpi"]:
+        runs = []
+        for _, suffix in VARIANTS:
+            rs = rows(f"gpu_p2p-h200-mps-{mpi}-{suffix}.csv")
+            runs.append({(r["mode"], r["bytes"]): float(r["median_us"]) for r in rs if r["type"] == "contig"})
+        for b in ["1048576", "4194304", "16777216", "67108864"]:
+            cells = [f"{run[('sluice', b)] / run[('staged', b)]:.3f}" if ("sluice", b) in run else "-" for run in runs]
+            print(f"| {mpi} | {b} | " + " | ".join(cells) + " |")
 
 
 def rwcp_plot_and_table():
@@ -103,35 +129,49 @@ def rwcp_plot_and_table():
     fig.savefig(os.path.join(img, "rwcp-16.png"), dpi=110)
 
 
-def packed_plot_and_table(packed, span, title):
+def packed_plot_and_table():
+    """The move kernels against the hand-written pack kernel, H200, both MPIs (MPICH at
+    SLUICE_GPU_PIPELINE_MIN=16M with 128 KiB pieces, the run's setting; Open MPI at its defaults)."""
+    files = {"mpich": "gpu_p2p-h200-mps-mpich-min16m.csv", "openmpi": "gpu_p2p-h200-mps-openmpi-default.csv"}
+    shapes = ["vec-8", "vec-1"]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    print()
+    print("| MPI | type | bytes | sluice us [95% CI] | hand-written kernel + copy + MPI us | staged by hand us | sluice / kernel | staged / sluice |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for row, mpi in zip(axes, ["mpich", "openmpi"]):
+        rs = rows(files[mpi])
+        by = {(r["mode"], r["type"], r["bytes"]): r for r in rs}
+        for ax, shape in zip(row, shapes):
+            sizes = sorted({int(r["bytes"]) for r in rs if r["type"] == shape})
+            for mode, style, label in [("sluice", "o-", "sluice (GPU move kernels)"), ("kernel", "d-.", "pack kernel + copy + MPI"),
+                                       ("staged", "s:", "staged by hand (spans)"), ("host", "^:", "host MPI")]:
+                ax.plot(sizes, [float(by[(mode, shape, str(b))]["GBps"]) for b in sizes], style, label=label)
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("message bytes (data)")
+            ax.set_ylabel("GB/s one way (median)")
+            ax.set_title(f"{shape}, {'MPICH' if mpi == 'mpich' else 'Open MPI'}")
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=7)
+            for b in sizes:
+                r = by[("sluice", shape, str(b))]
+                s_us, kn, st = float(r["median_us"]), float(by[("kernel", shape, str(b))]["median_us"]), float(by[("staged", shape, str(b))]["median_us"])
+                print(f"| {mpi} | {shape} | {b} | {s_us:.1f} [{float(r['lo_us']):.1f}, {float(r['hi_us']):.1f}] | {kn:.1f} | {st:.1f} "
+                      f"| {s_us / kn:.3f} | {st / s_us:.2f} |")
+    fig.suptitle("non-contiguous device buffers, 2 ranks, one H200 (MPS)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(img, "gpu-packed.png"), dpi=110)
+
+
+def threshold_table(packed, span):
+    """Why SLUICE_GPU_PACK_MIN is 128K: the kernels for every size against span copies only (H100)."""
     pk, sp = rows(packed), rows(span)
     by = {(r["mode"], r["type"], r["bytes"]): r for r in pk}
     spb = {(r["type"], r["bytes"]): r for r in sp if r["mode"] == "sluice"}
-    shapes = ["vec-8", "vec-1"]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, shape in zip(axes, shapes):
-        sizes = sorted({int(r["bytes"]) for r in pk if r["type"] == shape})
-        lines = [("sluice (GPU kernels)", "o-", lambda b: by[("sluice", shape, str(b))]),
-                 ("sluice (span copies)", "o--", lambda b: spb[(shape, str(b))]),
-                 ("pack kernel + copy + MPI", "d-.", lambda b: by[("kernel", shape, str(b))]),
-                 ("staged by hand", "s:", lambda b: by[("staged", shape, str(b))]),
-                 ("host MPI", "^:", lambda b: by[("host", shape, str(b))])]
-        for label, style, get in lines:
-            ax.plot(sizes, [float(get(b)["GBps"]) for b in sizes], style, label=label)
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("message bytes (data)")
-        ax.set_ylabel("GB/s one way (median)")
-        ax.set_title(shape)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(os.path.join(img, "gpu-packed.png"), dpi=110)
     print()
     print("| type | bytes | sluice, kernels us [95% CI] | sluice, span copies us | pack kernel + copy + MPI us | staged by hand us | kernels / hand-written kernel | span / kernels |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in pk:
-        if r["mode"] != "sluice" or r["type"] not in shapes:
+        if r["mode"] != "sluice" or r["type"] not in ("vec-8", "vec-1"):
             continue
         k = (r["type"], r["bytes"])
         s_us, sp_us = float(r["median_us"]), float(spb[k]["median_us"])
@@ -140,7 +180,7 @@ def packed_plot_and_table(packed, span, title):
               f"| {s_us / kn:.3f} | {sp_us / s_us:.2f} |")
 
 
-p2p_plot_and_table("gpu_p2p-h200-mps-mpich.csv")
+p2p_plot_and_table()
 rwcp_plot_and_table()
-packed_plot_and_table("gpu_p2p-h100-mps-mpich-packed.csv", "gpu_p2p-h100-mps-mpich-span.csv",
-                      "non-contiguous device buffers, 2 ranks, one H100 (MPS), MPICH 4.0.2")
+packed_plot_and_table()
+threshold_table("gpu_p2p-h100-mps-mpich-packed.csv", "gpu_p2p-h100-mps-mpich-span.csv")

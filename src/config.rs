@@ -162,6 +162,12 @@ pub const PARAMS: &[Param] = &[
         doc: "Point-to-point calls and block collectives (Bcast, Gather, Scatter, Allgather, Alltoall, Neighbor_allgather/alltoall) on device buffers of a non-contiguous datatype with at least this many packed bytes pack and unpack on the GPU (sluice's move kernels): only the packed bytes cross PCIe and the MPI moves them as a contiguous run of the type's one predefined element type (the same type signature); smaller ones, types built through struct constructors, the v/w collectives and reductions, and all with off copy the type's whole span (gaps included) through host memory. Measured on an H100 (docs/benchmarks.md): a kernel launch costs ~10 us a side, so the span copy wins up to 64 KiB and the kernels win 1.9-3.4x from 1 MiB.",
     },
     Param {
+        name: "SLUICE_GPU_PIPELINE_MIN",
+        default: if cfg!(sluice_mpi = "mpich") { "1M" } else { "off" },
+        accepted: "off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 0, 4M",
+        doc: "Point-to-point sends from device buffers whose host copy is one run of bytes (a contiguous type, or the packed form of SLUICE_GPU_PACK_MIN) and at least this many bytes (and at least the pipeline threshold) travel pipelined as they cross PCIe: the copy out of the device goes in pieces and each chunk goes to the MPI as soon as its piece has landed (docs/gpu.md); smaller ones are copied whole, then sent as one message. The default depends on the MPI, measured on an H200 (docs/benchmarks.md): MPICH 1M (5-26% faster than the whole copy at 1-64 MiB), Open MPI off (its own single-copy path for one contiguous message beats sluice's pipeline at every size, by 1.3-2.2x).",
+    },
+    Param {
         name: "SLUICE_CALIBRATION",
         default: "auto",
         accepted: "auto, or the path of a machine-model file (TOML)",
@@ -266,6 +272,8 @@ pub struct Config {
     pub gpu: bool,
     /// `SLUICE_GPU_PACK_MIN`, packed bytes (`usize::MAX`: off).
     pub gpu_pack_min: usize,
+    /// `SLUICE_GPU_PIPELINE_MIN`, bytes (`usize::MAX`: off).
+    pub gpu_pipeline_min: usize,
     /// `SLUICE_CALIBRATION`: `None` = auto, else the model file's path.
     pub calibration: Option<String>,
     /// `SLUICE_TEST_PANIC`.
@@ -481,6 +489,7 @@ impl Config {
                 ckpt_memory: 0,
                 gpu: false,
                 gpu_pack_min: usize::MAX,
+                gpu_pipeline_min: usize::MAX,
                 calibration: None,
                 test_panic: None,
                 test_chunk_fault: 0,
@@ -519,6 +528,7 @@ impl Config {
             ckpt_memory: parse_bytes(param("SLUICE_CKPT_MEMORY"), &value("SLUICE_CKPT_MEMORY"))?,
             gpu: parse_auto_off(param("SLUICE_GPU"), &value("SLUICE_GPU"))?,
             gpu_pack_min: parse_bytes_or_off(param("SLUICE_GPU_PACK_MIN"), &value("SLUICE_GPU_PACK_MIN"))?,
+            gpu_pipeline_min: parse_bytes_or_off(param("SLUICE_GPU_PIPELINE_MIN"), &value("SLUICE_GPU_PIPELINE_MIN"))?,
             calibration: Some(value("SLUICE_CALIBRATION")).filter(|v| v != "auto" && !v.is_empty()),
             test_panic: parse_fn_name(param("SLUICE_TEST_PANIC"), &value("SLUICE_TEST_PANIC"), known_fn)?,
             test_chunk_fault: parse_bytes(param("SLUICE_TEST_CHUNK_FAULT"), &value("SLUICE_TEST_CHUNK_FAULT"))?,
@@ -575,6 +585,7 @@ mod tests {
             ckpt_memory: 16 << 20,
             gpu: true,
             gpu_pack_min: 128 << 10,
+            gpu_pipeline_min: if cfg!(sluice_mpi = "mpich") { 1 << 20 } else { usize::MAX },
             calibration: None,
             test_panic: None,
             test_chunk_fault: 0,

@@ -14,6 +14,8 @@
  * Run it twice to compare sluice's two forms for vector types: by default sluice packs with its
  * GPU move kernels; SLUICE_GPU_PACK_MIN=off makes it copy each message's whole span.
  *
+ * GPU_P2P_CONTIG_ONLY=1 runs the contiguous sizes only.
+ *
  * Modes are interleaved rep by rep (paired), each rep timing `iters` round trips. Output: one
  * CSV row per (mode, type, bytes): median one-way time in microseconds with a 95% interval of
  * the median (order statistics), and bandwidth at the median. SKIP without a CUDA device. */
@@ -209,8 +211,8 @@ int main(int argc, char **argv) {
     CUmodule mod;
     if (cu_ModuleLoadData(&mod, vec_pack_ptx) || cu_ModuleGetFunction(&vec_pack, mod, "vec_pack_w8")) die("loading the pack kernel");
     if (rank == 0) printf("mode,type,bytes,median_us,lo_us,hi_us,GBps\n");
-    static const size_t sizes[] = {8, 1024, 65536, 1 << 20, 16 << 20, 64 << 20};
-    for (int i = 0; i < 6; i++) {
+    static const size_t sizes[] = {8, 1024, 65536, 262144, 1 << 20, 4 << 20, 16 << 20, 64 << 20};
+    for (int i = 0; i < 8; i++) {
         Shape s = {"contig", MPI_DATATYPE_NULL, sizes[i], sizes[i], sizes[i], sizes[i]};
         MPI_Type_contiguous((int)sizes[i], MPI_BYTE, &s.type);
         MPI_Type_commit(&s.type);
@@ -221,7 +223,7 @@ int main(int argc, char **argv) {
      * doubles at stride 2) */
     static const size_t vdata[] = {4096, 16384, 65536, 131072, 262144, 1 << 20, 16 << 20};
     static const int vblock[] = {8, 1};
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < 2 && !getenv("GPU_P2P_CONTIG_ONLY"); v++) {
         for (int i = 0; i < 7; i++) {
             int bd = vblock[v];
             int blocks = (int)(vdata[i] / (8 * (size_t)bd));

@@ -296,20 +296,100 @@ static void p2p_sendrecv_probe_truncate(void) {
         put_status(&st);
     }
     /* truncation: the class and what the MPI leaves in the receive buffer must be the host run's.
-     * Only the receive's own 4000 bytes are compared: Open MPI 4.1 writes the whole 8000-byte
-     * message into a host buffer (past the receive's count, measured bare), sluice's device
-     * path writes nothing past the receive's span. */
+     * Only the receive's own 40 bytes are compared: Open MPI 4.1 writes the whole message into a
+     * host buffer (past the receive's count, measured bare), sluice's device path writes nothing
+     * past the receive's span. 80 bytes: below the smallest pipeline threshold (128), so that
+     * no run pipelines it (a pipelined message leaves the prefix that fits on MPICH as well,
+     * docs/protocol.md; p2p_pipelined checks its class). */
     MPI_Comm c;
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-    int *t = balloc_rec(2000 * 4, 1000 * 4, 52);
-    if (rank == 0) MPI_Send(t, 2000, MPI_INT, 1, 12, c);
+    int *t = balloc_rec(20 * 4, 10 * 4, 52);
+    if (rank == 0) MPI_Send(t, 20, MPI_INT, 1, 12, c);
     if (rank == 1) {
-        int rc = MPI_Recv(t, 1000, MPI_INT, 0, 12, c, &st), cls;
+        int rc = MPI_Recv(t, 10, MPI_INT, 0, 12, c, &st), cls;
         MPI_Error_class(rc, &cls);
         put_int(cls);
     }
     MPI_Comm_free(&c);
+}
+
+/* Device messages the pipelined protocol moves as they cross PCIe (docs/gpu.md, "Pipelined"):
+ * the send modes, a packed form received as contiguous elements, a short message into a large
+ * receive (the tail must stay), wildcards and STATUS_IGNORE, a truncated large receive (its
+ * class only: what a truncated receive leaves differs between the MPIs' own paths, protocol.md)
+ * followed by a message that must still match, and Isend/Irecv. */
+static void p2p_pipelined(void) {
+    const int n = 300000; /* 1.2 MB of ints: above the pipeline threshold */
+    MPI_Status st;
+    int *a = balloc((size_t)n * 4, 60);
+    int *b = balloc((size_t)n * 4, 61);
+    int *c = balloc((size_t)n * 4, 62);
+    if (rank == 0) {
+        put_int(MPI_Ssend(a, n, MPI_INT, 1, 20, MPI_COMM_WORLD));
+        int bsz = 4 * n + 4 * MPI_BSEND_OVERHEAD + (1 << 20);
+        void *att = malloc((size_t)bsz);
+        MPI_Buffer_attach(att, bsz);
+        put_int(MPI_Bsend(b, n, MPI_INT, 1, 21, MPI_COMM_WORLD));
+        MPI_Buffer_detach(&att, &bsz);
+        free(att);
+    } else if (rank == 1) {
+        put_int(MPI_Recv(c, n, MPI_INT, 0, 20, MPI_COMM_WORLD, &st));
+        put_status(&st);
+        put_int(MPI_Recv(a, n, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+        put_status(&st);
+    }
+    /* ready mode: the receive is posted before the barrier */
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (rank == 1) put_int(MPI_Irecv(b, n, MPI_INT, 0, 22, MPI_COMM_WORLD, &r));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) put_int(MPI_Rsend(c, n, MPI_INT, 1, 22, MPI_COMM_WORLD));
+    if (rank == 1) {
+        put_int(MPI_Wait(&r, &st));
+        put_status(&st);
+    }
+    /* the packed form (vec1: 100000 ints at stride 3) into contiguous ints, and back */
+    int *w = balloc(300000 * 4, 63);
+    int *d = balloc(100000 * 4, 64);
+    if (rank == 0) {
+        put_int(MPI_Send(w, 1, vec1, 1, 23, MPI_COMM_WORLD));
+        put_int(MPI_Recv(w, 1, vec1, 1, 24, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    } else if (rank == 1) {
+        put_int(MPI_Recv(d, 100000, MPI_INT, 0, 23, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        put_int(MPI_Send(d, 100000, MPI_INT, 0, 24, MPI_COMM_WORLD));
+    }
+    /* a short message (700,000 bytes) into the large receive: the tail stays */
+    if (rank == 0) put_int(MPI_Send(a, 175000, MPI_INT, 1, 25, MPI_COMM_WORLD));
+    if (rank == 1) {
+        put_int(MPI_Recv(b, n, MPI_INT, 0, 25, MPI_COMM_WORLD, &st));
+        put_status(&st);
+    }
+    /* truncation of a pipelined message, then the next message on the same tag */
+    MPI_Comm tc;
+    MPI_Comm_dup(MPI_COMM_WORLD, &tc);
+    MPI_Comm_set_errhandler(tc, MPI_ERRORS_RETURN);
+    int *t = balloc_rec((size_t)n * 4, 0, 65); /* Open MPI writes past a truncated host receive's count */
+    if (rank == 0) {
+        MPI_Send(a, n, MPI_INT, 1, 26, tc);
+        put_int(MPI_Send(b, 200000, MPI_INT, 1, 26, tc));
+    }
+    if (rank == 1) {
+        int rc = MPI_Recv(t, 200000, MPI_INT, 0, 26, tc, &st), cls;
+        MPI_Error_class(rc, &cls);
+        put_int(cls);
+        put_int(MPI_Recv(c, 200000, MPI_INT, 0, 26, tc, &st));
+        put_status(&st);
+    }
+    MPI_Comm_free(&tc);
+    /* nonblocking both ways at once */
+    if (rank <= 1) {
+        MPI_Request q[2];
+        put_int(MPI_Irecv(rank == 0 ? b : a, n, MPI_INT, 1 - rank, 27, MPI_COMM_WORLD, &q[0]));
+        put_int(MPI_Isend(c, n, MPI_INT, 1 - rank, 27, MPI_COMM_WORLD, &q[1]));
+        MPI_Status s2[2];
+        put_int(MPI_Waitall(2, q, s2));
+        put_status(&s2[0]);
+    }
 }
 
 /* Layouts the GPU move kernels take apart differently (docs/gpu.md): a leaf table (indexed),
@@ -593,6 +673,7 @@ int main(int argc, char **argv) {
     run_case("p2p_persistent", p2p_persistent);
     run_case("p2p_sendrecv_probe_truncate", p2p_sendrecv_probe_truncate);
     run_case("p2p_packed_layouts", p2p_packed_layouts);
+    run_case("p2p_pipelined", p2p_pipelined);
     run_case("coll_rooted", coll_rooted);
     run_case("coll_alltoall", coll_alltoall);
     run_case("coll_packed", coll_packed);

@@ -25,6 +25,7 @@ pub mod coll;
 pub mod p2p;
 pub mod pending;
 pub mod refuse;
+pub mod stream;
 
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Mutex};
@@ -142,11 +143,6 @@ impl Staged {
             None => HostArgs { buf: self.buf(), count, dt },
             Some(p) => HostArgs { buf: self.host.as_ptr().cast(), count: count * p.per_element, dt: byte_twin::from_key(p.basic) },
         }
-    }
-
-    /// Whether the host copy is the packed stream (a receive into it fills a prefix).
-    pub fn packed(&self) -> bool {
-        self.packed.is_some()
     }
 
     /// Copies the device bytes into the host copy.

@@ -6,7 +6,9 @@
 use std::ffi::{c_int, c_void};
 
 use super::ops::{self, Dir, Op};
-use super::pipeline::{self, send::PostFn, send::Source};
+use std::sync::Arc;
+
+use super::pipeline::{self, send::Arriving, send::PostFn, send::Source};
 use super::{is_proc_null, Layout, Role};
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::protocol::comm_hints::{self, P2pPath};
@@ -149,6 +151,39 @@ impl Reserved {
         match self {
             Reserved::Bytes(p) => Source::Bytes(*p),
             Reserved::Engine(l, buf) => Source::Engine(l, *buf),
+        }
+    }
+}
+
+/// Whether a send of `total` contiguous bytes to `dest` on `comm` travels as an arriving stream
+/// ([`arriving`]): a size the pipeline takes on this communicator (and its hint), to a process.
+pub fn takes_arriving(total: usize, dest: c_int, comm: Comm) -> bool {
+    total <= c_int::MAX as usize && !is_proc_null(dest) && pipelines(total, comm, comm_hints::path(comm))
+}
+
+/// A send of `total` contiguous bytes that are still arriving in sluice's own memory (a device
+/// buffer's host copy, `protocol::device`), pipelined whatever the size's usual route
+/// ([`takes_arriving`] said it may be), so that the first chunks travel while the rest arrive.
+/// `post` is the nonblocking call of the application's mode; `request`: `None` for a blocking
+/// send (returns when M0 completes), else the application's request (M0's).
+///
+/// # Safety
+/// As the MPI send call; `request`, when given, is the application's non-null pointer.
+pub unsafe fn arriving(
+    a: &Arc<dyn Arriving>,
+    total: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: Comm,
+    post: PostFn,
+    request: Option<*mut Req>,
+) -> c_int {
+    let path = comm_hints::path(comm);
+    // SAFETY: forwarded contract; the stream is sluice's memory of `total` bytes.
+    unsafe {
+        match request {
+            None => pipelined_blocking(Source::Arriving(a), total, dest, tag, comm, post, path),
+            Some(r) => pipelined_request(Source::Arriving(a), total, dest, tag, comm, post, r, path),
         }
     }
 }

@@ -21,6 +21,9 @@ use std::sync::Mutex;
 use cudarc::driver::sys;
 
 pub mod mover;
+pub mod pieces;
+
+pub use pieces::Pieces;
 
 static ARMED: AtomicBool = AtomicBool::new(false);
 
@@ -216,6 +219,9 @@ pub struct HostBuffer {
 
 // SAFETY: the buffer is exclusively owned memory; nothing in it is tied to a thread.
 unsafe impl Send for HostBuffer {}
+// SAFETY: shared references only hand out its address and sizes; writing through the address
+// is the owner's business (an `unsafe` contract at every such write).
+unsafe impl Sync for HostBuffer {}
 
 /// Idle pinned buffers kept for reuse, and their total size.
 static POOL: Mutex<(Vec<HostBuffer>, usize)> = Mutex::new((Vec::new(), 0));

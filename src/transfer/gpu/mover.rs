@@ -17,6 +17,7 @@ use std::sync::Mutex;
 
 use cudarc::driver::sys;
 
+use super::pieces::Pieces;
 use super::{check, with_lane, CudaError, DeviceRange};
 use crate::datatype::device_shape::DeviceShape;
 
@@ -252,6 +253,106 @@ pub unsafe fn pack_to_host(dst: *mut u8, buf: usize, shape: &DeviceShape, range:
         give_scratch(ctx, scratch, cap);
         r.and(done)
     })
+}
+
+/// [`pack_to_host`] in pieces: the kernel gathers the whole stream on the device, then the
+/// packed bytes come over as pieces (the first of `first` bytes, then `piece` each), which the
+/// returned [`Pieces`] waits for one by one. The packed device buffer goes back to the pool once
+/// every piece is done.
+///
+/// # Safety
+/// As [`pack_to_host`], and `dst` stays valid until the returned value is dropped.
+pub unsafe fn pack_in_pieces(
+    dst: *mut u8,
+    buf: usize,
+    shape: &DeviceShape,
+    range: &DeviceRange,
+    first: usize,
+    piece: usize,
+) -> Result<Pieces, CudaError> {
+    let len = shape.bytes();
+    let (ctx, scratch, cap, table) = with_lane(range, |s, ctx| {
+        let (scratch, cap) = take_scratch(ctx, len)?;
+        match launch(s, ctx, shape, buf, scratch, len, false) {
+            Ok(t) => Ok((ctx, scratch, cap, t)),
+            Err(e) => {
+                // SAFETY: a stream of this context: the scratch is idle before it goes back.
+                unsafe { sys::cuStreamSynchronize(s) };
+                give_scratch(ctx, scratch, cap);
+                Err(e)
+            }
+        }
+    })?;
+    // The copies queue behind the kernel on the same stream.
+    let mut p = Pieces::new(range).then(Box::new(move || {
+        release(table);
+        give_scratch(ctx, scratch, cap);
+    }));
+    // SAFETY: forwarded contract for `dst`; the scratch holds `len` packed bytes.
+    unsafe { p.push_all(dst as usize, scratch, len, first, piece)? };
+    Ok(p)
+}
+
+/// The receiving side of [`pack_in_pieces`]: packed bytes that land in host memory piece by
+/// piece cross into a packed device buffer as they come ([`Unpacking::push`]), and the kernel
+/// scatters them into the application's buffer at the end ([`Unpacking::finish`]).
+pub struct Unpacking {
+    pieces: Pieces,
+    scratch: usize,
+    ctx: usize,
+    buf: usize,
+    range: DeviceRange,
+}
+
+impl std::fmt::Debug for Unpacking {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unpacking").field("pieces", &self.pieces).finish()
+    }
+}
+
+impl Unpacking {
+    /// Ready to take up to `shape.bytes()` packed bytes for the device buffer at `buf` (the
+    /// application's buffer address, inside `range`).
+    pub fn new(buf: usize, shape: &DeviceShape, range: &DeviceRange) -> Result<Unpacking, CudaError> {
+        let (ctx, scratch, cap) = with_lane(range, |_, ctx| take_scratch(ctx, shape.bytes().max(1)).map(|(a, c)| (ctx, a, c)))?;
+        let pieces = Pieces::new(range).then(Box::new(move || give_scratch(ctx, scratch, cap)));
+        Ok(Unpacking { pieces, scratch, ctx, buf, range: *range })
+    }
+
+    /// Packed bytes queued so far.
+    pub fn queued(&self) -> usize {
+        self.pieces.queued()
+    }
+
+    /// Queues the next `len` packed bytes, from host memory at `src`, into the packed device
+    /// buffer (at most the stream's length in all).
+    ///
+    /// # Safety
+    /// `src` stays readable for `len` bytes until [`Unpacking::finish`] or the drop.
+    pub unsafe fn push(&mut self, src: *const u8, len: usize, shape: &DeviceShape) -> Result<(), CudaError> {
+        let len = len.min(shape.bytes().saturating_sub(self.queued()));
+        let at = self.scratch + self.queued();
+        // SAFETY: forwarded contract; the scratch holds `shape.bytes()` bytes.
+        unsafe { self.pieces.push(at, src as usize, len) }
+    }
+
+    /// Scatters the first `limit` packed bytes (all queued before) into the application's
+    /// buffer and waits for it; bytes past them and the type's gaps stay as they are.
+    pub fn finish(mut self, limit: usize, shape: &DeviceShape) -> Result<(), CudaError> {
+        let limit = limit.min(self.queued());
+        if limit == 0 {
+            return self.pieces.wait_all();
+        }
+        let (buf, scratch, ctx) = (self.buf, self.scratch, self.ctx);
+        let r = with_lane(&self.range, |s, _| {
+            let t = launch(s, ctx, shape, buf, scratch, limit, true)?;
+            // SAFETY: a stream of this context; the kernel follows every piece on it.
+            let done = check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(s) });
+            release(t);
+            done
+        });
+        self.pieces.wait_all().and(r)
+    }
 }
 
 /// Unpacks the first `limit` stream bytes of `shape` from host memory at `src` into the device

@@ -7,6 +7,7 @@
 //! shared-memory arena has no chunk messages: the stream is unpacked from that region as the
 //! sender publishes it (`transfer::shm`).
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
 
@@ -27,6 +28,48 @@ pub enum Dest {
     /// A type the MPI received into directly (not contiguous, left to the MPI's engine): M0's
     /// data is already in place; chunks are unpacked by range.
     InPlace(Layout, *mut c_void),
+}
+
+/// Told how many of a stream's first bytes are in place, as they land ([`watching`]).
+pub type Watcher = Box<dyn FnMut(usize) + Send>;
+
+thread_local! {
+    /// The watcher of the blocking receive this thread is in, with the address it receives at.
+    static WATCH: RefCell<Option<(usize, Watcher)>> = const { RefCell::new(None) };
+}
+
+/// Runs `f`, a blocking receive into sluice's own contiguous memory at `base` (a device
+/// buffer's host copy, `protocol::device`), with `w` told, as a pipelined message lands there,
+/// how many of its first bytes are in place (M0's data at once, then chunk by chunk, never past
+/// the receive's capacity): the next hop may take them while later chunks still arrive. `w` is
+/// never called when the receive gets an ordinary message, and not after `f` returned.
+pub fn watching<R>(base: *const u8, w: Watcher, f: impl FnOnce() -> R) -> R {
+    WATCH.with(|c| *c.borrow_mut() = Some((base as usize, w)));
+    let r = f();
+    WATCH.with(|c| c.borrow_mut().take());
+    r
+}
+
+/// The watcher of a transfer landing at `base`, if this thread's blocking receive has one.
+fn watcher_for(base: *mut u8) -> Option<Watcher> {
+    WATCH.with(|c| {
+        let mut g = c.borrow_mut();
+        if g.as_ref().is_some_and(|(b, _)| *b == base as usize) {
+            g.take().map(|(_, w)| w)
+        } else {
+            None
+        }
+    })
+}
+
+/// Tells `watch`, if any, that `end` bytes are in place, when that is more than `told`.
+fn tell(watch: &mut Option<Watcher>, told: &mut usize, end: usize) {
+    if let Some(w) = watch.as_mut() {
+        if end > *told {
+            *told = end;
+            w(end);
+        }
+    }
 }
 
 /// `SLUICE_LOG=plan`: how a pipelined message lands, once per (landing, type, size class, route).
@@ -113,6 +156,9 @@ pub struct Incoming {
     error: c_int,
     /// The sender's shared-memory region holding the stream after M0 (until it is read).
     shm: Option<PeerRegion>,
+    /// Told how many stream bytes are in place ([`watching`]), and the last value told.
+    watch: Option<Watcher>,
+    told: usize,
 }
 
 impl Incoming {
@@ -149,6 +195,10 @@ impl Incoming {
         }
         note_plan(&dest, header.total as usize, capacity, header.sender, shm.is_some());
         let no_region = header.shm.is_some() && shm.is_none();
+        let watch = match dest {
+            Dest::Bytes(base) => watcher_for(base),
+            _ => None,
+        };
         let mut t = Incoming {
             peer: header.sender,
             tag: header.tag,
@@ -163,7 +213,10 @@ impl Incoming {
             origin: None,
             error: errclass::SUCCESS,
             shm,
+            watch,
+            told: 0,
         };
+        t.in_place(d);
         if no_region {
             t.next_off = t.total; // nothing more can be read: the stream ends after M0
         } else if t.shm.is_none() {
@@ -250,8 +303,10 @@ impl Incoming {
             }
             let slot = self.slots.pop_front().expect("front slot");
             if rc == errclass::SUCCESS {
+                let end = slot.off + slot.len;
                 // SAFETY: forwarded contract.
                 unsafe { self.land(slot) };
+                self.in_place(end);
             } else {
                 // The chunk did not arrive: the receive completes with this error (the rest of
                 // the stream is still taken, so no chunk is left for a later transfer).
@@ -285,6 +340,7 @@ impl Incoming {
                 // SAFETY: forwarded contract; the bytes are published and stay until `finish`.
                 unsafe { self.put(r.bytes(self.next_off - d, avail - d), self.next_off) };
                 self.next_off = avail;
+                tell(&mut self.watch, &mut self.told, avail.min(self.capacity));
                 idle = 0;
             }
             if self.next_off >= self.total {
@@ -305,6 +361,12 @@ impl Incoming {
             }
         }
         true
+    }
+
+    /// Tells the watcher, if any, that the stream's first `end` bytes are in place (chunks
+    /// land in order; the part past the capacity is not kept).
+    fn in_place(&mut self, end: usize) {
+        tell(&mut self.watch, &mut self.told, end.min(self.capacity));
     }
 
     /// Moves a chunk that arrived in staging to its destination (the part within capacity).
@@ -433,4 +495,36 @@ fn comm_key(c: mpi::MPI_Comm) -> usize {
 
 fn comm_from_key(k: usize) -> mpi::MPI_Comm {
     super::comm_from_key(k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn a_watcher_serves_only_its_address_once_and_hears_only_growth() {
+        let mut buf = [0u8; 8];
+        let mut other = [0u8; 8];
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let h = heard.clone();
+        watching(buf.as_ptr(), Box::new(move |n| h.lock().unwrap().push(n)), || {
+            assert!(watcher_for(other.as_mut_ptr()).is_none(), "another address has no watcher");
+            let mut watch = watcher_for(buf.as_mut_ptr());
+            assert!(watch.is_some(), "the receive's address has its watcher");
+            assert!(watcher_for(buf.as_mut_ptr()).is_none(), "a watcher serves one transfer");
+            let mut told = 0;
+            for end in [10, 10, 5, 20] {
+                tell(&mut watch, &mut told, end);
+            }
+        });
+        assert_eq!(*heard.lock().unwrap(), vec![10, 20]);
+    }
+
+    #[test]
+    fn a_watcher_not_taken_is_gone_after_the_receive() {
+        let mut buf = [0u8; 8];
+        watching(buf.as_ptr(), Box::new(|_| panic!("never told")), || ());
+        assert!(watcher_for(buf.as_mut_ptr()).is_none());
+    }
 }

@@ -70,6 +70,12 @@ pub fn depth() -> usize {
     DEPTH.load(Ordering::Relaxed)
 }
 
+/// Whether a receive of `capacity` bytes may get a pipelined message (an M0 of S\* bytes).
+pub fn may_be_pipelined(capacity: usize) -> bool {
+    let s = reserved();
+    s != 0 && capacity >= s
+}
+
 /// Bytes of the packed stream that M0 carries.
 pub fn m0_data() -> usize {
     reserved() - HEADER

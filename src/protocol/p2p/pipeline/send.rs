@@ -11,7 +11,7 @@
 //! of truncated transfers are received and dropped.
 
 use std::ffi::{c_int, c_void};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::{chunk, m0_data, next_tag, private, reserved, world_rank, world_rank_of, Header, HEADER};
 use crate::ffi::{consts, errclass, mpi, next, request_from_key, request_key};
@@ -34,6 +34,22 @@ pub enum Source<'a> {
     Engine(&'a Layout, *const c_void),
     /// Contiguous bytes (a send of exactly S\* bytes of a contiguous type).
     Bytes(*const u8),
+    /// Contiguous bytes in sluice's own memory that are still arriving (a device buffer's
+    /// host copy, `protocol::device`): each range is read once it has arrived, and chunks go
+    /// to the MPI straight from that memory.
+    Arriving(&'a Arc<dyn Arriving>),
+}
+
+/// A stream that arrives in sluice's own memory while it is being sent ([`Source::Arriving`]).
+/// The pipeline keeps it (with its memory) until every chunk sent from it is complete.
+pub trait Arriving: Send + Sync {
+    /// The stream's first byte; the whole stream stays there until the value is dropped.
+    fn bytes(&self) -> *const u8;
+    /// Returns once stream bytes `[0, upto)` are there, or never will be (a failed copy: the
+    /// bytes are then unspecified and reporting the failure is the owner's business).
+    fn wait(&self, upto: usize);
+    /// The size its bytes arrive in: the transfer's chunks are at least that large.
+    fn piece(&self) -> usize;
 }
 
 impl Source<'_> {
@@ -50,6 +66,11 @@ impl Source<'_> {
             Source::Engine(l, buf) => unsafe { l.pack_range(buf, first, last, out) },
             // SAFETY: forwarded contract; the application's bytes cannot overlap staging.
             Source::Bytes(p) => unsafe { std::ptr::copy_nonoverlapping(p.add(first), out.as_mut_ptr(), last - first) },
+            Source::Arriving(a) => {
+                a.wait(last);
+                // SAFETY: the stream's bytes are sluice's own and have arrived up to `last`.
+                unsafe { std::ptr::copy_nonoverlapping(a.bytes().add(first), out.as_mut_ptr(), last - first) }
+            }
         }
     }
 }
@@ -60,6 +81,10 @@ struct Outgoing {
     wait: Wait,
     m0: Option<Staging>,
     stream: Option<Staging>,
+    /// The arriving stream the chunks are sent from ([`Source::Arriving`]): held for its
+    /// memory, never read.
+    #[allow(dead_code)]
+    kept: Option<Arc<dyn Arriving>>,
 }
 
 /// What ends a transfer on the sending side.
@@ -142,6 +167,13 @@ pub unsafe fn refill(src: Source<'_>, total: usize, peer: c_int, arena: bool, m0
     }
 }
 
+/// The chunk size of a transfer of `total` stream bytes: `SLUICE_PIPELINE_CHUNK`, or more so
+/// that there are at most [`MAX_CHUNKS`]: tens of thousands of tiny sends in flight stall Open
+/// MPI's shared-memory transport (measured with 64-byte chunks of a 4 MiB message).
+pub fn chunk_for(total: usize) -> usize {
+    chunk().max(total.saturating_sub(m0_data()).div_ceil(MAX_CHUNKS))
+}
+
 /// Writes M0 (the stream's first S\*-64 bytes and the header of a new transfer) to `m0p`;
 /// returns the transfer's tag and chunk size.
 ///
@@ -150,9 +182,10 @@ pub unsafe fn refill(src: Source<'_>, total: usize, peer: c_int, arena: bool, m0
 unsafe fn fill_m0(src: Source<'_>, total: usize, m0p: *mut u8, region: Option<&Region>) -> (c_int, usize) {
     let d = m0_data();
     let ctag = next_tag();
-    // At most MAX_CHUNKS chunks: tens of thousands of tiny sends in flight stall Open MPI's
-    // shared-memory transport (measured with 64-byte chunks of a 4 MiB message).
-    let c = chunk().max((total - d).div_ceil(MAX_CHUNKS));
+    let c = match src {
+        Source::Arriving(a) => chunk_for(total).max(a.piece()),
+        _ => chunk_for(total),
+    };
     let shm = region.map(|r| (r.control(), r.offset()));
     let header = Header { total: total as u64, chunk: c as u64, tag: ctag, sender: world_rank(), shm };
     // SAFETY: `m0p` holds S* bytes: data then header.
@@ -190,11 +223,20 @@ unsafe fn post_chunks(src: Source<'_>, total: usize, c: usize, ctag: c_int, peer
             off += len;
             region.publish(off);
         }
-        hold(Outgoing { wait: Wait::Shm(region), m0, stream: None });
+        hold(Outgoing { wait: Wait::Shm(region), m0, stream: None, kept: None });
         return;
     }
-    let mut stream = staging::take(rest);
-    let sp = stream.as_mut_ptr();
+    // An arriving stream is sent from where it arrives; others are packed into staging (its
+    // heap memory stays in place when the value moves into OUTGOING).
+    let (stream, kept, sp) = match src {
+        // The chunks only read it; `d + rest` bytes stay there while `kept` lives.
+        Source::Arriving(a) => (None, Some(a.clone()), a.bytes().wrapping_add(d).cast_mut()),
+        _ => {
+            let mut st = staging::take(rest);
+            let p = st.as_mut_ptr();
+            (Some(st), None, p)
+        }
+    };
     let pc = private();
     let mut reqs = Vec::with_capacity(rest.div_ceil(c));
     let mut off = 0;
@@ -206,16 +248,19 @@ unsafe fn post_chunks(src: Source<'_>, total: usize, c: usize, ctag: c_int, peer
         // though M0's request belongs to the application. An eager chunk completes locally at
         // once and would prove nothing.
         let post_chunk = if off + len == rest { next::MPI_Issend } else { next::MPI_Isend };
-        // SAFETY: `stream` holds `rest` bytes; the chunk is packed before its send is posted
-        // and not written again.
+        // SAFETY: `sp` holds `rest` bytes; the chunk is packed (or has arrived) before its send
+        // is posted and is not written again.
         unsafe {
-            src.pack(d + off, d + off + len, sp.add(off));
+            match src {
+                Source::Arriving(a) => a.wait(d + off + len),
+                _ => src.pack(d + off, d + off + len, sp.add(off)),
+            }
             post_chunk(sp.add(off).cast_const().cast(), len as c_int, consts::byte(), peer, ctag, pc, &mut r);
         }
         reqs.push(request_key(r));
         off += len;
     }
-    hold(Outgoing { wait: Wait::Chunks(reqs), m0, stream: Some(stream) });
+    hold(Outgoing { wait: Wait::Chunks(reqs), m0, stream, kept });
 }
 
 /// `SLUICE_LOG=plan`: the route of a pipelined send, once per (source kind, size class, route).
@@ -226,6 +271,7 @@ fn note_plan(src: Source<'_>, total: usize, c: usize, peer: c_int, arena: bool) 
     let (kind, id) = match src {
         Source::Engine(l, _) => ("packed by sluice's engine", l.compiled().id()),
         Source::Bytes(_) => ("contiguous", 0),
+        Source::Arriving(_) => ("contiguous, sent as it arrives (a device buffer's host copy)", 0),
     };
     let class = crate::logging::size_class(total);
     crate::logging::plan_once(crate::logging::plan_key(("pipelined", id, class, arena)), || {
