@@ -27,6 +27,16 @@ data = sys.argv[1] if len(sys.argv) > 1 else "docs/data/gpu"
 img = sys.argv[2] if len(sys.argv) > 2 else "docs/img"
 
 
+def bandwidth_axes(ax, xlabel, title, legend_size):
+    """The log-size x axis and GB/s y axis every bandwidth panel here uses."""
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("GB/s one way (median)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=legend_size)
+
+
 def rows(name):
     with open(os.path.join(data, name)) as f:
         return [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
@@ -52,12 +62,7 @@ def p2p_plot_and_table():
             v = rows("gpu_p2p-h200-mps-openmpi-pipelined-1m.csv")
             pts = [(int(r["bytes"]), float(r["GBps"])) for r in v if r["type"] == "contig" and r["mode"] == "sluice"]
             ax.plot([p[0] for p in pts], [p[1] for p in pts], "o:", color="grey", label="sluice pipelined (1 MiB; not the default)")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("message bytes")
-        ax.set_ylabel("GB/s one way (median)")
-        ax.set_title(f"contiguous, {'MPICH 4.0.2' if mpi == 'mpich' else 'Open MPI 4.1.4'}")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
+        bandwidth_axes(ax, "message bytes", f"contiguous, {'MPICH 4.0.2' if mpi == 'mpich' else 'Open MPI 4.1.4'}", 8)
     fig.suptitle("device-buffer ping-pong, 2 ranks, one H200 (MPS)")
     fig.tight_layout()
     fig.savefig(os.path.join(img, "gpu-p2p.png"), dpi=110)
@@ -146,12 +151,7 @@ def packed_plot_and_table():
             for mode, style, label in [("sluice", "o-", "sluice (GPU move kernels)"), ("kernel", "d-.", "pack kernel + copy + MPI"),
                                        ("staged", "s:", "staged by hand (spans)"), ("host", "^:", "host MPI")]:
                 ax.plot(sizes, [float(by[(mode, shape, str(b))]["GBps"]) for b in sizes], style, label=label)
-            ax.set_xscale("log", base=2)
-            ax.set_xlabel("message bytes (data)")
-            ax.set_ylabel("GB/s one way (median)")
-            ax.set_title(f"{shape}, {'MPICH' if mpi == 'mpich' else 'Open MPI'}")
-            ax.grid(True, alpha=0.3)
-            ax.legend(fontsize=7)
+            bandwidth_axes(ax, "message bytes (data)", f"{shape}, {'MPICH' if mpi == 'mpich' else 'Open MPI'}", 7)
             for b in sizes:
                 r = by[("sluice", shape, str(b))]
                 s_us, kn, st = float(r["median_us"]), float(by[("kernel", shape, str(b))]["median_us"]), float(by[("staged", shape, str(b))]["median_us"])

@@ -7,7 +7,6 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use crate::datatype::choice::{Dir, Engine};
 use crate::datatype::compiled::CompiledType;
 use crate::datatype::interp;
 use crate::ffi::mpi;
@@ -15,29 +14,6 @@ use crate::protocol::comm_hints::P2pPath;
 use crate::protocol::datatype::lookup;
 use crate::protocol::pack_engine;
 use crate::transfer::staging::{self, Staging};
-
-/// What a point-to-point call does with its buffer: the directions in which sluice's engine
-/// would move it, and so the engine choices ([`crate::datatype::choice`]) that can send it to
-/// the MPI.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// Sent: packed.
-    Send,
-    /// Received: unpacked.
-    Recv,
-    /// Sent, then received into (`MPI_Sendrecv_replace`).
-    Both,
-}
-
-impl Role {
-    fn dirs(self) -> &'static [Dir] {
-        match self {
-            Role::Send => &[Dir::Pack],
-            Role::Recv => &[Dir::Unpack],
-            Role::Both => &[Dir::Pack, Dir::Unpack],
-        }
-    }
-}
 
 /// A typed buffer that sluice's engine moves: `count` elements of a compiled type, `bytes`
 /// packed bytes in all.
@@ -60,9 +36,8 @@ impl Layout {
     /// The engine path for `count` elements of `datatype` at `buf`, or `None` when the call goes
     /// to the MPI unchanged: protocol off, contiguous or uncompiled type, zero or invalid count,
     /// `MPI_BOTTOM`, more than `INT_MAX` packed bytes, or a large message of large blocks
-    /// (`SLUICE_P2P_MPI_ABOVE` / `SLUICE_P2P_MPI_BLOCK`), an interpreted type on Open MPI or a
-    /// type for which the MPI's engine was chosen in the directions of `role`, unless the
-    /// communicator's `path` hint sends it through sluice; every non-contiguous message with
+    /// (`SLUICE_P2P_MPI_ABOVE` / `SLUICE_P2P_MPI_BLOCK`) or an interpreted type on Open MPI,
+    /// unless the communicator's `path` hint sends it through sluice; every non-contiguous message with
     /// `P2pPath::Mpi` (on MPICH, but a struct's, which takes the automatic rules). Invalid
     /// arguments thus always reach the MPI, which reports them with its own error class.
     /// `shares_node` says whether the peer is on this node; only the automatic rule for
@@ -72,7 +47,6 @@ impl Layout {
         buf: *const c_void,
         count: i64,
         datatype: mpi::MPI_Datatype,
-        role: Role,
         path: P2pPath,
         shares_node: &dyn Fn() -> bool,
     ) -> Option<Layout> {
@@ -115,7 +89,7 @@ impl Layout {
             None => cfg.p2p_mpi_auto && !cfg!(sluice_mpi = "mpich"),
             Some(b) if cfg.p2p_mpi_auto && cfg!(sluice_mpi = "mpich") => mpich_leaves_to_mpi(cfg, bytes, b, ct.from_struct(), shares_node),
             Some(b) => bytes >= cfg.p2p_mpi_above && b >= cfg.p2p_mpi_block,
-        } || mpi_engine_chosen(&ct, role.dirs());
+        };
         if to_mpi && !path.engine_forced() {
             return None;
         }
@@ -297,17 +271,6 @@ const MPICH_SMALL_MESSAGE_BLOCK: usize = 256;
 /// Size from which large blocks to a peer on another node go to MPICH's engine.
 const MPICH_REMOTE_ABOVE: usize = 512 << 10;
 
-/// Whether the MPI's engine was chosen for this type in every direction of `dirs`
-/// (`datatype::choice`, learned from its `MPI_Pack`/`MPI_Unpack` calls): its messages are then the MPI's to pack or unpack too. Each side
-/// decides for itself: the protocol reads any pairing of an MPI-typed side with a staged one
-/// (the sender's choice is not the receiver's). Not for a struct's on MPICH, whose receives stay
-/// with sluice (see [`Layout::of`]) and whose sends then stay too (a rule both sides apply
-/// alike).
-pub fn mpi_engine_chosen(ct: &CompiledType, dirs: &[Dir]) -> bool {
-    let c = ct.choice();
-    dirs.iter().all(|&d| c.decided(d) == Some(Engine::Mpi)) && !(cfg!(sluice_mpi = "mpich") && ct.from_struct())
-}
-
 /// `SLUICE_P2P_MPI_ABOVE=auto` on MPICH, measured with `scripts/bench-p2p-paths.sh`
 /// (docs/benchmarks.md, "Automatic path"): below the pipeline's threshold MPICH's engine beats
 /// sluice's staging for blocks of [`MPICH_SMALL_MESSAGE_BLOCK`] and more (except a struct's,
@@ -322,28 +285,4 @@ fn mpich_leaves_to_mpi(cfg: &crate::config::Config, bytes: usize, block: usize, 
         return block >= MPICH_SMALL_MESSAGE_BLOCK && !from_struct;
     }
     bytes >= MPICH_REMOTE_ABOVE && block >= cfg.p2p_mpi_block && !(cfg.shm_arena != usize::MAX && shares_node())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::datatype::ir::DataLoop;
-
-    #[test]
-    fn a_message_goes_to_the_mpi_where_its_directions_chose_the_mpis_engine() {
-        let vector = || CompiledType::new(&DataLoop::vector(64, 1, 16, DataLoop::bytes(8)));
-        let ct = vector();
-        for role in [Role::Send, Role::Recv, Role::Both] {
-            assert!(!mpi_engine_chosen(&ct, role.dirs()), "learning: sluice's");
-        }
-        ct.choice().force(Dir::Pack, Engine::Mpi);
-        ct.choice().force(Dir::Unpack, Engine::Sluice);
-        let chosen = |ct: &CompiledType| [Role::Send, Role::Recv, Role::Both].map(|r| mpi_engine_chosen(ct, r.dirs()));
-        assert_eq!(chosen(&ct), [true, false, false], "a send packs, a receive unpacks, a replace does both");
-        let ct = vector();
-        ct.choice().force(Dir::Unpack, Engine::Mpi);
-        assert_eq!(chosen(&ct), [false, true, false]);
-        ct.choice().force(Dir::Pack, Engine::Mpi);
-        assert_eq!(chosen(&ct), [true, true, true]);
-    }
 }

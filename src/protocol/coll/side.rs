@@ -18,11 +18,10 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use crate::datatype::choice::Dir;
 use crate::datatype::compiled::CompiledType;
 use crate::ffi::{consts, errclass, mpi};
 use crate::protocol::datatype::lookup;
-use crate::protocol::layout::{self, Layout};
+use crate::protocol::layout::Layout;
 use crate::transfer::netpath;
 use crate::transfer::staging::{self, Staging};
 
@@ -82,15 +81,16 @@ enum Piece {
     Run { at: isize, bytes: usize },
     /// Through the engine: the elements start at `at` from the buffer. `mpi_ok`: the MPI's own
     /// engine moves this block as fast (its smallest contiguous block is at least
-    /// `SLUICE_COLL_MPI_BLOCK`) or faster (the type's engine choice picked the MPI's in this
-    /// side's direction), so it is staged only when a side cannot mix.
+    /// `SLUICE_COLL_MPI_BLOCK`), so it is staged only when a side cannot mix. (A type whose
+    /// engine choice picked the MPI's engine is still staged: that engine then packs or unpacks
+    /// the staging, `Layout::pack_into`; handing the type to the MPI's collective would also
+    /// hand it the MPI's transport of non-contiguous data, which the choice never measured.)
     Engine { at: isize, layout: Layout, mpi_ok: bool },
 }
 
 impl Piece {
-    /// `count` elements of `info` at `disp` bytes from the buffer, on a side the MPI writes
-    /// (`recv`) or reads; `None`: not expressible.
-    fn of(info: &TypeInfo, count: c_int, disp: i64, recv: bool) -> Option<Piece> {
+    /// `count` elements of `info` at `disp` bytes from the buffer; `None`: not expressible.
+    fn of(info: &TypeInfo, count: c_int, disp: i64) -> Option<Piece> {
         if count < 0 {
             return None;
         }
@@ -107,8 +107,7 @@ impl Piece {
         }
         let layout = Layout::new(info.compiled.clone()?, count as usize, info.datatype)?;
         let mpi_block = crate::runtime::config().map_or(usize::MAX, |c| c.coll_mpi_block);
-        let dir = if recv { Dir::Unpack } else { Dir::Pack };
-        let mpi_ok = layout.min_block().is_some_and(|b| b >= mpi_block) || layout::mpi_engine_chosen(layout.compiled(), &[dir]);
+        let mpi_ok = layout.min_block().is_some_and(|b| b >= mpi_block);
         Some(Piece::Engine { at: isize::try_from(disp).ok()?, layout, mpi_ok })
     }
 
@@ -334,7 +333,7 @@ impl Side {
                 Disp::Elements => d.checked_mul(ti.extent)?,
                 Disp::Bytes => d,
             };
-            let p = Piece::of(ti, count, d, recv)?;
+            let p = Piece::of(ti, count, d)?;
             if !matches!(p, Piece::Empty) && buf.is_null() {
                 return None; // MPI_BOTTOM with absolute addresses: the MPI's own business
             }
@@ -723,11 +722,11 @@ fn in_place_displs(pieces: &[Piece], uniform: bool) -> Option<Vec<c_int>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::datatype::choice::Engine;
+    use crate::datatype::choice::{Dir, Engine};
     use crate::datatype::ir::DataLoop;
 
     #[test]
-    fn a_block_needs_sluices_engine_unless_its_sides_direction_chose_the_mpis() {
+    fn a_block_is_staged_whichever_engine_packs_it() {
         let ct = Arc::new(CompiledType::new(&DataLoop::vector(64, 1, 16, DataLoop::bytes(8))));
         let dl = ct.dataloop();
         let info = TypeInfo {
@@ -740,11 +739,10 @@ mod tests {
             contiguous: false,
             compiled: Some(ct.clone()),
         };
-        let needs = |recv| Piece::of(&info, 4, 0, recv).is_some_and(|p| p.needs_engine());
-        assert_eq!((needs(false), needs(true)), (true, true), "learning: sluice's engine both ways");
+        let needs = || Piece::of(&info, 4, 0).is_some_and(|p| p.needs_engine());
+        assert!(needs(), "learning: staged");
         ct.choice().force(Dir::Unpack, Engine::Mpi);
-        assert_eq!((needs(false), needs(true)), (true, false), "a receiving side unpacks");
         ct.choice().force(Dir::Pack, Engine::Mpi);
-        assert_eq!((needs(false), needs(true)), (false, false), "a sending side packs");
+        assert!(needs(), "the MPI's engine packs and unpacks the staging; the block is still staged");
     }
 }

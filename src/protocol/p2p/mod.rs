@@ -27,7 +27,7 @@ use crate::ffi::{consts, errclass, mpi};
 use crate::transfer::staging;
 
 /// The engine's view of a typed buffer, shared with the collective protocol.
-pub use crate::protocol::layout::{Layout, Role};
+pub use crate::protocol::layout::Layout;
 
 /// What the completion calls must attend to (requests sluice tracks, pipelined receives,
 /// pipelined sends in flight) is counted by the progress engine's sources, whose total the

@@ -10,7 +10,7 @@ use super::ops::{self, Dir, Op};
 use super::pipeline;
 use super::pipeline::incoming::Dest;
 use super::pipeline::track::Landing;
-use super::{is_proc_null, status_or, Layout, Role};
+use super::{is_proc_null, status_or, Layout};
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::protocol::comm_hints::{self, P2pPath};
 use crate::transfer::staging;
@@ -232,7 +232,7 @@ fn matched_path(message: *mut mpi::MPI_Message) -> P2pPath {
 
 /// The engine layout of a receive, if sluice serves it.
 fn recv_layout(buf: *mut c_void, count: i64, datatype: Dt, source: c_int, comm: Comm, path: P2pPath) -> Option<Layout> {
-    Layout::of(buf, count, datatype, Role::Recv, path, &|| super::shares_node(comm, source)).filter(|_| !is_proc_null(source))
+    Layout::of(buf, count, datatype, path, &|| super::shares_node(comm, source)).filter(|_| !is_proc_null(source))
 }
 
 /// `MPI_Recv`.
@@ -407,7 +407,7 @@ pub unsafe fn mrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut 
     if let Some(rc) = unsafe { mrecv_stashed(buf, count.into(), datatype, message, status, std::ptr::null_mut()) } {
         return rc;
     }
-    match Layout::of(buf, count.into(), datatype, Role::Recv, path, &|| true).filter(|_| message_ok(message)) {
+    match Layout::of(buf, count.into(), datatype, path, &|| true).filter(|_| message_ok(message)) {
         // SAFETY: forwarded contract.
         Some(l) => unsafe { blocking(l, buf, status, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
         // SAFETY: forwarded unchanged.
@@ -428,7 +428,7 @@ pub unsafe fn imrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut
     if let Some(rc) = unsafe { mrecv_stashed(buf, count.into(), datatype, message, std::ptr::null_mut(), request) } {
         return rc;
     }
-    match Layout::of(buf, count.into(), datatype, Role::Recv, path, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
+    match Layout::of(buf, count.into(), datatype, path, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
         // SAFETY: as in `irecv`.
         Some(l) => with_request(l, buf, request, false, |p, n| unsafe { next::MPI_Imrecv(p, n, consts::packed(), message, request) }),
         // SAFETY: forwarded unchanged.
@@ -516,7 +516,7 @@ unsafe fn sendrecv_any(
         }
     }
     let path = comm_hints::path(comm);
-    let sl = Layout::of(sendbuf, sendcount, sendtype, Role::Send, path, &|| super::shares_node(comm, dest)).filter(|_| !is_proc_null(dest));
+    let sl = Layout::of(sendbuf, sendcount, sendtype, path, &|| super::shares_node(comm, dest)).filter(|_| !is_proc_null(dest));
     let rl = recv_layout(recvbuf, recvcount, recvtype, source, comm, path);
     // A contiguous receive that may get a pipelined message.
     let rpipe = if rl.is_none() { direct_landing(recvbuf, recvcount, recvtype, source, comm) } else { None };
@@ -600,7 +600,7 @@ unsafe fn sendrecv_replace_any(
             return unsafe { replace_from_stash(e, buf, c, datatype, dest, sendtag, comm, status) };
         }
     }
-    let layout = Layout::of(buf, count, datatype, Role::Both, comm_hints::path(comm), &|| super::shares_node(comm, dest))
+    let layout = Layout::of(buf, count, datatype, comm_hints::path(comm), &|| super::shares_node(comm, dest))
         .filter(|_| !(is_proc_null(dest) && is_proc_null(source)));
     if layout.is_none() {
         if let Some(d) = direct_landing(buf, count, datatype, source, comm) {
@@ -812,7 +812,7 @@ pub mod large_count {
         if let Some(rc) = unsafe { mrecv_stashed(buf, count, datatype, message, status, std::ptr::null_mut()) } {
             return rc;
         }
-        match Layout::of(buf, count, datatype, Role::Recv, path, &|| true).filter(|_| message_ok(message)) {
+        match Layout::of(buf, count, datatype, path, &|| true).filter(|_| message_ok(message)) {
             // SAFETY: as in `mrecv`.
             Some(l) => unsafe { blocking(l, buf, status, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
             // SAFETY: forwarded unchanged.
@@ -839,7 +839,7 @@ pub mod large_count {
         if let Some(rc) = unsafe { mrecv_stashed(buf, count, datatype, message, std::ptr::null_mut(), request) } {
             return rc;
         }
-        match Layout::of(buf, count, datatype, Role::Recv, path, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
+        match Layout::of(buf, count, datatype, path, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
             // SAFETY: as in `irecv`.
             Some(l) => with_request(l, buf, request, false, |p, n| unsafe { next::MPI_Imrecv(p, n, consts::packed(), message, request) }),
             // SAFETY: forwarded unchanged.

@@ -9,7 +9,7 @@ use super::ops::{self, Dir, Op};
 use std::sync::Arc;
 
 use super::pipeline::{self, send::Arriving, send::PostFn, send::Source};
-use super::{is_proc_null, Layout, Role};
+use super::{is_proc_null, Layout};
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::protocol::comm_hints::{self, P2pPath};
 use crate::transfer::staging;
@@ -39,9 +39,7 @@ unsafe fn blocking(
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
     let path = comm_hints::path(comm);
-    let Some(layout) =
-        Layout::of(buf, count, datatype, Role::Send, path, &|| super::shares_node(comm, dest)).filter(|_| !is_proc_null(dest))
-    else {
+    let Some(layout) = Layout::of(buf, count, datatype, path, &|| super::shares_node(comm, dest)).filter(|_| !is_proc_null(dest)) else {
         return match reserved_size(buf, count, datatype, dest, comm) {
             // SAFETY: forwarded contract.
             Some(r) => unsafe { pipelined_blocking(r.source(), pipeline::reserved(), dest, tag, comm, post, path) },
@@ -78,8 +76,8 @@ unsafe fn with_request(
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
     let path = comm_hints::path(comm);
-    let layout = Layout::of(buf, count, datatype, Role::Send, path, &|| super::shares_node(comm, dest))
-        .filter(|_| !is_proc_null(dest) && !request.is_null());
+    let layout =
+        Layout::of(buf, count, datatype, path, &|| super::shares_node(comm, dest)).filter(|_| !is_proc_null(dest) && !request.is_null());
     let Some(layout) = layout else {
         if !persistent && !request.is_null() {
             if let Some(r) = reserved_size(buf, count, datatype, dest, comm) {

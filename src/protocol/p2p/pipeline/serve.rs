@@ -11,7 +11,7 @@ use super::stash::Stashed;
 use super::{is_contiguous, m0_data, true_lb};
 use crate::ffi::{errclass, mpi};
 use crate::protocol::p2p::ops::{Dir, Op};
-use crate::protocol::p2p::{Layout, Role};
+use crate::protocol::p2p::Layout;
 
 type Comm = mpi::MPI_Comm;
 type Dt = mpi::MPI_Datatype;
@@ -24,9 +24,9 @@ type Dt = mpi::MPI_Datatype;
 pub(super) unsafe fn start(e: Stashed, buf: *mut c_void, count: i64, datatype: Dt, comm: Comm) -> Result<Incoming, Outcome> {
     let origin = Some((e.source, e.tag));
     let n = if e.header.is_some() { m0_data() } else { e.m0.bytes().len() };
-    let (dest, cap) = if let Some(l) = Layout::of(buf, count, datatype, Role::Recv, crate::protocol::comm_hints::path(comm), &|| {
-        crate::protocol::p2p::shares_node(comm, e.source)
-    }) {
+    let (dest, cap) = if let Some(l) =
+        Layout::of(buf, count, datatype, crate::protocol::comm_hints::path(comm), &|| crate::protocol::p2p::shares_node(comm, e.source))
+    {
         let cap = l.bytes();
         (Dest::Engine(Op { dir: Dir::Recv, layout: l, user: buf as usize, staging: e.m0, persistent: false, active: true }), cap)
     } else if count <= 0 || buf.is_null() {
