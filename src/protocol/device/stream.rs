@@ -98,10 +98,6 @@ enum Target {
     Packed { unpacking: mover::Unpacking, form: Arc<Packed> },
 }
 
-// SAFETY: the addresses are of the staged host copy and the application's device buffer,
-// which outlive the receive; the state is only used under its mutex.
-unsafe impl Send for FeedState {}
-
 impl FeedState {
     /// Bytes queued towards the device so far.
     fn queued(&self) -> usize {

@@ -19,7 +19,8 @@ pub type Then = Box<dyn FnOnce() + Send>;
 /// Copies queued in pieces on sluice's stream of one context.
 pub struct Pieces {
     range: DeviceRange,
-    /// Bytes queued so far, and for each piece in order: the byte its copy ends at, its event.
+    /// Bytes queued so far, and for each piece in order: the byte its copy ends at, its event
+    /// (a driver handle kept as an integer, used from whichever thread with its context pushed).
     queued: usize,
     marks: Vec<(usize, usize)>,
     /// Pieces known to be done (their events were waited for and destroyed).
@@ -30,10 +31,6 @@ pub struct Pieces {
     error: Option<CudaError>,
     then: Option<Then>,
 }
-
-// SAFETY: the events are driver handles, usable from any thread once their context is made
-// current (every call here pushes it); the `then` work is `Send`.
-unsafe impl Send for Pieces {}
 
 impl std::fmt::Debug for Pieces {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -151,8 +148,9 @@ impl Pieces {
 
 impl Drop for Pieces {
     fn drop(&mut self) {
-        if self.done < self.marks.len() {
-            // After a failure the remaining events are not waited one by one: the stream is.
+        if self.done < self.marks.len() || self.error.is_some() {
+            // After a failure the remaining events are not waited one by one: the stream is
+            // (a copy may also have been queued whose event failed, so it has no mark).
             let _ = with_lane(&self.range, |s, _| {
                 // SAFETY: sluice's stream of this context; afterwards no piece touches memory.
                 let r = check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(s) });
