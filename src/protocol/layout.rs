@@ -37,8 +37,8 @@ impl Layout {
     /// to the MPI unchanged: protocol off, contiguous or uncompiled type, zero or invalid count,
     /// `MPI_BOTTOM`, more than `INT_MAX` packed bytes, or a large message of large blocks
     /// (`SLUICE_P2P_MPI_ABOVE` / `SLUICE_P2P_MPI_BLOCK`) or an interpreted type on Open MPI,
-    /// unless the communicator's `path` hint sends it through sluice; every non-contiguous message with
-    /// `P2pPath::Mpi` (on MPICH, but a struct's, which takes the automatic rules). Invalid
+    /// unless the communicator's `path` hint sends it through sluice; every non-contiguous
+    /// message with `P2pPath::Mpi` (on MPICH, but a struct's, which takes the automatic rules). Invalid
     /// arguments thus always reach the MPI, which reports them with its own error class.
     /// `shares_node` says whether the peer is on this node; only the automatic rule for
     /// large-block messages on MPICH asks it ([`mpich_leaves_to_mpi`]).

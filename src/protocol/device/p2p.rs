@@ -12,7 +12,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use super::{copy_failed, flush_all, host_args, pending, stage_typed, HostArgs};
+use super::{copy_failed, flush_all, host_args, pending, stage_typed, HostArgs, Staged};
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::protocol::p2p::pipeline::{self, send::Arriving, send::PostFn};
 use crate::protocol::p2p::{blank_status, delivered_bytes, status_or};
@@ -35,7 +35,7 @@ const LARGE: i64 = i64::MAX;
 /// # Safety
 /// `buf`, `count` and `dt` are the application's arguments; `f` is the host call.
 unsafe fn one(
-    call: &str,
+    call: &'static str,
     buf: *const c_void,
     count: i64,
     dt: Dt,
@@ -52,9 +52,25 @@ unsafe fn one(
     match unsafe { stage_typed(call, buf, count, dt, output, true, max, comm) } {
         Err(rc) => rc,
         Ok(None) => f(app),
-        Ok(Some(mut s)) => {
+        Ok(Some(s)) => {
             let rc = f(s.args(count, dt));
-            flush_all(call, std::slice::from_mut(&mut s), rc, comm)
+            after_host_call(call, s, rc, comm, None)
+        }
+    }
+}
+
+/// What follows the host call (`rc`) on a staged copy: a blocking call (`request`: `None`)
+/// copies outputs back; a nonblocking or persistent one (the application's request pointer,
+/// and whether persistent) leaves the copy with the request the host call returned.
+fn after_host_call(call: &'static str, mut s: Staged, rc: c_int, comm: Comm, request: Option<(*mut Req, bool)>) -> c_int {
+    match request {
+        None => flush_all(call, std::slice::from_mut(&mut s), rc, comm),
+        Some((request, persistent)) => {
+            if rc == errclass::SUCCESS && !request.is_null() {
+                // SAFETY: the host call succeeded, so it wrote the application's request.
+                pending::track(call, unsafe { *request }, vec![s], persistent);
+            }
+            rc
         }
     }
 }
@@ -155,11 +171,7 @@ unsafe fn with_request(
         Ok(None) => f(app),
         Ok(Some(s)) => {
             let rc = f(s.args(count, dt));
-            if rc == errclass::SUCCESS && !request.is_null() {
-                // SAFETY: the host call wrote the request.
-                pending::track(call, unsafe { *request }, vec![s], persistent);
-            }
-            rc
+            after_host_call(call, s, rc, comm, Some((request, persistent)))
         }
     }
 }
@@ -180,10 +192,11 @@ struct SendTo {
 }
 
 /// A blocking (`request`: `None`) or nonblocking send with one device buffer or not. A staged
-/// copy that is one run of bytes ([`super::Staged::is_stream`]) of at least
-/// `SLUICE_GPU_PIPELINE_MIN` bytes and a size the pipelined protocol takes travels as it arrives ([`super::ArrivingCopy`]): the MPI gets its first
-/// chunks while the later ones still cross PCIe. Other buffers go as in [`one`] and
-/// [`with_request`]: filled, then `f` on the host copy.
+/// copy that is one run of bytes ([`Staged::is_stream`]) of at least `SLUICE_GPU_PIPELINE_MIN`
+/// bytes and a size the pipelined protocol takes travels as it arrives
+/// ([`super::stream::ArrivingCopy`]): the MPI gets its first chunks while the later ones still
+/// cross PCIe. Other buffers go as in [`one`] and [`with_request`]: filled, then `f` on the
+/// host copy.
 ///
 /// # Safety
 /// As [`one`]; `request`, when given, is the application's output pointer.
@@ -210,7 +223,8 @@ unsafe fn sending(
     };
     let has_request = request.is_none_or(|r| !r.is_null());
     let min = crate::runtime::config().map_or(usize::MAX, |c| c.gpu_pipeline_min);
-    if has_request && s.bytes() >= min && s.is_stream(dt) && send::takes_arriving(s.bytes(), to.dest, comm) {
+    let path = (has_request && s.bytes() >= min && s.is_stream(dt)).then(|| send::arriving_path(s.bytes(), to.dest, comm)).flatten();
+    if let Some(path) = path {
         let total = s.bytes();
         let arriving = match s.into_arriving(pipeline::m0_data(), pipeline::send::chunk_for(total).max(ARRIVING_PIECE)) {
             Ok(a) => a,
@@ -219,7 +233,7 @@ unsafe fn sending(
         let stream: Arc<dyn Arriving> = arriving.clone();
         // SAFETY: forwarded contract; the stream is sluice's host copy of `total` bytes, kept by
         // the pipeline until its chunks are sent.
-        let rc = unsafe { send::arriving(&stream, total, to.dest, to.tag, comm, to.post, request) };
+        let rc = unsafe { send::arriving(&stream, total, to.dest, to.tag, comm, path, to.post, request) };
         // Every piece was waited for before its chunk went out: a failed copy is known now.
         return match arriving.error() {
             Some(e) if rc == errclass::SUCCESS => copy_failed(call, comm, &e),
@@ -230,16 +244,7 @@ unsafe fn sending(
         return copy_failed(call, comm, &e);
     }
     let rc = f(s.args(count, dt));
-    match request {
-        None => flush_all(call, std::slice::from_mut(&mut s), rc, comm),
-        Some(request) => {
-            if rc == errclass::SUCCESS && !request.is_null() {
-                // SAFETY: the host call wrote the request.
-                pending::track(call, unsafe { *request }, vec![s], false);
-            }
-            rc
-        }
-    }
+    after_host_call(call, s, rc, comm, request.map(|r| (r, false)))
 }
 
 /// Defines the device-aware handlers of one send mode (int and large-count variants).

@@ -4,10 +4,9 @@
 //! persistent ones are tracked until the MPI completes them.
 
 use std::ffi::{c_int, c_void};
-
-use super::ops::{self, Dir, Op};
 use std::sync::Arc;
 
+use super::ops::{self, Dir, Op};
 use super::pipeline::{self, send::Arriving, send::PostFn, send::Source};
 use super::{is_proc_null, Layout};
 use crate::ffi::{consts, errclass, mpi, next};
@@ -153,30 +152,36 @@ impl Reserved {
     }
 }
 
-/// Whether a send of `total` contiguous bytes to `dest` on `comm` travels as an arriving stream
-/// ([`arriving`]): a size the pipeline takes on this communicator (and its hint), to a process.
-pub fn takes_arriving(total: usize, dest: c_int, comm: Comm) -> bool {
-    total <= c_int::MAX as usize && !is_proc_null(dest) && pipelines(total, comm, comm_hints::path(comm))
+/// The communicator's path when a send of `total` contiguous bytes to `dest` on `comm` travels
+/// as an arriving stream ([`arriving`]): a size the pipeline takes on this communicator (and
+/// its hint), to a process; `None` otherwise.
+pub fn arriving_path(total: usize, dest: c_int, comm: Comm) -> Option<P2pPath> {
+    if total > c_int::MAX as usize || is_proc_null(dest) {
+        return None;
+    }
+    let path = comm_hints::path(comm);
+    pipelines(total, comm, path).then_some(path)
 }
 
 /// A send of `total` contiguous bytes that are still arriving in sluice's own memory (a device
 /// buffer's host copy, `protocol::device`), pipelined whatever the size's usual route
-/// ([`takes_arriving`] said it may be), so that the first chunks travel while the rest arrive.
+/// ([`arriving_path`] gave `path`), so that the first chunks travel while the rest arrive.
 /// `post` is the nonblocking call of the application's mode; `request`: `None` for a blocking
 /// send (returns when M0 completes), else the application's request (M0's).
 ///
 /// # Safety
 /// As the MPI send call; `request`, when given, is the application's non-null pointer.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn arriving(
     a: &Arc<dyn Arriving>,
     total: usize,
     dest: c_int,
     tag: c_int,
     comm: Comm,
+    path: P2pPath,
     post: PostFn,
     request: Option<*mut Req>,
 ) -> c_int {
-    let path = comm_hints::path(comm);
     // SAFETY: forwarded contract; the stream is sluice's memory of `total` bytes.
     unsafe {
         match request {

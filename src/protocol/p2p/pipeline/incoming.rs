@@ -44,10 +44,17 @@ thread_local! {
 /// the receive's capacity): the next hop may take them while later chunks still arrive. `w` is
 /// never called when the receive gets an ordinary message, and not after `f` returned.
 pub fn watching<R>(base: *const u8, w: Watcher, f: impl FnOnce() -> R) -> R {
+    /// Clears the watcher however `f` ends (a panic caught at the C ABI included): a stale one
+    /// would be taken by a later receive into the same, pooled, host memory.
+    struct Clear;
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            WATCH.with(|c| c.borrow_mut().take());
+        }
+    }
     WATCH.with(|c| *c.borrow_mut() = Some((base as usize, w)));
-    let r = f();
-    WATCH.with(|c| c.borrow_mut().take());
-    r
+    let _clear = Clear;
+    f()
 }
 
 /// The watcher of a transfer landing at `base`, if this thread's blocking receive has one.
@@ -519,6 +526,15 @@ mod tests {
             }
         });
         assert_eq!(*heard.lock().unwrap(), vec![10, 20]);
+    }
+
+    #[test]
+    fn a_watcher_is_gone_after_a_receive_that_panicked() {
+        let mut buf = [0u8; 8];
+        let base = buf.as_ptr();
+        let r = std::panic::catch_unwind(|| watching(base, Box::new(|_| ()), || panic!("inside the receive")));
+        assert!(r.is_err());
+        assert!(watcher_for(buf.as_mut_ptr()).is_none());
     }
 
     #[test]
