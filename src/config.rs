@@ -168,6 +168,12 @@ pub const PARAMS: &[Param] = &[
         doc: "Point-to-point sends from device buffers whose host copy is one run of bytes (a contiguous type, or the packed form of SLUICE_GPU_PACK_MIN) and at least this many bytes (and at least the pipeline threshold) travel pipelined as they cross PCIe: the copy out of the device goes in pieces and each chunk goes to the MPI as soon as its piece has landed (docs/gpu.md); smaller ones are copied whole, then sent as one message. The default depends on the MPI, measured on an H200 (docs/benchmarks.md): MPICH 1M (5-26% faster than the whole copy at 1-64 MiB), Open MPI off (its own single-copy path for one contiguous message beats sluice's pipeline at every size, by 1.3-2.2x).",
     },
     Param {
+        name: "SLUICE_GPU_IPC_POOL",
+        default: "256M",
+        accepted: "off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 64M, 1G",
+        doc: "Device memory each process may set aside for same-node device-to-device transfers (docs/gpu.md): a point-to-point send from a device buffer of a contiguous type, of at least the pipeline threshold, to a rank of this node that has shown it can open this process's CUDA IPC memory, is copied on the device into a region of this pool and the receiver copies it out of there (device to device, or device to host for a host receive); the pool's regions are exported once through CUDA IPC and reused. Larger sends than the pool, a full pool, other ranks and off: the sends cross PCIe through pinned host memory as before.",
+    },
+    Param {
         name: "SLUICE_CALIBRATION",
         default: "auto",
         accepted: "auto, or the path of a machine-model file (TOML)",
@@ -274,6 +280,8 @@ pub struct Config {
     pub gpu_pack_min: usize,
     /// `SLUICE_GPU_PIPELINE_MIN`, bytes (`usize::MAX`: off).
     pub gpu_pipeline_min: usize,
+    /// `SLUICE_GPU_IPC_POOL`, bytes (0: off).
+    pub gpu_ipc_pool: usize,
     /// `SLUICE_CALIBRATION`: `None` = auto, else the model file's path.
     pub calibration: Option<String>,
     /// `SLUICE_TEST_PANIC`.
@@ -490,6 +498,7 @@ impl Config {
                 gpu: false,
                 gpu_pack_min: usize::MAX,
                 gpu_pipeline_min: usize::MAX,
+                gpu_ipc_pool: 0,
                 calibration: None,
                 test_panic: None,
                 test_chunk_fault: 0,
@@ -529,6 +538,10 @@ impl Config {
             gpu: parse_auto_off(param("SLUICE_GPU"), &value("SLUICE_GPU"))?,
             gpu_pack_min: parse_bytes_or_off(param("SLUICE_GPU_PACK_MIN"), &value("SLUICE_GPU_PACK_MIN"))?,
             gpu_pipeline_min: parse_bytes_or_off(param("SLUICE_GPU_PIPELINE_MIN"), &value("SLUICE_GPU_PIPELINE_MIN"))?,
+            gpu_ipc_pool: match parse_bytes_or_off(param("SLUICE_GPU_IPC_POOL"), &value("SLUICE_GPU_IPC_POOL"))? {
+                usize::MAX => 0,
+                n => n,
+            },
             calibration: Some(value("SLUICE_CALIBRATION")).filter(|v| v != "auto" && !v.is_empty()),
             test_panic: parse_fn_name(param("SLUICE_TEST_PANIC"), &value("SLUICE_TEST_PANIC"), known_fn)?,
             test_chunk_fault: parse_bytes(param("SLUICE_TEST_CHUNK_FAULT"), &value("SLUICE_TEST_CHUNK_FAULT"))?,
@@ -586,6 +599,7 @@ mod tests {
             gpu: true,
             gpu_pack_min: 128 << 10,
             gpu_pipeline_min: if cfg!(sluice_mpi = "mpich") { 1 << 20 } else { usize::MAX },
+            gpu_ipc_pool: 256 << 20,
             calibration: None,
             test_panic: None,
             test_chunk_fault: 0,

@@ -7,6 +7,8 @@
  *            (GPU_P2P_SKIP_BLOCKS=1 leaves it out: it takes most of the run's time)
  *   host     host buffers only: the MPI's own hop, for the "slowest hop" of the path
  *   pcie     cuMemcpyDtoH + cuMemcpyHtoD of the same bytes with pinned memory: the copy hop
+ *   d2d      (contiguous) one cuMemcpyDtoD of the same bytes per leg, on the receiving rank's
+ *            device: the hop of sluice's device route between ranks of one node (docs/gpu.md)
  *   kernel   (vector types) a hand-written pack kernel (one thread per double, vec_pack_ptx.h)
  *            into a device buffer, cuMemcpyDtoH of the packed bytes, MPI on them, cuMemcpyHtoD,
  *            the unpack kernel: the "pack kernel + cudaMemcpy + MPI" baseline
@@ -36,8 +38,9 @@ static int cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-enum { SLUICE, STAGED, BLOCKS, HOST, PCIE, KERNEL, NMODES };
-static const char *mode_name[] = {"sluice", "staged", "blocks", "host", "pcie", "kernel"};
+enum { SLUICE, STAGED, BLOCKS, HOST, PCIE, KERNEL, D2D, NMODES };
+static const char *mode_name[] = {"sluice", "staged", "blocks", "host", "pcie", "kernel", "d2d"};
+static CUdeviceptr dbuf; /* the d2d mode's second device buffer */
 static CUfunction vec_pack;
 static CUdeviceptr kbuf; /* the kernel mode's packed device buffer */
 
@@ -116,6 +119,15 @@ static void round_trip(int mode, const Shape *s, CUdeviceptr dev, char *pinned, 
                 if (cu_CtxSynchronize()) die("cuCtxSynchronize");
             }
             break;
+        case D2D:
+            /* a zero-byte message keeps the ranks in step, then one device copy of the bytes */
+            if (sending) {
+                MPI_Send(NULL, 0, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
+            } else {
+                MPI_Recv(NULL, 0, MPI_BYTE, peer, 0, MPI_COMM_WORLD, &st);
+                if (cu_MemcpyDtoD(dev, dbuf, s->data)) die("cuMemcpyDtoD");
+            }
+            break;
         case PCIE:
             /* both ranks copy one way per leg, then a zero-byte message keeps them in step */
             if (sending) {
@@ -139,6 +151,7 @@ static void bench(const Shape *s) {
     if (cu_MemHostAlloc((void **)&pinned, s->span, 0)) die("cuMemHostAlloc");
     if (cu_MemHostAlloc((void **)&packed, s->data, 0)) die("cuMemHostAlloc");
     if (cu_MemAlloc(&kbuf, s->data)) die("cuMemAlloc");
+    if (cu_MemAlloc(&dbuf, s->data)) die("cuMemAlloc");
     memset(pinned, 2, s->span);
     memset(packed, 3, s->data);
     cu_MemcpyHtoD(dev, pinned, s->span);
@@ -148,10 +161,10 @@ static void bench(const Shape *s) {
     if (iters > 200) iters = 200;
     int contiguous = s->block == s->data;
     double t[NMODES][REPS];
-    for (int m = 0; m < NMODES; m++) round_trip((m == BLOCKS || m == KERNEL) && contiguous ? STAGED : m, s, dev, pinned, packed, host); /* warm-up */
+    for (int m = 0; m < NMODES; m++) round_trip(((m == BLOCKS || m == KERNEL) && contiguous) || (m == D2D && !contiguous) ? STAGED : m, s, dev, pinned, packed, host); /* warm-up */
     for (int r = 0; r < REPS; r++) {
         for (int m = 0; m < NMODES; m++) {
-            if ((m == BLOCKS && (contiguous || s->data / s->block > 65536 || getenv("GPU_P2P_SKIP_BLOCKS"))) || (m == KERNEL && contiguous)) {
+            if ((m == BLOCKS && (contiguous || s->data / s->block > 65536 || getenv("GPU_P2P_SKIP_BLOCKS"))) || (m == KERNEL && contiguous) || (m == D2D && !contiguous)) {
                 t[m][r] = NAN;
                 continue;
             }
@@ -174,6 +187,7 @@ static void bench(const Shape *s) {
     }
     cu_MemFree(dev);
     cu_MemFree(kbuf);
+    cu_MemFree(dbuf);
     cu_MemFreeHost(pinned);
     cu_MemFreeHost(packed);
     free(host);

@@ -75,6 +75,7 @@ pub fn start() -> Result<(), crate::config::ConfigError> {
     super::hints::create_keyvals();
     super::comm_hints::create_keyval();
     if crate::transfer::gpu::arm(cfg.gpu) {
+        crate::transfer::gpu::ipc::configure(cfg.gpu_ipc_pool);
         log::info!("CUDA driver present: device buffers are staged through host memory (SLUICE_GPU=off to skip the checks)");
     }
     log::info!("sluice {} active ({} build)", env!("CARGO_PKG_VERSION"), crate::ffi::FLAVOR);

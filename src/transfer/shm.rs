@@ -63,6 +63,8 @@ impl Mapping {
 
 /// What `MPI_Init` set up: this process's arena and the arenas of its node's peers.
 struct Node {
+    /// This process's world rank.
+    me: c_int,
     own: Mapping,
     /// World ranks whose arena this process mapped (it can receive from them).
     peers: FxHashMap<c_int, Mapping>,
@@ -218,6 +220,107 @@ impl PeerRegion {
 // SAFETY: see `Mapping`.
 unsafe impl Send for PeerRegion {}
 
+// Page 0 after the token: what this process tells its node's peers about device memory
+// (`protocol::p2p::pipeline::device`). The probe: a state word (1: published) and a CUDA IPC
+// handle of this process's, written before the state. The pull table: one byte per world rank
+// below [`PULL_RANKS`], written only by the arena's owner: whether the owner can open device
+// memory that rank exports ([`Pull`]).
+const PROBE_STATE: usize = 64;
+const PROBE_HANDLE: usize = 128;
+const PROBE_LEN: usize = 64;
+const PULL_TABLE: usize = 256;
+/// World ranks the pull table has a byte for.
+pub const PULL_RANKS: usize = PAGE - PULL_TABLE;
+
+/// Whether an arena's owner can open device memory a peer exports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pull {
+    /// Not tried yet.
+    Unknown = 0,
+    /// Opened the peer's probe.
+    Yes = 1,
+    /// Could not.
+    No = 2,
+}
+
+impl Mapping {
+    fn word(&self, off: usize) -> &AtomicU64 {
+        // SAFETY: page 0 of a live mapping, 8-byte aligned offsets, accessed atomically.
+        unsafe { &*self.base.add(off).cast::<AtomicU64>() }
+    }
+
+    fn pull_byte(&self, rank: c_int) -> Option<&std::sync::atomic::AtomicU8> {
+        let i = usize::try_from(rank).ok().filter(|&i| i < PULL_RANKS)?;
+        // SAFETY: inside page 0 (checked above), accessed atomically.
+        Some(unsafe { &*self.base.add(PULL_TABLE + i).cast::<std::sync::atomic::AtomicU8>() })
+    }
+}
+
+/// Publishes this process's probe handle (once; `false` without an own arena).
+pub fn publish_probe(handle: &[u8; PROBE_LEN]) -> bool {
+    let Some(node) = NODE.get().filter(|n| n.own.size != 0) else { return false };
+    let m = node.own;
+    if m.word(PROBE_STATE).load(Ordering::Acquire) == 1 {
+        return true;
+    }
+    // SAFETY: page 0 of the own arena; peers read these bytes only after the state says 1.
+    unsafe { std::ptr::copy_nonoverlapping(handle.as_ptr(), m.base.add(PROBE_HANDLE), PROBE_LEN) };
+    m.word(PROBE_STATE).store(1, Ordering::Release);
+    true
+}
+
+/// Whether this process published its probe.
+pub fn probe_published() -> bool {
+    NODE.get().filter(|n| n.own.size != 0).is_some_and(|n| n.own.word(PROBE_STATE).load(Ordering::Acquire) == 1)
+}
+
+/// The probe handle world rank `sender` published, if this process mapped its arena and it did.
+pub fn peer_probe(sender: c_int) -> Option<[u8; PROBE_LEN]> {
+    let m = *NODE.get()?.peers.get(&sender)?;
+    if m.word(PROBE_STATE).load(Ordering::Acquire) != 1 {
+        return None;
+    }
+    let mut h = [0u8; PROBE_LEN];
+    // SAFETY: page 0 of a mapped peer arena, written before the state was published.
+    unsafe { std::ptr::copy_nonoverlapping(m.base.add(PROBE_HANDLE), h.as_mut_ptr(), PROBE_LEN) };
+    Some(h)
+}
+
+/// Whether world rank `peer` can open device memory this process exports (read in `peer`'s
+/// arena; `Unknown` when this process did not map it or has no byte there).
+pub fn peer_pulls(peer: c_int) -> Pull {
+    let Some(node) = NODE.get() else { return Pull::Unknown };
+    let Some(m) = node.peers.get(&peer) else { return Pull::Unknown };
+    match m.pull_byte(node.me).map(|b| b.load(Ordering::Acquire)) {
+        Some(1) => Pull::Yes,
+        Some(2) => Pull::No,
+        _ => Pull::Unknown,
+    }
+}
+
+/// Whether this process can open device memory world rank `sender` exports (its own table).
+pub fn own_pull(sender: c_int) -> Pull {
+    let Some(node) = NODE.get().filter(|n| n.own.size != 0) else { return Pull::No };
+    match node.own.pull_byte(sender).map(|b| b.load(Ordering::Acquire)) {
+        Some(0) => Pull::Unknown,
+        Some(1) => Pull::Yes,
+        _ => Pull::No,
+    }
+}
+
+/// Records whether this process can open device memory world rank `sender` exports.
+pub fn set_own_pull(sender: c_int, p: Pull) {
+    if let Some(b) = NODE.get().filter(|n| n.own.size != 0).and_then(|n| n.own.pull_byte(sender)) {
+        b.store(p as u8, Ordering::Release);
+    }
+}
+
+/// Whether a pipelined send to world rank `peer` may name a region of this arena (the peer
+/// mapped it).
+pub fn reaches(peer: c_int) -> bool {
+    NODE.get().is_some_and(|n| n.reach.contains(&peer))
+}
+
 /// What a process tells the others about its arena at `MPI_Init`.
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -282,7 +385,7 @@ pub fn start(size: Option<usize>) {
         ranges.give(DATA, own.size - DATA);
         *FREE.lock().unwrap_or_else(|e| e.into_inner()) = Some(Free { controls: (0..CONTROLS as u32).rev().collect(), ranges });
     }
-    let _ = NODE.set(Node { own, peers, reach });
+    let _ = NODE.set(Node { me, own, peers, reach });
 }
 
 /// Creates this process's arena: the mapping, its descriptor (open until the peers mapped it)

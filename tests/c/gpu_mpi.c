@@ -23,7 +23,7 @@ static int host_twice;
 
 /* ---- buffers ------------------------------------------------------------------------------ */
 #define MAXB 16
-static struct { void *p; size_t n, rec; } bufs[MAXB];
+static struct { void *p; size_t n, rec; int host; } bufs[MAXB];
 static int nbufs;
 
 static void pattern(unsigned char *p, size_t n, unsigned seed) {
@@ -34,11 +34,19 @@ static void pattern(unsigned char *p, size_t n, unsigned seed) {
     }
 }
 
+/* Whether `p` is a buffer of the case that lives on the device in this run. */
+static int is_dev(const void *p) {
+    if (!on_device || host_twice) return 0;
+    for (int i = 0; i < nbufs; i++)
+        if (bufs[i].p == p) return !bufs[i].host;
+    return 1;
+}
+
 /* Writes a fresh pattern into a buffer of the case (host or device). */
 static void bfill(void *p, size_t n, unsigned seed) {
     unsigned char *tmp = malloc(n);
     pattern(tmp, n, seed);
-    if (on_device && !host_twice) {
+    if (is_dev(p)) {
         if (cu_MemcpyHtoD((CUdeviceptr)(uintptr_t)p, tmp, n) != 0) { fprintf(stderr, "HtoD failed\n"); MPI_Abort(MPI_COMM_WORLD, 3); }
     } else {
         memcpy(p, tmp, n);
@@ -48,9 +56,9 @@ static void bfill(void *p, size_t n, unsigned seed) {
 
 /* A buffer of n bytes holding the pattern of `seed` (the same bytes in both runs), of which the
  * first `rec` bytes go into the result. */
-static void *balloc_rec(size_t n, size_t rec, unsigned seed) {
+static void *alloc_in(size_t n, size_t rec, unsigned seed, int host) {
     void *p;
-    if (on_device && !host_twice) {
+    if (on_device && !host_twice && !host) {
         CUdeviceptr d;
         if (cu_MemAlloc(&d, n) != 0) { fprintf(stderr, "cuMemAlloc(%zu) failed\n", n); MPI_Abort(MPI_COMM_WORLD, 3); }
         p = (void *)(uintptr_t)d;
@@ -60,12 +68,16 @@ static void *balloc_rec(size_t n, size_t rec, unsigned seed) {
     bufs[nbufs].p = p;
     bufs[nbufs].n = n;
     bufs[nbufs].rec = rec;
+    bufs[nbufs].host = host;
     nbufs++;
     bfill(p, n, seed + 1000u * (unsigned)rank);
     return p;
 }
 
+static void *balloc_rec(size_t n, size_t rec, unsigned seed) { return alloc_in(n, rec, seed, 0); }
 static void *balloc(size_t n, unsigned seed) { return balloc_rec(n, n, seed); }
+/* A buffer in host memory in both runs (a device run's messages between device and host). */
+static void *halloc(size_t n, unsigned seed) { return alloc_in(n, n, seed, 1); }
 
 /* ---- the blob of one run ------------------------------------------------------------------ */
 static unsigned char *blob;
@@ -94,7 +106,7 @@ static void put_status(const MPI_Status *st) {
 /* Appends a buffer's current bytes (host or device). */
 static void snap(const void *p, size_t n) {
     unsigned char *tmp = malloc(n);
-    if (on_device && !host_twice) {
+    if (is_dev(p)) {
         cu_CtxSynchronize();
         if (cu_MemcpyDtoH(tmp, (CUdeviceptr)(uintptr_t)p, n) != 0) { fprintf(stderr, "DtoH failed\n"); MPI_Abort(MPI_COMM_WORLD, 3); }
     } else {
@@ -108,7 +120,7 @@ static void snap(const void *p, size_t n) {
 static void finish_buffers(void) {
     for (int i = 0; i < nbufs; i++) {
         unsigned char *tmp = malloc(bufs[i].n);
-        if (on_device && !host_twice) {
+        if (on_device && !host_twice && !bufs[i].host) {
             cu_CtxSynchronize();
             if (cu_MemcpyDtoH(tmp, (CUdeviceptr)(uintptr_t)bufs[i].p, bufs[i].n) != 0) { fprintf(stderr, "DtoH failed\n"); MPI_Abort(MPI_COMM_WORLD, 3); }
             cu_MemFree((CUdeviceptr)(uintptr_t)bufs[i].p);
@@ -390,6 +402,87 @@ static void p2p_pipelined(void) {
         put_int(MPI_Waitall(2, q, s2));
         put_status(&s2[0]);
     }
+}
+
+/* Messages of a contiguous type between device buffers of two ranks of one node: the device
+ * route (docs/gpu.md, one copy on each side's device through CUDA IPC) once the first message
+ * has let the receiver open the sender's memory; into device and host receives, blocking and
+ * nonblocking, contiguous and not, truncated, buffered, several in flight, and a send buffer
+ * changed right after its send completed. */
+static void p2p_device_route(void) {
+    const int n = 786432; /* 3 MiB of ints */
+    MPI_Status st;
+    int *a = balloc((size_t)n * 4, 70);
+    int *b = balloc((size_t)n * 4, 71);
+    int *h = halloc((size_t)n * 4, 72);
+    int *hv = halloc((size_t)n * 8, 73);
+    int *m[4];
+    for (int i = 0; i < 4; i++) m[i] = balloc((size_t)n * 4, 74 + i);
+    MPI_Datatype every_other;
+    MPI_Type_vector(n, 1, 2, MPI_INT, &every_other);
+    MPI_Type_commit(&every_other);
+    /* the first message offers the sender's memory; after the barrier the receiver has answered */
+    if (rank == 0) put_int(MPI_Send(a, n, MPI_INT, 1, 30, MPI_COMM_WORLD));
+    if (rank == 1) {
+        put_int(MPI_Recv(b, n, MPI_INT, 0, 30, MPI_COMM_WORLD, &st));
+        put_status(&st);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        bfill(a, (size_t)n * 4, 80);
+        put_int(MPI_Send(a, n, MPI_INT, 1, 31, MPI_COMM_WORLD));     /* into a device buffer */
+        put_int(MPI_Send(a, n / 2, MPI_INT, 1, 32, MPI_COMM_WORLD)); /* short, nonblocking receive */
+        put_int(MPI_Send(a, n, MPI_INT, 1, 33, MPI_COMM_WORLD));     /* into host memory */
+        put_int(MPI_Send(a, n, MPI_INT, 1, 34, MPI_COMM_WORLD));     /* into a strided host type */
+    } else if (rank == 1) {
+        put_int(MPI_Recv(b, n, MPI_INT, 0, 31, MPI_COMM_WORLD, &st));
+        put_status(&st);
+        MPI_Request r;
+        put_int(MPI_Irecv(m[0], n, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &r));
+        put_int(MPI_Wait(&r, &st));
+        put_status(&st);
+        put_int(MPI_Recv(h, n, MPI_INT, 0, 33, MPI_COMM_WORLD, &st));
+        put_status(&st);
+        put_int(MPI_Recv(hv, 1, every_other, 0, 34, MPI_COMM_WORLD, &st));
+        put_status(&st);
+    }
+    /* truncated, then the next message on the same tag; a buffered send */
+    MPI_Comm tc;
+    MPI_Comm_dup(MPI_COMM_WORLD, &tc);
+    MPI_Comm_set_errhandler(tc, MPI_ERRORS_RETURN);
+    if (rank == 0) {
+        MPI_Send(a, n, MPI_INT, 1, 35, tc);
+        put_int(MPI_Send(m[1], n, MPI_INT, 1, 35, tc));
+        int bsz = 4 * n + 4 * MPI_BSEND_OVERHEAD + (1 << 20);
+        void *att = malloc((size_t)bsz);
+        MPI_Buffer_attach(att, bsz);
+        put_int(MPI_Bsend(m[2], n, MPI_INT, 1, 36, MPI_COMM_WORLD));
+        MPI_Buffer_detach(&att, &bsz);
+        free(att);
+    } else if (rank == 1) {
+        int rc = MPI_Recv(m[1], n / 2, MPI_INT, 0, 35, tc, &st), cls;
+        MPI_Error_class(rc, &cls);
+        put_int(cls);
+        put_int(MPI_Recv(m[2], n, MPI_INT, 0, 35, tc, &st));
+        put_status(&st);
+        put_int(MPI_Recv(m[3], n, MPI_INT, 0, 36, MPI_COMM_WORLD, &st));
+        put_status(&st);
+    }
+    MPI_Comm_free(&tc);
+    /* four in flight, received in reverse order; the send buffers rewritten once they completed */
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        MPI_Request q[4];
+        for (int i = 0; i < 4; i++) put_int(MPI_Isend(m[i], n, MPI_INT, 1, 40 + i, MPI_COMM_WORLD, &q[i]));
+        put_int(MPI_Waitall(4, q, MPI_STATUSES_IGNORE));
+        for (int i = 0; i < 4; i++) bfill(m[i], (size_t)n * 4, 90 + (unsigned)i);
+    } else if (rank == 1) {
+        for (int i = 3; i >= 0; i--) {
+            put_int(MPI_Recv(m[i], n, MPI_INT, 0, 40 + i, MPI_COMM_WORLD, &st));
+            put_status(&st);
+        }
+    }
+    MPI_Type_free(&every_other);
 }
 
 /* Layouts the GPU move kernels take apart differently (docs/gpu.md): a leaf table (indexed),
@@ -674,6 +767,7 @@ int main(int argc, char **argv) {
     run_case("p2p_sendrecv_probe_truncate", p2p_sendrecv_probe_truncate);
     run_case("p2p_packed_layouts", p2p_packed_layouts);
     run_case("p2p_pipelined", p2p_pipelined);
+    run_case("p2p_device_route", p2p_device_route);
     run_case("coll_rooted", coll_rooted);
     run_case("coll_alltoall", coll_alltoall);
     run_case("coll_packed", coll_packed);

@@ -222,6 +222,12 @@ unsafe fn sending(
         Ok(Some(s)) => s,
     };
     let has_request = request.is_none_or(|r| !r.is_null());
+    if has_request && s.packed.is_none() && s.is_stream(dt) {
+        // SAFETY: forwarded contract.
+        if let Some(rc) = unsafe { device_to_device(call, &s, comm, to, request) } {
+            return rc;
+        }
+    }
     let min = crate::runtime::config().map_or(usize::MAX, |c| c.gpu_pipeline_min);
     let path = (has_request && s.bytes() >= min && s.is_stream(dt)).then(|| send::arriving_path(s.bytes(), to.dest, comm)).flatten();
     if let Some(path) = path {
@@ -245,6 +251,30 @@ unsafe fn sending(
     }
     let rc = f(s.args(count, dt));
     after_host_call(call, s, rc, comm, request.map(|r| (r, false)))
+}
+
+/// A send of a contiguous device span to a rank of this node that can open this process's
+/// exported device memory: the pipelined protocol's device route (`pipeline::device`), one copy
+/// on the device into an exported slab here and one out of it on the receiver. `None`: the
+/// route does not apply now (another node, no answer to the probe yet, the pool or the arena
+/// full, a size the pipeline does not take): the caller goes on as before.
+///
+/// # Safety
+/// As [`sending`].
+unsafe fn device_to_device(call: &str, s: &Staged, comm: Comm, to: SendTo, request: Option<*mut Req>) -> Option<c_int> {
+    let total = s.bytes();
+    send::arriving_path(total, to.dest, comm).filter(|p| p.may_use_arena())?;
+    let peer = pipeline::send::peer_of(comm, to.dest)?;
+    if !pipeline::device::usable(peer, &s.range) {
+        return None;
+    }
+    // SAFETY: the span was checked against its allocation when staged.
+    let prepared = match unsafe { pipeline::device::prepare(peer, s.dev, total, &s.range) }? {
+        Ok(p) => p,
+        Err(e) => return Some(copy_failed(call, comm, &e)),
+    };
+    // SAFETY: forwarded contract; the stream is in the prepared slab.
+    Some(unsafe { send::from_device(prepared, total, to.dest, to.tag, comm, to.post, request) })
 }
 
 /// Defines the device-aware handlers of one send mode (int and large-count variants).

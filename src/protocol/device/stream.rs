@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use super::{fills_prefix, Packed, Staged};
 use crate::ffi::mpi;
-use crate::protocol::p2p::pipeline::incoming::Watcher;
+use crate::protocol::p2p::pipeline::incoming::{Watch, Watcher};
 use crate::protocol::p2p::pipeline::send::Arriving;
-use crate::transfer::gpu::{self, mover, HostBuffer};
+use crate::transfer::gpu::{self, ipc, mover, HostBuffer};
 
 /// A staged send buffer whose host copy is filled in pieces while the pipelined protocol sends
 /// it ([`Staged::into_arriving`]): its first chunks go to the MPI while later ones still cross
@@ -136,10 +136,7 @@ impl Feed {
     /// Told how many of the host copy's first bytes have landed: queues them towards the
     /// device. A failed copy is kept for [`Feed::finish`] to report.
     pub fn watcher(&self) -> Watcher {
-        let me = self.clone();
-        Box::new(move |upto| {
-            let _ = me.0.lock().unwrap_or_else(|e| e.into_inner()).to(upto);
-        })
+        Box::new(self.clone())
     }
 
     /// After the receive delivered `n` bytes (its status; on truncation what the MPI leaves in
@@ -157,6 +154,29 @@ impl Feed {
             Some(Target::Packed { unpacking, form }) => unpacking.finish(limit, &form.shape),
             None => Ok(()),
         }
+    }
+}
+
+impl Watch for Feed {
+    fn landed(&mut self, upto: usize) {
+        let _ = self.0.lock().unwrap_or_else(|e| e.into_inner()).to(upto);
+    }
+
+    /// A contiguous device target with nothing queued yet takes the bytes device to device;
+    /// the host copy is then not used (the finish has nothing left to copy).
+    fn take_from_peer(&mut self, from: &ipc::PeerBytes, len: usize) -> Option<Result<(), gpu::CudaError>> {
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (dev, range) = match &g.to {
+            Some(Target::Span { pieces, dev }) if pieces.queued() == 0 && len <= g.len => (*dev, *pieces.range()),
+            _ => return None,
+        };
+        // SAFETY: `[dev, dev + len)` lies inside the staged span, checked against the
+        // allocation when staged; the sender's slab holds the stream.
+        let r = unsafe { ipc::peer_to_device(dev, &range, from, len) };
+        if r.is_ok() {
+            g.to = None;
+        }
+        Some(r)
     }
 }
 

@@ -191,6 +191,38 @@ pub unsafe fn arriving(
     }
 }
 
+/// A send of `total` contiguous bytes from device memory, prepared for the pipelined
+/// protocol's device route (`pipeline::device`): M0 posted with `post`; `request` as in
+/// [`arriving`].
+///
+/// # Safety
+/// As the MPI send call; `p` was prepared for `dest`'s world rank in `comm`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn from_device(
+    p: pipeline::device::Prepared,
+    total: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: Comm,
+    post: PostFn,
+    request: Option<*mut Req>,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    let (rc, mut req) = unsafe { pipeline::send::start_device(p, total, dest, tag, comm, post) };
+    if rc != errclass::SUCCESS {
+        return rc;
+    }
+    match request {
+        // SAFETY: M0's request, sluice's own.
+        None => unsafe { next::MPI_Wait(&mut req, consts::status_ignore()) },
+        Some(r) => {
+            // SAFETY: the application's non-null output pointer.
+            unsafe { *r = req };
+            rc
+        }
+    }
+}
+
 /// A blocking pipelined send: M0 and every chunk posted, then M0 completed in the
 /// application's mode (the chunks complete on their own, docs/protocol.md rule 1).
 ///

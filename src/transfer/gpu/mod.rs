@@ -15,17 +15,26 @@
 
 use std::ffi::{c_uint, c_void, CStr};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Mutex;
 
 use cudarc::driver::sys;
 
+pub mod ipc;
 pub mod mover;
 pub mod pieces;
 
 pub use pieces::Pieces;
 
 static ARMED: AtomicBool = AtomicBool::new(false);
+/// The device of the last device buffer found, plus one (0: none yet): this process uses CUDA
+/// and may open another process's device memory there ([`ipc`]).
+static SEEN: AtomicI32 = AtomicI32::new(0);
+
+/// The device this process last passed a buffer of, if it ever did.
+pub fn seen_ordinal() -> Option<i32> {
+    Some(SEEN.load(Ordering::Relaxed) - 1).filter(|&o| o >= 0)
+}
 
 /// Whether device buffers are looked for at all (a CUDA driver is present and `SLUICE_GPU`
 /// allows it). One relaxed load: the host-only cost of this layer on machines with a driver.
@@ -120,6 +129,9 @@ pub fn device_range(addr: usize) -> Option<DeviceRange> {
     let rc = unsafe { sys::cuPointerGetAttributes(attrs.len() as c_uint, attrs.as_mut_ptr(), data.as_mut_ptr(), addr as sys::CUdeviceptr) };
     if rc != sys::CUresult::CUDA_SUCCESS || memtype != sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as c_uint || managed != 0 {
         return None;
+    }
+    if SEEN.load(Ordering::Relaxed) != ordinal + 1 {
+        SEEN.store(ordinal + 1, Ordering::Relaxed);
     }
     Some(DeviceRange { base: start as usize, len: size, ordinal, ctx: ctx as usize })
 }

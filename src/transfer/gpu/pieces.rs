@@ -44,6 +44,11 @@ impl Pieces {
         Pieces { range: *range, queued: 0, marks: Vec::new(), done: 0, landed: 0, error: None, then: None }
     }
 
+    /// The device allocation the pieces go to or come from.
+    pub fn range(&self) -> &DeviceRange {
+        &self.range
+    }
+
     /// Runs `then` once every piece (queued now or later) is done.
     pub fn then(mut self, then: Then) -> Pieces {
         self.then = Some(then);

@@ -15,6 +15,7 @@ use super::{chunk_posting, depth, m0_data, private, Header};
 use crate::ffi::{consts, errclass, mpi, next, request_from_key, request_key};
 use crate::protocol::p2p::ops::Op;
 use crate::protocol::p2p::Layout;
+use crate::transfer::gpu::{self, ipc};
 use crate::transfer::shm::{self, PeerRegion};
 use crate::transfer::staging::{self, Staging};
 
@@ -30,8 +31,28 @@ pub enum Dest {
     InPlace(Layout, *mut c_void),
 }
 
-/// Told how many of a stream's first bytes are in place, as they land ([`watching`]).
-pub type Watcher = Box<dyn FnMut(usize) + Send>;
+/// What a blocking receive into sluice's own memory is told as a pipelined message lands
+/// ([`watching`]).
+pub trait Watch: Send {
+    /// The stream's first `end` bytes are in place.
+    fn landed(&mut self, end: usize);
+    /// Offers the stream's first `len` bytes straight from the sender's exported device memory
+    /// (the device route, `device`), instead of in the receive's memory: `None` declines (the
+    /// bytes are then copied into that memory and [`Watch::landed`] is told), else the outcome
+    /// of the copy, which is complete when this returns.
+    fn take_from_peer(&mut self, _from: &ipc::PeerBytes, _len: usize) -> Option<Result<(), gpu::CudaError>> {
+        None
+    }
+}
+
+impl<F: FnMut(usize) + Send> Watch for F {
+    fn landed(&mut self, end: usize) {
+        self(end)
+    }
+}
+
+/// A receive's watcher.
+pub type Watcher = Box<dyn Watch>;
 
 thread_local! {
     /// The watcher of the blocking receive this thread is in, with the address it receives at.
@@ -74,7 +95,7 @@ fn tell(watch: &mut Option<Watcher>, told: &mut usize, end: usize) {
     if let Some(w) = watch.as_mut() {
         if end > *told {
             *told = end;
-            w(end);
+            w.landed(end);
         }
     }
 }
@@ -181,15 +202,23 @@ impl Incoming {
         if crate::stats::timing_enabled() && !crate::transfer::node::is_local(header.sender) {
             crate::stats::count(crate::stats::Family::Remote, header.total as usize);
         }
+        if header.offer {
+            super::device::answer_offer(header.sender);
+        }
         // A truncated receive gets the prefix that fits (as with Open MPI; MPICH would leave
-        // the buffer untouched, but M0 may already have landed in it: docs/protocol.md).
-        if let Dest::Engine(op) = &dest {
+        // the buffer untouched, but M0 may already have landed in it: docs/protocol.md). On
+        // the device route M0 carries no stream data.
+        if let (Dest::Engine(op), false) = (&dest, header.device) {
             let n = d.min(capacity);
             // SAFETY: the staging buffer holds M0; the user buffer is the receive's.
             unsafe { op.layout.unpack_range(&op.staging.bytes()[..n], 0, op.user as *mut c_void) };
         }
         let rest = (header.total as usize).saturating_sub(d);
-        let shm = header.shm.and_then(|(ctrl, off)| {
+        let described = match (header.device, header.shm) {
+            (true, Some((ctrl, off))) => shm::attach(header.sender, ctrl, off, super::device::DESCRIPTOR),
+            _ => None,
+        };
+        let shm = header.shm.filter(|_| !header.device).and_then(|(ctrl, off)| {
             let r = shm::attach(header.sender, ctrl, off, rest);
             if r.is_none() {
                 // The sender only names a region to a rank that mapped its arena at MPI_Init.
@@ -200,8 +229,8 @@ impl Incoming {
         if shm.is_some() {
             crate::stats::count(crate::stats::Family::Shm, header.total as usize);
         }
-        note_plan(&dest, header.total as usize, capacity, header.sender, shm.is_some());
-        let no_region = header.shm.is_some() && shm.is_none();
+        note_plan(&dest, header.total as usize, capacity, header.sender, shm.is_some() || header.device);
+        let no_region = header.shm.is_some() && shm.is_none() && !header.device;
         let watch = match dest {
             Dest::Bytes(base) => watcher_for(base),
             _ => None,
@@ -223,8 +252,15 @@ impl Incoming {
             watch,
             told: 0,
         };
-        t.in_place(d);
-        if no_region {
+        if header.device {
+            // SAFETY: forwarded contract.
+            unsafe { t.take_from_device(described) };
+        } else {
+            t.in_place(d);
+        }
+        if header.device {
+            // Everything was taken above.
+        } else if no_region {
             t.next_off = t.total; // nothing more can be read: the stream ends after M0
         } else if t.shm.is_none() {
             t.post();
@@ -368,6 +404,68 @@ impl Incoming {
             }
         }
         true
+    }
+
+    /// The device route: copies the stream (the part within capacity) out of the sender's
+    /// exported device memory that the region `r` describes, then marks the region read (the
+    /// sender's slab goes back). A failed copy, or a region that cannot be read, fails the
+    /// receive; the region is marked read in any case, so the sender never waits for it.
+    ///
+    /// # Safety
+    /// As [`Incoming::advance`].
+    unsafe fn take_from_device(&mut self, r: Option<PeerRegion>) {
+        let n = self.total.min(self.capacity);
+        let described = r.as_ref().and_then(super::device::Descriptor::read).filter(|d| d.len as usize == self.total);
+        let result = match described {
+            // SAFETY: forwarded contract.
+            Some(d) => unsafe { self.copy_from_device(&d.bytes_of(self.peer), n) },
+            None => Err(format!("a pipelined message of rank {} names device memory this process cannot read", self.peer)),
+        };
+        if let Some(r) = r {
+            r.finish();
+        }
+        if let Err(e) = result {
+            log::error!("{e}");
+            self.error = errclass::ERR_OTHER;
+        }
+        self.next_off = self.total;
+    }
+
+    /// Copies the stream's first `n` bytes from `from` to the destination.
+    ///
+    /// # Safety
+    /// As [`Incoming::advance`].
+    unsafe fn copy_from_device(&mut self, from: &ipc::PeerBytes, n: usize) -> Result<(), String> {
+        let what = |e: gpu::CudaError| format!("a device-to-device message from rank {}: {e}", self.peer);
+        if n == 0 {
+            return Ok(());
+        }
+        if let Some(r) = self.watch.as_mut().and_then(|w| w.take_from_peer(from, n)) {
+            self.told = n; // on the device already: nothing is left for the watcher
+            return r.map_err(what);
+        }
+        let ordinal =
+            gpu::seen_ordinal().ok_or_else(|| format!("a device-to-device message from rank {} in a process without CUDA", self.peer))?;
+        if let Dest::Bytes(base) = self.dest {
+            // SAFETY: the first `n` bytes lie inside the application's (or sluice's) buffer.
+            unsafe { ipc::peer_to_host(base, from, n, ordinal) }.map_err(what)?;
+            self.in_place(n);
+            return Ok(());
+        }
+        // A non-contiguous receive: through staging, a piece at a time.
+        let piece = self.chunk.clamp(1 << 20, 16 << 20).min(n);
+        let mut st = staging::take(piece);
+        let mut off = 0;
+        while off < n {
+            let len = piece.min(n - off);
+            let at = ipc::PeerBytes { offset: from.offset + off, ..*from };
+            // SAFETY: staging of `piece` bytes; the slab holds the whole stream.
+            unsafe { ipc::peer_to_host(st.as_mut_ptr(), &at, len, ordinal) }.map_err(what)?;
+            // SAFETY: forwarded contract.
+            unsafe { self.put(&st.bytes()[..len], off) };
+            off += len;
+        }
+        Ok(())
     }
 
     /// Tells the watcher, if any, that the stream's first `end` bytes are in place (chunks

@@ -10,6 +10,7 @@
 //! code on the receiver ([`send`]); the receiver's completion calls post the chunk receives
 //! and unpack them through a bounded ring ([`incoming`], [`track`]).
 
+pub mod device;
 pub mod incoming;
 pub mod persistent;
 pub mod placeholder;
@@ -145,7 +146,17 @@ pub struct Header {
     /// Where the chunks are: `None`, on the private communicator; `Some((control, offset))`, in
     /// a region of the sender's shared-memory arena (`transfer::shm`).
     pub shm: Option<(u32, u64)>,
+    /// The region named by `shm` holds a [`device::Descriptor`] instead of the stream after M0:
+    /// the whole stream is in the sender's exported device memory (M0's data is not part of it).
+    pub device: bool,
+    /// The sender has published a device-memory probe that the receiver has not tried yet
+    /// ([`device::answer_offer`]).
+    pub offer: bool,
 }
+
+/// Bits of the header's flags word.
+const FLAG_DEVICE: u32 = 1;
+const FLAG_OFFER: u32 = 2;
 
 /// The header's `shm` control field when the chunks travel through the MPI.
 const NO_SHM: u32 = u32::MAX;
@@ -161,6 +172,8 @@ impl Header {
         b[28..32].copy_from_slice(&self.sender.to_le_bytes());
         let (ctrl, off) = self.shm.unwrap_or((NO_SHM, 0));
         b[32..36].copy_from_slice(&ctrl.to_le_bytes());
+        let flags = if self.device { FLAG_DEVICE } else { 0 } | if self.offer { FLAG_OFFER } else { 0 };
+        b[36..40].copy_from_slice(&flags.to_le_bytes());
         b[40..48].copy_from_slice(&off.to_le_bytes());
         b
     }
@@ -174,8 +187,11 @@ impl Header {
         }
         let ctrl = u32::from_le_bytes(b[32..36].try_into().unwrap());
         let shm = (ctrl != NO_SHM).then(|| (ctrl, word(40)));
-        let h = Header { total: word(8), chunk: word(16), tag: half(24), sender: half(28), shm };
-        (h.total as usize >= reserved() && h.chunk > 0 && h.tag > 0 && h.sender >= 0).then_some(h)
+        let flags = u32::from_le_bytes(b[36..40].try_into().unwrap());
+        let (device, offer) = (flags & FLAG_DEVICE != 0, flags & FLAG_OFFER != 0);
+        let h = Header { total: word(8), chunk: word(16), tag: half(24), sender: half(28), shm, device, offer };
+        let sane = h.total as usize >= reserved() && h.chunk > 0 && h.tag > 0 && h.sender >= 0 && (!device || shm.is_some());
+        sane.then_some(h)
     }
 }
 
@@ -364,8 +380,15 @@ mod tests {
     #[test]
     fn header_round_trips_with_and_without_a_shared_memory_region() {
         for shm in [None, Some((0, 266240)), Some((4095, u64::MAX - 7))] {
-            let h = Header { total: 1 << 20, chunk: 4096, tag: 7, sender: 3, shm };
-            assert_eq!(Header::decode(&h.encode()), Some(h));
+            for (device, offer) in [(false, false), (false, true), (true, false), (true, true)] {
+                let h = Header { total: 1 << 20, chunk: 4096, tag: 7, sender: 3, shm, device, offer };
+                let back = Header::decode(&h.encode());
+                if device && shm.is_none() {
+                    assert_eq!(back, None, "a device stream needs its descriptor's region");
+                } else {
+                    assert_eq!(back, Some(h));
+                }
+            }
         }
         assert_eq!(Header::decode(&[0u8; HEADER]), None);
     }

@@ -85,6 +85,10 @@ struct Outgoing {
     /// memory, never read.
     #[allow(dead_code)]
     kept: Option<Arc<dyn Arriving>>,
+    /// The exported device slab a device stream is read from (`device`): held until the
+    /// receiver marks the region read.
+    #[allow(dead_code)]
+    slab: Option<crate::transfer::gpu::ipc::Lease>,
 }
 
 /// What ends a transfer on the sending side.
@@ -125,7 +129,7 @@ pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm
     let peer = peer_of(comm, dest);
     let region = peer.filter(|_| arena).and_then(|p| shm::reserve(p, total - m0_data()));
     // SAFETY: `m0` holds S* bytes.
-    let (ctag, c) = unsafe { fill_m0(src, total, m0.as_mut_ptr(), region.as_ref()) };
+    let (ctag, c) = unsafe { fill_m0(src, total, m0.as_mut_ptr(), region.as_ref(), peer) };
     let mut req = consts::request_null();
     // SAFETY: M0 is sluice's buffer of S* bytes; the rest are the application's arguments, which
     // the MPI validates and reports as for the original call.
@@ -142,9 +146,52 @@ pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm
     (rc, req)
 }
 
+/// Posts a pipelined send whose whole stream is in exported device memory (`device`): M0
+/// (the header and no stream data) through `post` on the application's communicator and tag;
+/// the transfer stays in [`OUTGOING`] with its slab until the receiver has read it. Returns as
+/// [`start`].
+///
+/// # Safety
+/// As [`start`]; `p` was prepared for `dest`'s world rank in `comm`.
+pub unsafe fn start_device(p: super::device::Prepared, total: usize, dest: c_int, tag: c_int, comm: Comm, post: PostFn) -> (c_int, Req) {
+    progress::drive();
+    let s = reserved();
+    let mut m0 = staging::take(s);
+    let shm = Some((p.region.control(), p.region.offset()));
+    let header = Header {
+        total: total as u64,
+        chunk: chunk_for(total) as u64,
+        tag: next_tag(),
+        sender: world_rank(),
+        shm,
+        device: true,
+        offer: false,
+    };
+    // SAFETY: `m0` holds S* bytes; the header goes at their end (the data before it is not read).
+    unsafe { std::ptr::copy_nonoverlapping(header.encode().as_ptr(), m0.as_mut_ptr().add(m0_data()), HEADER) };
+    let mut req = consts::request_null();
+    // SAFETY: as in `start`.
+    let rc = unsafe { post(m0.as_mut_ptr().cast_const().cast(), s as c_int, consts::packed(), dest, tag, comm, &mut req) };
+    if rc != errclass::SUCCESS {
+        return (rc, req); // nobody will read the region: it and the slab go back now
+    }
+    crate::stats::count(crate::stats::Family::Pipeline, total);
+    crate::stats::count(crate::stats::Family::Shm, total);
+    if crate::logging::plans() {
+        crate::logging::plan_once(crate::logging::plan_key(("pipelined", 0, crate::logging::size_class(total), "device")), || {
+            format!(
+                "pipelined send of {total} bytes from device memory to world rank {}: through an exported device slab (CUDA IPC)",
+                header.sender
+            )
+        });
+    }
+    hold(Outgoing { wait: Wait::Shm(p.region), m0: Some(m0), stream: None, kept: None, slab: Some(p.lease) });
+    (rc, req)
+}
+
 /// The world rank of `dest` in `comm`, if it is a valid rank of an intracommunicator in the
 /// world (an invalid one is left for the MPI to report when M0 is posted).
-fn peer_of(comm: Comm, dest: c_int) -> Option<c_int> {
+pub fn peer_of(comm: Comm, dest: c_int) -> Option<c_int> {
     let mut n = 0;
     // SAFETY: writes one int; `applies` already asked the MPI about this communicator.
     unsafe { mpi::PMPI_Comm_size(comm, &mut n) };
@@ -162,7 +209,7 @@ pub unsafe fn refill(src: Source<'_>, total: usize, peer: c_int, arena: bool, m0
     let region = if arena { shm::reserve(peer, total - m0_data()) } else { None };
     // SAFETY: forwarded contract.
     unsafe {
-        let (ctag, c) = fill_m0(src, total, m0.as_mut_ptr(), region.as_ref());
+        let (ctag, c) = fill_m0(src, total, m0.as_mut_ptr(), region.as_ref(), Some(peer));
         post_chunks(src, total, c, ctag, peer, None, region);
     }
 }
@@ -174,12 +221,12 @@ pub fn chunk_for(total: usize) -> usize {
     chunk().max(total.saturating_sub(m0_data()).div_ceil(MAX_CHUNKS))
 }
 
-/// Writes M0 (the stream's first S\*-64 bytes and the header of a new transfer) to `m0p`;
-/// returns the transfer's tag and chunk size.
+/// Writes M0 (the stream's first S\*-64 bytes and the header of a new transfer to world rank
+/// `peer`) to `m0p`; returns the transfer's tag and chunk size.
 ///
 /// # Safety
 /// As [`start`]; `m0p` holds S\* bytes of sluice's own memory.
-unsafe fn fill_m0(src: Source<'_>, total: usize, m0p: *mut u8, region: Option<&Region>) -> (c_int, usize) {
+unsafe fn fill_m0(src: Source<'_>, total: usize, m0p: *mut u8, region: Option<&Region>, peer: Option<c_int>) -> (c_int, usize) {
     let d = m0_data();
     let ctag = next_tag();
     let c = match src {
@@ -187,7 +234,8 @@ unsafe fn fill_m0(src: Source<'_>, total: usize, m0p: *mut u8, region: Option<&R
         _ => chunk_for(total),
     };
     let shm = region.map(|r| (r.control(), r.offset()));
-    let header = Header { total: total as u64, chunk: c as u64, tag: ctag, sender: world_rank(), shm };
+    let offer = peer.is_some_and(super::device::offer);
+    let header = Header { total: total as u64, chunk: c as u64, tag: ctag, sender: world_rank(), shm, device: false, offer };
     // SAFETY: `m0p` holds S* bytes: data then header.
     unsafe {
         src.pack(0, d, m0p);
@@ -223,7 +271,7 @@ unsafe fn post_chunks(src: Source<'_>, total: usize, c: usize, ctag: c_int, peer
             off += len;
             region.publish(off);
         }
-        hold(Outgoing { wait: Wait::Shm(region), m0, stream: None, kept: None });
+        hold(Outgoing { wait: Wait::Shm(region), m0, stream: None, kept: None, slab: None });
         return;
     }
     // An arriving stream is sent from where it arrives; others are packed into staging (its
@@ -260,7 +308,7 @@ unsafe fn post_chunks(src: Source<'_>, total: usize, c: usize, ctag: c_int, peer
         reqs.push(request_key(r));
         off += len;
     }
-    hold(Outgoing { wait: Wait::Chunks(reqs), m0, stream, kept });
+    hold(Outgoing { wait: Wait::Chunks(reqs), m0, stream, kept, slab: None });
 }
 
 /// `SLUICE_LOG=plan`: the route of a pipelined send, once per (source kind, size class, route).

@@ -1,0 +1,163 @@
+//! The device route of the pipelined protocol (docs/protocol.md, "Device-to-device chunks"): a
+//! send from device memory to a rank of this node that can open this process's CUDA IPC
+//! memory puts its whole stream in an exported slab (`transfer::gpu::ipc`) and names it in a
+//! small region of the shared-memory arena; M0 carries the header and no stream data. The
+//! receiver copies the stream out of the slab (device to device when its blocking receive is
+//! into device memory, else device to host) and marks the region read, which gives the slab
+//! back. The sender never waits for the receiver, as on the other routes.
+//!
+//! Whether the receiver can open the sender's memory is established before any transfer
+//! depends on it: a sender that has device sends for a peer publishes a probe handle in its
+//! arena and flags its pipelined messages to that peer as an *offer*; the receiver, once it
+//! is a CUDA process itself, tries to open the probe and records the answer in its own arena,
+//! where the sender reads it ([`answer_offer`], [`usable`]). Until the answer is yes, device
+//! sends take the host route.
+
+use std::ffi::c_int;
+
+use crate::transfer::gpu::{self, ipc, DeviceRange};
+use crate::transfer::shm::{self, PeerRegion, Pull, Region};
+
+/// Bytes of the descriptor in the arena region: the slab's handle, the stream's offset in it
+/// and its length.
+pub const DESCRIPTOR: usize = ipc::HANDLE + 16;
+
+/// Where a device stream is: in the sender's exported slab.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Descriptor {
+    pub handle: ipc::Handle,
+    pub offset: u64,
+    pub len: u64,
+}
+
+impl Descriptor {
+    fn encode(&self) -> [u8; DESCRIPTOR] {
+        let mut b = [0u8; DESCRIPTOR];
+        b[..ipc::HANDLE].copy_from_slice(&self.handle);
+        b[ipc::HANDLE..ipc::HANDLE + 8].copy_from_slice(&self.offset.to_le_bytes());
+        b[ipc::HANDLE + 8..].copy_from_slice(&self.len.to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> Option<Descriptor> {
+        if b.len() < DESCRIPTOR {
+            return None;
+        }
+        let mut handle = [0u8; ipc::HANDLE];
+        handle.copy_from_slice(&b[..ipc::HANDLE]);
+        let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+        Some(Descriptor { handle, offset: word(ipc::HANDLE), len: word(ipc::HANDLE + 8) })
+    }
+
+    /// The descriptor the sender published in `r`, once it is all there.
+    pub fn read(r: &PeerRegion) -> Option<Descriptor> {
+        (r.packed() >= DESCRIPTOR).then(|| Descriptor::decode(r.bytes(0, DESCRIPTOR))).flatten()
+    }
+
+    /// The stream's bytes as the receiver opens them.
+    pub fn bytes_of(&self, sender: c_int) -> ipc::PeerBytes {
+        ipc::PeerBytes { sender, handle: self.handle, offset: self.offset as usize }
+    }
+}
+
+/// Whether M0 of a pipelined send to world rank `peer` offers this process's probe.
+pub fn offer(peer: c_int) -> bool {
+    gpu::armed() && shm::probe_published() && shm::peer_pulls(peer) == Pull::Unknown
+}
+
+/// A receiver's answer to an offer of world rank `sender`: tries to open its probe (once, and
+/// only in a process that uses CUDA itself) and records the result for the sender to read.
+pub fn answer_offer(sender: c_int) {
+    if shm::own_pull(sender) != Pull::Unknown {
+        return;
+    }
+    let Some(ordinal) = gpu::seen_ordinal() else {
+        return; // not a CUDA process (yet): opening would create a context it does not have
+    };
+    let Some(h) = shm::peer_probe(sender) else { return };
+    let p = match ipc::try_open(sender, &h, ordinal) {
+        Ok(()) => {
+            log::info!("device memory of world rank {sender} opens here (CUDA IPC): its device sends come device to device");
+            Pull::Yes
+        }
+        Err(e) => {
+            log::info!("device memory of world rank {sender} does not open here ({e}): its device sends cross host memory");
+            Pull::No
+        }
+    };
+    shm::set_own_pull(sender, p);
+}
+
+/// Whether a device send (in `range`) to world rank `peer` may take the device route now.
+/// The first time a peer of this node is asked about, publishes this process's probe, so that
+/// the next pipelined message to it offers it.
+pub fn usable(peer: c_int, range: &DeviceRange) -> bool {
+    if !ipc::enabled() || !shm::reaches(peer) {
+        return false;
+    }
+    match shm::peer_pulls(peer) {
+        Pull::Yes => true,
+        Pull::No => false,
+        Pull::Unknown => {
+            if !shm::probe_published() {
+                match ipc::probe(range) {
+                    Ok(h) => {
+                        shm::publish_probe(&h);
+                    }
+                    Err(e) => log::info!("no device memory probe ({e}): device sends cross host memory"),
+                }
+            }
+            false
+        }
+    }
+}
+
+/// A device stream ready to be named in M0: its slab and the arena region with its descriptor.
+pub struct Prepared {
+    pub lease: ipc::Lease,
+    pub region: Region,
+}
+
+/// Copies `len` bytes at device address `src` (inside `range`) into a slab and publishes its
+/// descriptor in a region for world rank `peer`. `None`: no slab or no region free now (the
+/// send takes another route); an error: the device copy failed.
+///
+/// # Safety
+/// `[src, src + len)` lies inside `range`.
+pub unsafe fn prepare(peer: c_int, src: usize, len: usize, range: &DeviceRange) -> Option<Result<Prepared, gpu::CudaError>> {
+    let region = shm::reserve(peer, DESCRIPTOR)?;
+    // SAFETY: forwarded contract.
+    let lease = match unsafe { ipc::lease_copy(src, len, range) }? {
+        Ok(l) => l,
+        Err(e) => return Some(Err(e)),
+    };
+    let d = Descriptor { handle: *lease.handle(), offset: 0, len: len as u64 };
+    // SAFETY: the region holds at least DESCRIPTOR bytes and is this transfer's alone.
+    unsafe { std::ptr::copy_nonoverlapping(d.encode().as_ptr(), region.as_mut_ptr(), DESCRIPTOR) };
+    region.publish(DESCRIPTOR);
+    Some(Ok(Prepared { lease, region }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptors_round_trip_and_short_bytes_are_none() {
+        let mut handle = [0u8; ipc::HANDLE];
+        for (i, b) in handle.iter_mut().enumerate() {
+            *b = i as u8 ^ 0xa5;
+        }
+        let d = Descriptor { handle, offset: 4096, len: (1 << 30) + 7 };
+        assert_eq!(Descriptor::decode(&d.encode()), Some(d));
+        assert_eq!(Descriptor::decode(&d.encode()[..DESCRIPTOR - 1]), None);
+    }
+
+    #[test]
+    fn without_a_node_arena_nothing_is_offered_or_usable() {
+        // No MPI_Init in unit tests: no arena, so no probe, no region, no route.
+        assert!(!offer(1));
+        assert!(!shm::reaches(1));
+        assert_eq!(shm::peer_pulls(1), Pull::Unknown);
+    }
+}
