@@ -125,7 +125,7 @@ static void round_trip(int mode, const Shape *s, CUdeviceptr dev, char *pinned, 
                 MPI_Send(NULL, 0, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
             } else {
                 MPI_Recv(NULL, 0, MPI_BYTE, peer, 0, MPI_COMM_WORLD, &st);
-                if (cu_MemcpyDtoD(dev, dbuf, s->data)) die("cuMemcpyDtoD");
+                if (cu_MemcpyDtoD(dev, dbuf, s->data) || cu_CtxSynchronize()) die("cuMemcpyDtoD"); /* async on the host otherwise */
             }
             break;
         case PCIE:

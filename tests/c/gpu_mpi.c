@@ -407,8 +407,8 @@ static void p2p_pipelined(void) {
 /* Messages of a contiguous type between device buffers of two ranks of one node: the device
  * route (docs/gpu.md, one copy on each side's device through CUDA IPC) once the first message
  * has let the receiver open the sender's memory; into device and host receives, blocking and
- * nonblocking, contiguous and not, truncated, buffered, several in flight, and a send buffer
- * changed right after its send completed. */
+ * nonblocking, contiguous and not, truncated, buffered, several in flight, a non-contiguous send
+ * (the packed form), and send buffers changed right after their sends completed. */
 static void p2p_device_route(void) {
     const int n = 786432; /* 3 MiB of ints */
     MPI_Status st;
@@ -469,6 +469,19 @@ static void p2p_device_route(void) {
         put_status(&st);
     }
     MPI_Comm_free(&tc);
+    /* the packed form (every other int: the GPU kernels pack into the exported slab), into a
+     * contiguous device receive and into the same strided type on the device */
+    int *dv = balloc((size_t)n * 8, 78);
+    int *e = balloc((size_t)n * 8, 79);
+    if (rank == 0) {
+        put_int(MPI_Send(dv, 1, every_other, 1, 37, MPI_COMM_WORLD));
+        put_int(MPI_Send(dv, 1, every_other, 1, 38, MPI_COMM_WORLD));
+    } else if (rank == 1) {
+        put_int(MPI_Recv(e, n, MPI_INT, 0, 37, MPI_COMM_WORLD, &st));
+        put_status(&st);
+        put_int(MPI_Recv(e, 1, every_other, 0, 38, MPI_COMM_WORLD, &st));
+        put_status(&st);
+    }
     /* four in flight, received in reverse order; the send buffers rewritten once they completed */
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {

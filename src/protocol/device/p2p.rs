@@ -17,7 +17,7 @@ use crate::ffi::{consts, errclass, mpi, next};
 use crate::protocol::p2p::pipeline::{self, send::Arriving, send::PostFn};
 use crate::protocol::p2p::{blank_status, delivered_bytes, status_or};
 use crate::protocol::p2p::{recv, send};
-use crate::transfer::gpu;
+use crate::transfer::gpu::{self, mover};
 
 type Dt = mpi::MPI_Datatype;
 type Comm = mpi::MPI_Comm;
@@ -222,13 +222,17 @@ unsafe fn sending(
         Ok(Some(s)) => s,
     };
     let has_request = request.is_none_or(|r| !r.is_null());
-    if has_request && s.packed.is_none() && s.is_stream(dt) {
+    let mut offer = false;
+    if has_request && s.is_stream(dt) {
         // SAFETY: forwarded contract.
-        if let Some(rc) = unsafe { device_to_device(call, &s, comm, to, request) } {
-            return rc;
+        match unsafe { device_to_device(call, &s, comm, to, request) } {
+            Route::Sent(rc) => return rc,
+            Route::Offer => offer = true,
+            Route::Other => {}
         }
     }
-    let min = crate::runtime::config().map_or(usize::MAX, |c| c.gpu_pipeline_min);
+    // A send that must carry the offer of the device route travels pipelined whatever its size.
+    let min = if offer { 0 } else { crate::runtime::config().map_or(usize::MAX, |c| c.gpu_pipeline_min) };
     let path = (has_request && s.bytes() >= min && s.is_stream(dt)).then(|| send::arriving_path(s.bytes(), to.dest, comm)).flatten();
     if let Some(path) = path {
         let total = s.bytes();
@@ -253,28 +257,52 @@ unsafe fn sending(
     after_host_call(call, s, rc, comm, request.map(|r| (r, false)))
 }
 
-/// A send of a contiguous device span to a rank of this node that can open this process's
+/// A send of a device stream (a contiguous span, or the packed form) to a rank of this node that can open this process's
 /// exported device memory: the pipelined protocol's device route (`pipeline::device`), one copy
 /// on the device into an exported slab here and one out of it on the receiver. `None`: the
-/// route does not apply now (another node, no answer to the probe yet, the pool or the arena
-/// full, a size the pipeline does not take): the caller goes on as before.
+/// route does not apply now (another node, the pool or the arena full, a size the pipeline
+/// does not take): the caller goes on as before; or the peer has not answered the probe yet:
+/// the caller sends pipelined, so that the offer travels.
 ///
 /// # Safety
 /// As [`sending`].
-unsafe fn device_to_device(call: &str, s: &Staged, comm: Comm, to: SendTo, request: Option<*mut Req>) -> Option<c_int> {
+unsafe fn device_to_device(call: &str, s: &Staged, comm: Comm, to: SendTo, request: Option<*mut Req>) -> Route {
+    use pipeline::device::Use;
     let total = s.bytes();
-    send::arriving_path(total, to.dest, comm).filter(|p| p.may_use_arena())?;
-    let peer = pipeline::send::peer_of(comm, to.dest)?;
-    if !pipeline::device::usable(peer, &s.range) {
-        return None;
+    if send::arriving_path(total, to.dest, comm).filter(|p| p.may_use_arena()).is_none() {
+        return Route::Other;
     }
-    // SAFETY: the span was checked against its allocation when staged.
-    let prepared = match unsafe { pipeline::device::prepare(peer, s.dev, total, &s.range) }? {
-        Ok(p) => p,
-        Err(e) => return Some(copy_failed(call, comm, &e)),
+    let Some(peer) = pipeline::send::peer_of(comm, to.dest) else { return Route::Other };
+    match pipeline::device::usable(peer, &s.range) {
+        Use::Yes => {}
+        Use::Offer => return Route::Offer,
+        Use::No => return Route::Other,
+    }
+    let fill = |slab: usize| match &s.packed {
+        // SAFETY: the span was checked against its allocation when staged; the slab holds
+        // `total` bytes.
+        None => unsafe { gpu::ipc::copy_into_at(slab, s.dev, total, &s.range) },
+        // SAFETY: as in `Staged::fill`; the packed bytes go to the slab (device memory of the
+        // same context: the driver's unified addressing tells the copy's direction).
+        Some(p) => unsafe { mover::pack_to_host(slab as *mut u8, s.dev, &p.shape, &s.range) },
+    };
+    let prepared = match pipeline::device::prepare(peer, total, &s.range, fill) {
+        None => return Route::Other,
+        Some(Ok(p)) => p,
+        Some(Err(e)) => return Route::Sent(copy_failed(call, comm, &e)),
     };
     // SAFETY: forwarded contract; the stream is in the prepared slab.
-    Some(unsafe { send::from_device(prepared, total, to.dest, to.tag, comm, to.post, request) })
+    Route::Sent(unsafe { send::from_device(prepared, total, to.dest, to.tag, comm, to.post, request) })
+}
+
+/// What [`device_to_device`] did.
+enum Route {
+    /// Sent (the call's return code).
+    Sent(c_int),
+    /// Not yet: send pipelined so that the offer travels.
+    Offer,
+    /// Not this route.
+    Other,
 }
 
 /// Defines the device-aware handlers of one send mode (int and large-count variants).

@@ -115,50 +115,47 @@ pub fn probe(range: &DeviceRange) -> Result<Handle, CudaError> {
     Ok(h)
 }
 
-/// A slab of at least `len` bytes in `range`'s context, with `len` bytes copied into it from
-/// device address `src` (inside `range`); `None` when the pool is off or full (the transfer
-/// then takes another route).
-///
-/// # Safety
-/// `[src, src + len)` lies inside `range`.
-pub unsafe fn lease_copy(src: usize, len: usize, range: &DeviceRange) -> Option<Result<Lease, CudaError>> {
+/// A slab of at least `len` bytes in `range`'s context (contents unspecified); `None` when the
+/// pool is off or full (the transfer then takes another route).
+pub fn lease(len: usize, range: &DeviceRange) -> Option<Result<Lease, CudaError>> {
     let cap = class(len);
     let limit = LIMIT.load(Ordering::Relaxed);
     if cap > limit {
         return None;
     }
-    let r = with_lane(range, |stream, ctx| {
-        let slab = {
+    let r = with_lane(range, |_, ctx| {
+        {
             let mut g = POOL.lock().unwrap_or_else(|e| e.into_inner());
             let (idle, total) = &mut *g;
             match idle.iter().position(|s| s.ctx == ctx && s.cap == cap) {
-                Some(i) => Some(idle.swap_remove(i)),
-                None if *total + cap <= limit => {
-                    *total += cap;
-                    None
-                }
+                Some(i) => return Ok(Some(Lease(Some(idle.swap_remove(i))))),
+                None if *total + cap <= limit => *total += cap,
                 None => return Ok(None),
             }
-        };
-        let slab = match slab {
-            Some(s) => s,
-            None => match export(cap) {
-                Ok((ptr, handle)) => Slab { ptr, cap, handle, ctx },
-                Err(e) => {
-                    POOL.lock().unwrap_or_else(|e| e.into_inner()).1 -= cap;
-                    return Err(e);
-                }
-            },
-        };
-        let lease = Lease(Some(slab));
-        // SAFETY: forwarded contract; the slab holds `cap >= len` bytes; synchronized before
-        // the lease is handed out.
-        check("cuMemcpyAsync (device to device)", unsafe { sys::cuMemcpyAsync(lease.ptr() as _, src as _, len, stream) })?;
-        // SAFETY: a stream of this context.
-        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })?;
-        Ok(Some(lease))
+        }
+        match export(cap) {
+            Ok((ptr, handle)) => Ok(Some(Lease(Some(Slab { ptr, cap, handle, ctx })))),
+            Err(e) => {
+                POOL.lock().unwrap_or_else(|e| e.into_inner()).1 -= cap;
+                Err(e)
+            }
+        }
     });
     r.transpose()
+}
+
+/// Copies `len` bytes from device address `src` (inside `range`) to device address `dst` (a
+/// slab of the same context), and waits for the copy.
+///
+/// # Safety
+/// `[src, src + len)` lies inside `range`; `dst` is a leased slab of at least `len` bytes.
+pub unsafe fn copy_into_at(dst: usize, src: usize, len: usize, range: &DeviceRange) -> Result<(), CudaError> {
+    with_lane(range, |stream, _| {
+        // SAFETY: forwarded contract; synchronized before returning.
+        check("cuMemcpyAsync (device to device)", unsafe { sys::cuMemcpyAsync(dst as _, src as _, len, stream) })?;
+        // SAFETY: a stream of this context.
+        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })
+    })
 }
 
 /// Bytes of another process's slab: its world rank, the slab's handle and an offset in it.
@@ -253,8 +250,7 @@ mod tests {
     fn an_off_pool_leases_nothing_and_calls_no_driver() {
         configure(0);
         let r = DeviceRange { base: 4096, len: 4096, ordinal: 0, ctx: 0 };
-        // SAFETY: returns before any copy: the pool is off.
-        assert!(unsafe { lease_copy(4096, 16, &r) }.is_none());
+        assert!(lease(16, &r).is_none());
         assert!(!enabled());
     }
 }

@@ -88,54 +88,75 @@ pub fn answer_offer(sender: c_int) {
     shm::set_own_pull(sender, p);
 }
 
+/// What a device send to a peer does about the device route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Use {
+    /// Take it.
+    Yes,
+    /// Not yet: travel pipelined the other way, so that M0 carries the offer of this process's
+    /// probe and the peer answers.
+    Offer,
+    /// Not to this peer.
+    No,
+}
+
 /// Whether a device send (in `range`) to world rank `peer` may take the device route now.
-/// The first time a peer of this node is asked about, publishes this process's probe, so that
-/// the next pipelined message to it offers it.
-pub fn usable(peer: c_int, range: &DeviceRange) -> bool {
+/// The first time a peer of this node is asked about, publishes this process's probe.
+pub fn usable(peer: c_int, range: &DeviceRange) -> Use {
     if !ipc::enabled() || !shm::reaches(peer) {
-        return false;
+        return Use::No;
     }
     match shm::peer_pulls(peer) {
-        Pull::Yes => true,
-        Pull::No => false,
+        Pull::Yes => Use::Yes,
+        Pull::No => Use::No,
         Pull::Unknown => {
             if !shm::probe_published() {
                 match ipc::probe(range) {
                     Ok(h) => {
                         shm::publish_probe(&h);
                     }
-                    Err(e) => log::info!("no device memory probe ({e}): device sends cross host memory"),
+                    Err(e) => {
+                        log::info!("no device memory probe ({e}): device sends cross host memory");
+                        return Use::No;
+                    }
                 }
             }
-            false
+            Use::Offer
         }
     }
 }
 
 /// A device stream ready to be named in M0: its slab and the arena region with its descriptor.
 pub struct Prepared {
+    /// The receiver's world rank.
+    pub peer: c_int,
     pub lease: ipc::Lease,
     pub region: Region,
 }
 
-/// Copies `len` bytes at device address `src` (inside `range`) into a slab and publishes its
-/// descriptor in a region for world rank `peer`. `None`: no slab or no region free now (the
-/// send takes another route); an error: the device copy failed.
-///
-/// # Safety
-/// `[src, src + len)` lies inside `range`.
-pub unsafe fn prepare(peer: c_int, src: usize, len: usize, range: &DeviceRange) -> Option<Result<Prepared, gpu::CudaError>> {
+/// A slab of `len` bytes in `range`'s context, filled by `fill` (given the slab's device
+/// address; it returns once the bytes are there), and a region for world rank `peer` with its
+/// descriptor. `None`: no slab or no region free now (the send takes another route); an error:
+/// the fill failed.
+pub fn prepare(
+    peer: c_int,
+    len: usize,
+    range: &DeviceRange,
+    fill: impl FnOnce(usize) -> Result<(), gpu::CudaError>,
+) -> Option<Result<Prepared, gpu::CudaError>> {
     let region = shm::reserve(peer, DESCRIPTOR)?;
-    // SAFETY: forwarded contract.
-    let lease = match unsafe { ipc::lease_copy(src, len, range) }? {
+    let lease = match ipc::lease(len, range)? {
         Ok(l) => l,
         Err(e) => return Some(Err(e)),
     };
+    if let Err(e) = fill(lease.ptr()) {
+        return Some(Err(e));
+    }
     let d = Descriptor { handle: *lease.handle(), offset: 0, len: len as u64 };
     // SAFETY: the region holds at least DESCRIPTOR bytes and is this transfer's alone.
     unsafe { std::ptr::copy_nonoverlapping(d.encode().as_ptr(), region.as_mut_ptr(), DESCRIPTOR) };
     region.publish(DESCRIPTOR);
-    Some(Ok(Prepared { lease, region }))
+    Some(Ok(Prepared { peer, lease, region }))
 }
 
 #[cfg(test)]

@@ -101,7 +101,7 @@ fn tell(watch: &mut Option<Watcher>, told: &mut usize, end: usize) {
 }
 
 /// `SLUICE_LOG=plan`: how a pipelined message lands, once per (landing, type, size class, route).
-fn note_plan(dest: &Dest, total: usize, capacity: usize, sender: c_int, arena: bool) {
+fn note_plan(dest: &Dest, total: usize, capacity: usize, sender: c_int, route: &'static str) {
     if !crate::logging::plans() {
         return; // the key is not even computed: these run on every staged call
     }
@@ -111,9 +111,8 @@ fn note_plan(dest: &Dest, total: usize, capacity: usize, sender: c_int, arena: b
         Dest::InPlace(l, _) => ("M0 through the MPI's engine, the rest unpacked by range", l.compiled().id()),
     };
     let class = crate::logging::size_class(total);
-    crate::logging::plan_once(crate::logging::plan_key(("receive", landing, id, class, arena)), || {
+    crate::logging::plan_once(crate::logging::plan_key(("receive", landing, id, class, route)), || {
         let ty = if id == 0 { String::new() } else { format!(" (datatype #{id})") };
-        let route = if arena { "through the shared-memory arena" } else { "in chunks through the MPI" };
         let cut = if total > capacity { format!(", truncated to {capacity} bytes") } else { String::new() };
         format!("receive of a {total}-byte pipelined message{ty} from world rank {sender}: {landing}, {route}{cut}")
     });
@@ -229,7 +228,14 @@ impl Incoming {
         if shm.is_some() {
             crate::stats::count(crate::stats::Family::Shm, header.total as usize);
         }
-        note_plan(&dest, header.total as usize, capacity, header.sender, shm.is_some() || header.device);
+        let route = if header.device {
+            "copied out of the sender's exported device memory (CUDA IPC)"
+        } else if shm.is_some() {
+            "through the shared-memory arena"
+        } else {
+            "in chunks through the MPI"
+        };
+        note_plan(&dest, header.total as usize, capacity, header.sender, route);
         let no_region = header.shm.is_some() && shm.is_none() && !header.device;
         let watch = match dest {
             Dest::Bytes(base) => watcher_for(base),

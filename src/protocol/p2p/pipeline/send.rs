@@ -154,6 +154,7 @@ pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm
 /// # Safety
 /// As [`start`]; `p` was prepared for `dest`'s world rank in `comm`.
 pub unsafe fn start_device(p: super::device::Prepared, total: usize, dest: c_int, tag: c_int, comm: Comm, post: PostFn) -> (c_int, Req) {
+    let peer = p.peer;
     progress::drive();
     let s = reserved();
     let mut m0 = staging::take(s);
@@ -179,10 +180,7 @@ pub unsafe fn start_device(p: super::device::Prepared, total: usize, dest: c_int
     crate::stats::count(crate::stats::Family::Shm, total);
     if crate::logging::plans() {
         crate::logging::plan_once(crate::logging::plan_key(("pipelined", 0, crate::logging::size_class(total), "device")), || {
-            format!(
-                "pipelined send of {total} bytes from device memory to world rank {}: through an exported device slab (CUDA IPC)",
-                header.sender
-            )
+            format!("pipelined send of {total} bytes from device memory to world rank {peer}: through an exported device slab (CUDA IPC)")
         });
     }
     hold(Outgoing { wait: Wait::Shm(p.region), m0: Some(m0), stream: None, kept: None, slab: Some(p.lease) });
