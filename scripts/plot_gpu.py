@@ -3,8 +3,9 @@
 scripts/device-check.sh, scripts/device-run.sh):
 
   gpu-p2p.png    contiguous device-buffer ping-pong bandwidth by size, per MPI: sluice at its
-                 defaults, staging by hand, the MPI's host hop and the PCIe hop
-                 (bench/gpu/gpu_p2p.c)
+                 defaults (the device route between ranks of one node), sluice with the route
+                 off, staging by hand, the MPI's host hop, the PCIe hop and the device-to-device
+                 copy hop (bench/gpu/gpu_p2p.c)
   gpu-packed.png non-contiguous device buffers (vec-8, vec-1) by size, per MPI: sluice with its
                  GPU move kernels, a hand-written pack kernel + cuMemcpy + MPI, staging by hand,
                  the host MPI
@@ -42,10 +43,11 @@ def rows(name):
         return [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
 
 
-# The current defaults' runs, per MPI (H200, 2026-11-27): MPICH pipelines device sends from
-# 1 MiB in 1 MiB pieces (its -pipelined-1m run: the same path for contiguous data), Open MPI
-# copies them whole (its -default run).
-DEFAULT = {"mpich": "gpu_p2p-h200-mps-mpich-pipelined-1m.csv", "openmpi": "gpu_p2p-h200-mps-openmpi-default.csv"}
+# The current defaults' runs, per MPI (H200, 2026-11-27): device sends between ranks of one
+# node take the device route (CUDA IPC); -ipc-off is the same session with the route off
+# (MPICH then pipelines device sends from 1 MiB in 1 MiB pieces, Open MPI copies them whole).
+DEFAULT = {"mpich": "gpu_p2p-h200-mps-mpich-ipc.csv", "openmpi": "gpu_p2p-h200-mps-openmpi-ipc.csv"}
+ROUTE_OFF = {"mpich": "gpu_p2p-h200-mps-mpich-ipc-off.csv", "openmpi": "gpu_p2p-h200-mps-openmpi-ipc-off.csv"}
 VARIANTS = [("pipelined, 128 KiB chunks, arena", "pipelined-128k"), ("pipelined, 128 KiB chunks, MPI messages", "pipelined-128k-noarena"),
             ("pipelined, 1 MiB chunks, arena", "pipelined-1m")]
 
@@ -54,32 +56,33 @@ def p2p_plot_and_table():
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, mpi in zip(axes, ["mpich", "openmpi"]):
         rs = rows(DEFAULT[mpi])
-        for mode, style, label in [("sluice", "o-", "sluice (defaults)"), ("staged", "s--", "staged by hand"), ("host", "^:", "host MPI"),
-                                   ("pcie", "x:", "PCIe copies alone")]:
+        for mode, style, label in [("sluice", "o-", "sluice (defaults: device route)"), ("staged", "s--", "staged by hand"), ("host", "^:", "host MPI"),
+                                   ("pcie", "x:", "PCIe copies alone"), ("d2d", "v:", "one device-to-device copy")]:
             pts = [(int(r["bytes"]), float(r["GBps"])) for r in rs if r["type"] == "contig" and r["mode"] == mode]
             ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label)
-        if mpi == "openmpi":
-            v = rows("gpu_p2p-h200-mps-openmpi-pipelined-1m.csv")
-            pts = [(int(r["bytes"]), float(r["GBps"])) for r in v if r["type"] == "contig" and r["mode"] == "sluice"]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o:", color="grey", label="sluice pipelined (1 MiB; not the default)")
+        off = rows(ROUTE_OFF[mpi])
+        pts = [(int(r["bytes"]), float(r["GBps"])) for r in off if r["type"] == "contig" and r["mode"] == "sluice"]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o:", color="grey", label="sluice, route off (SLUICE_GPU_IPC_POOL=off)")
+        ax.set_yscale("log")
         bandwidth_axes(ax, "message bytes", f"contiguous, {'MPICH 4.0.2' if mpi == 'mpich' else 'Open MPI 4.1.4'}", 8)
     fig.suptitle("device-buffer ping-pong, 2 ranks, one H200 (MPS)")
     fig.tight_layout()
     fig.savefig(os.path.join(img, "gpu-p2p.png"), dpi=110)
-    print("| MPI | bytes | sluice us [95% CI] | staged by hand us | sluice / staged | host MPI GB/s | sluice GB/s | sluice / host |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| MPI | bytes | sluice us [95% CI] | route off us | staged by hand us | staged / sluice | sluice GB/s | one D2D copy GB/s | sluice / D2D copy | host MPI GB/s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for mpi in ["mpich", "openmpi"]:
         rs = rows(DEFAULT[mpi])
         by = {(r["mode"], r["type"], r["bytes"]): r for r in rs}
+        offb = {r["bytes"]: r for r in rows(ROUTE_OFF[mpi]) if r["mode"] == "sluice" and r["type"] == "contig"}
         for r in rs:
-            if r["mode"] != "sluice" or r["type"] != "contig":
+            if r["mode"] != "sluice" or r["type"] != "contig" or int(r["bytes"]) < 65536:
                 continue
             k = (r["type"], r["bytes"])
-            st, h = by[("staged",) + k], by[("host",) + k]
+            st, h, d = by[("staged",) + k], by[("host",) + k], by[("d2d",) + k]
             print(
                 f"| {mpi} | {r['bytes']} | {float(r['median_us']):.1f} [{float(r['lo_us']):.1f}, {float(r['hi_us']):.1f}] "
-                f"| {float(st['median_us']):.1f} | {float(r['median_us']) / float(st['median_us']):.3f} "
-                f"| {float(h['GBps']):.2f} | {float(r['GBps']):.2f} | {float(r['GBps']) / float(h['GBps']):.2f} |"
+                f"| {float(offb[r['bytes']]['median_us']):.1f} | {float(st['median_us']):.1f} | {float(st['median_us']) / float(r['median_us']):.1f} "
+                f"| {float(r['GBps']):.1f} | {float(d['GBps']):.1f} | {float(r['GBps']) / float(d['GBps']):.2f} | {float(h['GBps']):.2f} |"
             )
     print()
     print("| MPI | bytes | " + " | ".join(f"{label}: sluice / staged" for label, _ in VARIANTS) + " |")
@@ -135,9 +138,9 @@ def rwcp_plot_and_table():
 
 
 def packed_plot_and_table():
-    """The move kernels against the hand-written pack kernel, H200, both MPIs (MPICH at
-    SLUICE_GPU_PIPELINE_MIN=16M with 128 KiB pieces, the run's setting; Open MPI at its defaults)."""
-    files = {"mpich": "gpu_p2p-h200-mps-mpich-min16m.csv", "openmpi": "gpu_p2p-h200-mps-openmpi-default.csv"}
+    """The move kernels against the hand-written pack kernel, H200, both MPIs at sluice's
+    defaults (the packed form takes the device route from the pipeline threshold up)."""
+    files = DEFAULT
     shapes = ["vec-8", "vec-1"]
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     print()
