@@ -281,7 +281,7 @@ unsafe fn device_to_device(call: &str, s: &Staged, comm: Comm, to: SendTo, reque
     let fill = |slab: usize| match &s.packed {
         // SAFETY: the span was checked against its allocation when staged; the slab holds
         // `total` bytes.
-        None => unsafe { gpu::ipc::copy_into_at(slab, s.dev, total, &s.range) },
+        None => unsafe { gpu::ipc::queue_copy(slab, s.dev, total, &s.range) },
         // SAFETY: as in `Staged::fill`; the packed bytes go to the slab (device memory of the
         // same context: the driver's unified addressing tells the copy's direction).
         Some(p) => unsafe { mover::pack_to_host(slab as *mut u8, s.dev, &p.shape, &s.range) },
@@ -291,8 +291,11 @@ unsafe fn device_to_device(call: &str, s: &Staged, comm: Comm, to: SendTo, reque
         Some(Ok(p)) => p,
         Some(Err(e)) => return Route::Sent(copy_failed(call, comm, &e)),
     };
-    // SAFETY: forwarded contract; the stream is in the prepared slab.
-    Route::Sent(unsafe { send::from_device(prepared, total, to.dest, to.tag, comm, to.post, request) })
+    // SAFETY: forwarded contract; the stream is on its way into the prepared slab.
+    match unsafe { send::from_device(prepared, total, to.dest, to.tag, comm, to.post, request) } {
+        Ok(rc) => Route::Sent(rc),
+        Err(e) => Route::Sent(copy_failed(call, comm, &e)),
+    }
 }
 
 /// What [`device_to_device`] did.

@@ -162,21 +162,36 @@ impl Watch for Feed {
         let _ = self.0.lock().unwrap_or_else(|e| e.into_inner()).to(upto);
     }
 
-    /// A contiguous device target with nothing queued yet takes the bytes device to device;
-    /// the host copy is then not used (the finish has nothing left to copy).
+    /// A device target with nothing queued yet takes the bytes device to device (a span: into
+    /// place; the packed form: into its packed device buffer, which the finish scatters); the
+    /// host copy is then not used.
     fn take_from_peer(&mut self, from: &ipc::PeerBytes, len: usize) -> Option<Result<(), gpu::CudaError>> {
         let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let (dev, range) = match &g.to {
-            Some(Target::Span { pieces, dev }) if pieces.queued() == 0 && len <= g.len => (*dev, *pieces.range()),
-            _ => return None,
-        };
-        // SAFETY: `[dev, dev + len)` lies inside the staged span, checked against the
-        // allocation when staged; the sender's slab holds the stream.
-        let r = unsafe { ipc::peer_to_device(dev, &range, from, len) };
-        if r.is_ok() {
-            g.to = None;
+        if len > g.len {
+            return None;
         }
-        Some(r)
+        match &mut g.to {
+            Some(Target::Span { pieces, dev }) if pieces.queued() == 0 => {
+                let (dev, range) = (*dev, *pieces.range());
+                // SAFETY: `[dev, dev + len)` lies inside the staged span, checked against the
+                // allocation when staged; the sender's slab holds the stream.
+                let r = unsafe { ipc::peer_to_device(dev, &range, from, len) };
+                if r.is_ok() {
+                    g.to = None; // everything the receive delivers is on the device
+                }
+                Some(r)
+            }
+            Some(Target::Packed { unpacking, form }) if unpacking.queued() == 0 => {
+                let r = ipc::open_for(unpacking.range(), from).and_then(|src| {
+                    // SAFETY: the sender's slab holds `len` bytes from `src` (device memory
+                    // opened in this context) until this receive marks it read, after the wait.
+                    unsafe { unpacking.push(src as *const u8, len, &form.shape) }?;
+                    unpacking.wait()
+                });
+                Some(r)
+            }
+            _ => None,
+        }
     }
 }
 

@@ -193,7 +193,8 @@ pub unsafe fn arriving(
 
 /// A send of `total` contiguous bytes from device memory, prepared for the pipelined
 /// protocol's device route (`pipeline::device`): M0 posted with `post`; `request` as in
-/// [`arriving`].
+/// [`arriving`]. A failed device copy is returned as such (after M0 was handled as usual: its
+/// receiver gets an error too).
 ///
 /// # Safety
 /// As the MPI send call; `p` was prepared for `dest`'s world rank in `comm`.
@@ -206,13 +207,13 @@ pub unsafe fn from_device(
     comm: Comm,
     post: PostFn,
     request: Option<*mut Req>,
-) -> c_int {
+) -> Result<c_int, crate::transfer::gpu::CudaError> {
     // SAFETY: forwarded contract.
-    let (rc, mut req) = unsafe { pipeline::send::start_device(p, total, dest, tag, comm, post) };
+    let (rc, mut req, copied) = unsafe { pipeline::send::start_device(p, total, dest, tag, comm, post) };
     if rc != errclass::SUCCESS {
-        return rc;
+        return Ok(rc);
     }
-    match request {
+    let rc = match request {
         // SAFETY: M0's request, sluice's own.
         None => unsafe { next::MPI_Wait(&mut req, consts::status_ignore()) },
         Some(r) => {
@@ -220,7 +221,8 @@ pub unsafe fn from_device(
             unsafe { *r = req };
             rc
         }
-    }
+    };
+    copied.map(|()| rc)
 }
 
 /// A blocking pipelined send: M0 and every chunk posted, then M0 completed in the

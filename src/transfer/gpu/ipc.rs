@@ -144,18 +144,40 @@ pub fn lease(len: usize, range: &DeviceRange) -> Option<Result<Lease, CudaError>
     r.transpose()
 }
 
-/// Copies `len` bytes from device address `src` (inside `range`) to device address `dst` (a
-/// slab of the same context), and waits for the copy.
+/// Queues a copy of `len` bytes from device address `src` (inside `range`) to device address
+/// `dst` (a slab of the same context) on sluice's stream of that context; [`settled`] tells when
+/// it is done.
 ///
 /// # Safety
-/// `[src, src + len)` lies inside `range`; `dst` is a leased slab of at least `len` bytes.
-pub unsafe fn copy_into_at(dst: usize, src: usize, len: usize, range: &DeviceRange) -> Result<(), CudaError> {
+/// `[src, src + len)` lies inside `range` and stays unchanged until the copy is done; `dst` is a
+/// leased slab of at least `len` bytes.
+pub unsafe fn queue_copy(dst: usize, src: usize, len: usize, range: &DeviceRange) -> Result<(), CudaError> {
     with_lane(range, |stream, _| {
-        // SAFETY: forwarded contract; synchronized before returning.
-        check("cuMemcpyAsync (device to device)", unsafe { sys::cuMemcpyAsync(dst as _, src as _, len, stream) })?;
-        // SAFETY: a stream of this context.
-        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })
+        // SAFETY: forwarded contract.
+        check("cuMemcpyAsync (device to device)", unsafe { sys::cuMemcpyAsync(dst as _, src as _, len, stream) })
     })
+}
+
+/// Whether everything queued on sluice's stream of `range`'s context is done (`block`: waits
+/// for it).
+pub fn settled(range: &DeviceRange, block: bool) -> Result<bool, CudaError> {
+    with_lane(range, |stream, _| {
+        if block {
+            // SAFETY: a stream of this context.
+            return check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) }).map(|()| true);
+        }
+        // SAFETY: a stream of this context.
+        match unsafe { sys::cuStreamQuery(stream) } {
+            sys::CUresult::CUDA_SUCCESS => Ok(true),
+            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            code => Err(CudaError { what: "cuStreamQuery", code }),
+        }
+    })
+}
+
+/// The first byte of `from` opened in `range`'s context (a device address there).
+pub fn open_for(range: &DeviceRange, from: &PeerBytes) -> Result<usize, CudaError> {
+    with_lane(range, |_, ctx| open_current(from.sender, &from.handle, ctx).map(|p| p + from.offset))
 }
 
 /// Bytes of another process's slab: its world rank, the slab's handle and an offset in it.

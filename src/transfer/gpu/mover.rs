@@ -324,7 +324,18 @@ impl Unpacking {
         self.pieces.queued()
     }
 
-    /// Queues the next `len` packed bytes, from host memory at `src`, into the packed device
+    /// The application's device allocation.
+    pub fn range(&self) -> &DeviceRange {
+        &self.range
+    }
+
+    /// Waits until every byte queued is in the packed device buffer.
+    pub fn wait(&mut self) -> Result<(), CudaError> {
+        self.pieces.wait_all()
+    }
+
+    /// Queues the next `len` packed bytes, from memory at `src` (host memory, or device memory
+    /// of this context: unified addressing tells the copy's direction), into the packed device
     /// buffer (at most the stream's length in all).
     ///
     /// # Safety

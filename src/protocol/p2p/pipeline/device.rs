@@ -49,9 +49,20 @@ impl Descriptor {
         Some(Descriptor { handle, offset: word(ipc::HANDLE), len: word(ipc::HANDLE + 8) })
     }
 
-    /// The descriptor the sender published in `r`, once it is all there.
+    /// The descriptor the sender publishes in `r`, waiting for it: the sender publishes it
+    /// right after its own device copy, whatever the copy's outcome, without waiting for this
+    /// process.
     pub fn read(r: &PeerRegion) -> Option<Descriptor> {
-        (r.packed() >= DESCRIPTOR).then(|| Descriptor::decode(r.bytes(0, DESCRIPTOR))).flatten()
+        let mut idle = 0u32;
+        while r.packed() < DESCRIPTOR {
+            idle += 1;
+            if idle < 256 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        Descriptor::decode(r.bytes(0, DESCRIPTOR))
     }
 
     /// The stream's bytes as the receiver opens them.
@@ -126,18 +137,22 @@ pub fn usable(peer: c_int, range: &DeviceRange) -> Use {
     }
 }
 
-/// A device stream ready to be named in M0: its slab and the arena region with its descriptor.
+/// A device stream on its way into a slab, with the arena region that will name it.
 pub struct Prepared {
     /// The receiver's world rank.
     pub peer: c_int,
     pub lease: ipc::Lease,
     pub region: Region,
+    /// The allocation (and so the context) whose stream fills the slab.
+    range: DeviceRange,
+    len: usize,
 }
 
-/// A slab of `len` bytes in `range`'s context, filled by `fill` (given the slab's device
-/// address; it returns once the bytes are there), and a region for world rank `peer` with its
-/// descriptor. `None`: no slab or no region free now (the send takes another route); an error:
-/// the fill failed.
+/// A slab of `len` bytes in `range`'s context, which `fill` fills (given the slab's device
+/// address, it queues the bytes on sluice's stream of that context, or copies them at once),
+/// and a region for world rank `peer`. `None`: no slab or no region free now (the send takes
+/// another route); an error: the fill failed. The descriptor is published by
+/// [`Prepared::publish`], once the bytes are there.
 pub fn prepare(
     peer: c_int,
     len: usize,
@@ -149,14 +164,39 @@ pub fn prepare(
         Ok(l) => l,
         Err(e) => return Some(Err(e)),
     };
-    if let Err(e) = fill(lease.ptr()) {
+    let p = Prepared { peer, lease, region, range: *range, len };
+    if let Err(e) = fill(p.lease.ptr()) {
+        p.settle();
         return Some(Err(e));
     }
-    let d = Descriptor { handle: *lease.handle(), offset: 0, len: len as u64 };
-    // SAFETY: the region holds at least DESCRIPTOR bytes and is this transfer's alone.
-    unsafe { std::ptr::copy_nonoverlapping(d.encode().as_ptr(), region.as_mut_ptr(), DESCRIPTOR) };
-    region.publish(DESCRIPTOR);
-    Some(Ok(Prepared { peer, lease, region }))
+    Some(Ok(p))
+}
+
+impl Prepared {
+    /// Waits until the slab holds the stream, calling `progress` meanwhile (M0 is on its way:
+    /// the MPI moves it while the device copies), then publishes the descriptor. After a failed
+    /// copy the descriptor names no stream a receiver accepts (its receive fails, and still
+    /// marks the region read) and the error is returned.
+    pub fn publish(&self, mut progress: impl FnMut()) -> Result<(), gpu::CudaError> {
+        let r = loop {
+            match ipc::settled(&self.range, false) {
+                Ok(true) => break Ok(()),
+                Ok(false) => progress(),
+                Err(e) => break Err(e),
+            }
+        };
+        let len = if r.is_ok() { self.len as u64 } else { u64::MAX };
+        let d = Descriptor { handle: *self.lease.handle(), offset: 0, len };
+        // SAFETY: the region holds at least DESCRIPTOR bytes and is this transfer's alone.
+        unsafe { std::ptr::copy_nonoverlapping(d.encode().as_ptr(), self.region.as_mut_ptr(), DESCRIPTOR) };
+        self.region.publish(DESCRIPTOR);
+        r
+    }
+
+    /// Waits until nothing is queued for the slab (before it goes back unused).
+    pub fn settle(&self) {
+        let _ = ipc::settled(&self.range, true);
+    }
 }
 
 #[cfg(test)]

@@ -146,16 +146,24 @@ pub unsafe fn start(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm
     (rc, req)
 }
 
-/// Posts a pipelined send whose whole stream is in exported device memory (`device`): M0
-/// (the header and no stream data) through `post` on the application's communicator and tag;
-/// the transfer stays in [`OUTGOING`] with its slab until the receiver has read it. Returns as
-/// [`start`].
+/// Posts a pipelined send whose whole stream is on its way into exported device memory
+/// (`device`): M0 (the header and no stream data) through `post` on the application's
+/// communicator and tag, then publishes the stream's descriptor once the device copy is done
+/// (the MPI moves M0 meanwhile); the transfer stays in [`OUTGOING`] with its slab until the
+/// receiver has read it. Returns as [`start`], and the device copy's outcome.
 ///
 /// # Safety
 /// As [`start`]; `p` was prepared for `dest`'s world rank in `comm`.
-pub unsafe fn start_device(p: super::device::Prepared, total: usize, dest: c_int, tag: c_int, comm: Comm, post: PostFn) -> (c_int, Req) {
-    let peer = p.peer;
+pub unsafe fn start_device(
+    p: super::device::Prepared,
+    total: usize,
+    dest: c_int,
+    tag: c_int,
+    comm: Comm,
+    post: PostFn,
+) -> (c_int, Req, Result<(), crate::transfer::gpu::CudaError>) {
     progress::drive();
+    let peer = p.peer;
     let s = reserved();
     let mut m0 = staging::take(s);
     let shm = Some((p.region.control(), p.region.offset()));
@@ -174,8 +182,14 @@ pub unsafe fn start_device(p: super::device::Prepared, total: usize, dest: c_int
     // SAFETY: as in `start`.
     let rc = unsafe { post(m0.as_mut_ptr().cast_const().cast(), s as c_int, consts::packed(), dest, tag, comm, &mut req) };
     if rc != errclass::SUCCESS {
-        return (rc, req); // nobody will read the region: it and the slab go back now
+        p.settle(); // nobody will read the region: it and the slab go back once the copy is done
+        return (rc, req, Ok(()));
     }
+    let copied = p.publish(|| {
+        let mut flag = 0;
+        // SAFETY: M0's live request; the query neither completes nor frees it.
+        unsafe { mpi::PMPI_Request_get_status(req, &mut flag, consts::status_ignore()) };
+    });
     crate::stats::count(crate::stats::Family::Pipeline, total);
     crate::stats::count(crate::stats::Family::Shm, total);
     if crate::logging::plans() {
@@ -184,7 +198,7 @@ pub unsafe fn start_device(p: super::device::Prepared, total: usize, dest: c_int
         });
     }
     hold(Outgoing { wait: Wait::Shm(p.region), m0: Some(m0), stream: None, kept: None, slab: Some(p.lease) });
-    (rc, req)
+    (rc, req, copied)
 }
 
 /// The world rank of `dest` in `comm`, if it is a valid rank of an intracommunicator in the
