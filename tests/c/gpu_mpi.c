@@ -473,13 +473,21 @@ static void p2p_device_route(void) {
      * contiguous device receive and into the same strided type on the device */
     int *dv = balloc((size_t)n * 8, 78);
     int *e = balloc((size_t)n * 8, 79);
+    int *f = balloc((size_t)n * 8, 69);
     if (rank == 0) {
         put_int(MPI_Send(dv, 1, every_other, 1, 37, MPI_COMM_WORLD));
         put_int(MPI_Send(dv, 1, every_other, 1, 38, MPI_COMM_WORLD));
+        put_int(MPI_Send(a, n, MPI_INT, 1, 39, MPI_COMM_WORLD));
     } else if (rank == 1) {
         put_int(MPI_Recv(e, n, MPI_INT, 0, 37, MPI_COMM_WORLD, &st));
         put_status(&st);
         put_int(MPI_Recv(e, 1, every_other, 0, 38, MPI_COMM_WORLD, &st));
+        put_status(&st);
+        /* nonblocking into the strided type on the device, completed by Test */
+        MPI_Request r;
+        int flag = 0;
+        put_int(MPI_Irecv(f, 1, every_other, 0, 39, MPI_COMM_WORLD, &r));
+        while (!flag) MPI_Test(&r, &flag, &st);
         put_status(&st);
     }
     /* four in flight, received in reverse order; the send buffers rewritten once they completed */

@@ -170,8 +170,25 @@ unsafe fn with_request(
         Err(rc) => rc,
         Ok(None) => f(app),
         Ok(Some(s)) => {
+            // A nonblocking receive that may get a pipelined message takes it to the device as
+            // it lands, or straight from a peer's device memory (`stream::Feed`).
+            let feed = (output && !persistent && s.is_stream(dt) && pipeline::may_be_pipelined(s.bytes())).then(|| s.feed().ok()).flatten();
+            if let Some(feed) = &feed {
+                pipeline::incoming::watch_at(feed.base(), feed.watcher());
+            }
             let rc = f(s.args(count, dt));
-            after_host_call(call, s, rc, comm, Some((request, persistent)))
+            match feed {
+                Some(feed) if rc == errclass::SUCCESS && !request.is_null() => {
+                    // SAFETY: the host call succeeded, so it wrote the application's request.
+                    pending::track_fed(call, unsafe { *request }, vec![s], false, Some(feed));
+                    rc
+                }
+                Some(feed) => {
+                    pipeline::incoming::unwatch(feed.base());
+                    after_host_call(call, s, rc, comm, Some((request, persistent)))
+                }
+                None => after_host_call(call, s, rc, comm, Some((request, persistent))),
+            }
         }
     }
 }

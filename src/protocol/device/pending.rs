@@ -16,6 +16,7 @@ use std::ffi::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use super::stream::Feed;
 use super::{copy_failed, Staged};
 use crate::ffi::{consts, errclass, is_shared_request, mpi, request_from_key, request_key, UNDEFINED};
 use crate::protocol::p2p::{blank_status, complete, Source};
@@ -31,6 +32,9 @@ struct Op {
     persistent: bool,
     /// Started and not yet finished (outputs not yet copied back).
     active: bool,
+    /// A nonblocking receive's feed (its one stage's bytes go to the device as a pipelined
+    /// message lands, or straight from a peer's device memory): finished instead of a flush.
+    feed: Option<Feed>,
 }
 
 impl Op {
@@ -38,6 +42,16 @@ impl Op {
     fn finish(&mut self) -> c_int {
         if !std::mem::replace(&mut self.active, false) {
             return errclass::SUCCESS;
+        }
+        if let Some(feed) = self.feed.take() {
+            crate::protocol::p2p::pipeline::incoming::unwatch(feed.base());
+            // The whole copy: it was filled before the receive, so bytes past the message are
+            // the device's own.
+            let len = self.stages.first().map_or(0, |s| s.bytes());
+            return match feed.finish(len) {
+                Ok(()) => errclass::SUCCESS,
+                Err(e) => copy_failed(self.call, consts::comm_world(), &e),
+            };
         }
         super::flush_all(self.call, &mut self.stages, errclass::SUCCESS, consts::comm_world())
     }
@@ -80,7 +94,13 @@ fn any() -> bool {
 /// Keeps `stages` with `request` until it completes (`persistent`: until it is freed, active
 /// from each start). A shared, already complete handle is finished at once.
 pub fn track(call: &'static str, request: Req, stages: Vec<Staged>, persistent: bool) {
-    let mut op = Op { call, stages, persistent, active: !persistent };
+    track_fed(call, request, stages, persistent, None);
+}
+
+/// [`track`] of a nonblocking receive whose one stage has `feed` registered with the pipelined
+/// protocol (`incoming::watch_at`).
+pub fn track_fed(call: &'static str, request: Req, stages: Vec<Staged>, persistent: bool, feed: Option<Feed>) {
+    let mut op = Op { call, stages, persistent, active: !persistent, feed };
     if !persistent && is_shared_request(request) {
         op.finish();
         return;

@@ -78,16 +78,48 @@ pub fn watching<R>(base: *const u8, w: Watcher, f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// The watcher of a transfer landing at `base`, if this thread's blocking receive has one.
+/// Watchers of nonblocking receives into sluice's own memory ([`watch_at`]), by address, and
+/// how many there are (the one load a pipelined receive pays when there are none).
+static WATCHED: std::sync::Mutex<Vec<(usize, Watcher)>> = std::sync::Mutex::new(Vec::new());
+static WATCHED_N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// As [`watching`], for a nonblocking receive into sluice's own contiguous memory at `base`:
+/// `w` serves the pipelined message that lands there, from whichever thread completes the
+/// receive, until [`unwatch`] (which the receive's completion calls, whether or not `w` served).
+pub fn watch_at(base: *const u8, w: Watcher) {
+    let mut g = WATCHED.lock().unwrap_or_else(|e| e.into_inner());
+    g.push((base as usize, w));
+    WATCHED_N.store(g.len(), std::sync::atomic::Ordering::Release);
+}
+
+/// Forgets the watcher registered at `base` by [`watch_at`], if it was not taken.
+pub fn unwatch(base: *const u8) {
+    take_watched(base as usize);
+}
+
+fn take_watched(base: usize) -> Option<Watcher> {
+    if WATCHED_N.load(std::sync::atomic::Ordering::Acquire) == 0 {
+        return None;
+    }
+    let mut g = WATCHED.lock().unwrap_or_else(|e| e.into_inner());
+    let i = g.iter().position(|(b, _)| *b == base)?;
+    let (_, w) = g.swap_remove(i);
+    WATCHED_N.store(g.len(), std::sync::atomic::Ordering::Release);
+    Some(w)
+}
+
+/// The watcher of a transfer landing at `base`: this thread's blocking receive's, or a
+/// nonblocking receive's.
 fn watcher_for(base: *mut u8) -> Option<Watcher> {
-    WATCH.with(|c| {
+    let mine = WATCH.with(|c| {
         let mut g = c.borrow_mut();
         if g.as_ref().is_some_and(|(b, _)| *b == base as usize) {
             g.take().map(|(_, w)| w)
         } else {
             None
         }
-    })
+    });
+    mine.or_else(|| take_watched(base as usize))
 }
 
 /// Tells `watch`, if any, that `end` bytes are in place, when that is more than `told`.
@@ -639,6 +671,19 @@ mod tests {
         let r = std::panic::catch_unwind(|| watching(base, Box::new(|_| ()), || panic!("inside the receive")));
         assert!(r.is_err());
         assert!(watcher_for(buf.as_mut_ptr()).is_none());
+    }
+
+    #[test]
+    fn a_nonblocking_watcher_serves_its_address_once_or_is_forgotten() {
+        let mut a = [0u8; 8];
+        let mut b = [0u8; 8];
+        watch_at(a.as_ptr(), Box::new(|_| ()));
+        watch_at(b.as_ptr(), Box::new(|_| ()));
+        assert!(watcher_for(a.as_mut_ptr()).is_some());
+        assert!(watcher_for(a.as_mut_ptr()).is_none(), "a watcher serves one transfer");
+        unwatch(b.as_ptr());
+        assert!(watcher_for(b.as_mut_ptr()).is_none(), "an unwatched address has none");
+        unwatch(a.as_ptr()); // taken already: nothing to forget
     }
 
     #[test]
