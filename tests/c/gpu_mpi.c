@@ -490,6 +490,27 @@ static void p2p_device_route(void) {
         while (!flag) MPI_Test(&r, &flag, &st);
         put_status(&st);
     }
+    /* truncated far past the receive (64 KiB and 3 MiB into 4 KiB): Open MPI 4.1 writes a whole
+     * contiguous message past a truncated receive's count, so a device receive's host copy must
+     * take that (the buffer is 4 MiB so that the host run's own buffer takes it too) */
+    MPI_Comm oc;
+    MPI_Comm_dup(MPI_COMM_WORLD, &oc);
+    MPI_Comm_set_errhandler(oc, MPI_ERRORS_RETURN);
+    int *o = balloc_rec((size_t)n * 4 + (1 << 20), 0, 68);
+    if (rank == 0) {
+        MPI_Send(a, 16384, MPI_INT, 1, 50, oc);
+        MPI_Send(a, n, MPI_INT, 1, 51, oc);
+        put_int(MPI_Send(a, 16, MPI_INT, 1, 52, oc));
+    } else if (rank == 1) {
+        for (int tag = 50; tag <= 51; tag++) {
+            int rc = MPI_Recv(o, 4096, MPI_BYTE, 0, tag, oc, &st), cls;
+            MPI_Error_class(rc, &cls);
+            put_int(cls);
+        }
+        put_int(MPI_Recv(o, 16, MPI_INT, 0, 52, oc, &st));
+        put_status(&st);
+    }
+    MPI_Comm_free(&oc);
     /* four in flight, received in reverse order; the send buffers rewritten once they completed */
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {

@@ -20,6 +20,8 @@ use std::sync::Mutex;
 
 use cudarc::driver::sys;
 
+use crate::transfer::hollow::Mapping;
+
 pub mod ipc;
 pub mod mover;
 pub mod pieces;
@@ -220,13 +222,22 @@ pub unsafe fn to_device(dst: usize, src: *const u8, len: usize, range: &DeviceRa
 }
 
 /// Host memory that staged device data lives in: pinned by the driver when it can be (so the
-/// copy engine reads and writes it directly), ordinary heap memory otherwise.
+/// copy engine reads and writes it directly), ordinary memory otherwise.
+///
+/// On Open MPI the memory is *guarded*, as sluice's receive staging is (`transfer::staging`):
+/// Open MPI 4.1 writes a whole contiguous message into a receive buffer even past a truncated
+/// receive's count, so the usable bytes sit at the start of a large `MAP_NORESERVE` reservation
+/// (the head pinned with `cuMemHostRegister`) and an overrun lands in sluice's own untouched
+/// address space instead of the heap.
 #[derive(Debug)]
 pub struct HostBuffer {
     ptr: NonNull<u8>,
     cap: usize,
-    /// Pinned with `cuMemHostAlloc` (else a leaked boxed slice of `cap` bytes).
+    /// Pinned (with `cuMemHostAlloc`, or registered when guarded).
     pinned: bool,
+    /// The guarded reservation the bytes live in (else a `cuMemHostAlloc` allocation when
+    /// pinned, or a leaked boxed slice of `cap` bytes).
+    guard: Option<Mapping>,
 }
 
 // SAFETY: the buffer is exclusively owned memory; nothing in it is tied to a thread.
@@ -239,11 +250,16 @@ unsafe impl Sync for HostBuffer {}
 static POOL: Mutex<(Vec<HostBuffer>, usize)> = Mutex::new((Vec::new(), 0));
 /// Most pinned bytes kept idle in [`POOL`].
 const POOL_BYTES: usize = 256 << 20;
+/// Address space reserved behind a guarded buffer (virtual only).
+const GUARD_RESERVE: usize = 1 << 36;
 
 /// The capacity [`HostBuffer::new`] gives a request of `len` bytes.
 fn size_class(len: usize) -> usize {
     len.max(4096).checked_next_power_of_two().unwrap_or(len)
 }
+
+/// Whether host copies are guarded against overrunning receives (the MPI writes past them).
+const GUARDED: bool = cfg!(sluice_mpi = "openmpi");
 
 impl HostBuffer {
     /// A buffer of at least `len` bytes (contents unspecified), pinned in `range`'s context
@@ -261,6 +277,19 @@ impl HostBuffer {
                 return b;
             }
         }
+        if GUARDED {
+            if let Some(m) = guarded(cap) {
+                let p = m.ptr();
+                let pinned = with_lane(range, |_, _| {
+                    // SAFETY: pins the first `cap` bytes of the reservation (committed on first
+                    // touch), unregistered before the mapping goes away.
+                    check("cuMemHostRegister", unsafe { sys::cuMemHostRegister_v2(p.cast(), cap, sys::CU_MEMHOSTREGISTER_PORTABLE) })
+                })
+                .is_ok();
+                let ptr = NonNull::new(p).expect("mapped memory");
+                return HostBuffer { ptr, cap, pinned, guard: Some(m) };
+            }
+        }
         let pinned = with_lane(range, |_, _| {
             let mut p: *mut c_void = std::ptr::null_mut();
             // SAFETY: allocates `cap` bytes of portable pinned memory in the current context.
@@ -268,12 +297,12 @@ impl HostBuffer {
             Ok(p)
         });
         match pinned.ok().and_then(|p| NonNull::new(p.cast::<u8>())) {
-            Some(ptr) => HostBuffer { ptr, cap, pinned: true },
+            Some(ptr) => HostBuffer { ptr, cap, pinned: true, guard: None },
             None => {
                 let b: Box<[u8]> = vec![0u8; cap].into_boxed_slice();
                 // `Box::into_raw` never gives null.
                 let ptr = NonNull::new(Box::into_raw(b).cast::<u8>()).expect("boxed slice");
-                HostBuffer { ptr, cap, pinned: false }
+                HostBuffer { ptr, cap, pinned: false, guard: None }
             }
         }
     }
@@ -294,6 +323,12 @@ impl HostBuffer {
     }
 }
 
+/// `cap` usable bytes at the start of a `cap + GUARD_RESERVE` reservation (`None`: no address
+/// space for it).
+fn guarded(cap: usize) -> Option<Mapping> {
+    Mapping::new(cap, (0, 0), GUARD_RESERVE)
+}
+
 impl Drop for HostBuffer {
     fn drop(&mut self) {
         if self.pinned {
@@ -301,18 +336,24 @@ impl Drop for HostBuffer {
             let (list, total) = &mut *g;
             if *total + self.cap <= POOL_BYTES {
                 *total += self.cap;
-                list.push(HostBuffer { ptr: self.ptr, cap: self.cap, pinned: true });
+                list.push(HostBuffer { ptr: self.ptr, cap: self.cap, pinned: true, guard: self.guard.take() });
                 self.pinned = false;
                 self.cap = 0;
                 return;
             }
             drop(g);
-            // SAFETY: pinned memory from cuMemHostAlloc, freed once (portable: any context).
-            unsafe { sys::cuMemFreeHost(self.ptr.as_ptr().cast()) };
-        } else if self.cap != 0 {
+            if self.guard.is_some() {
+                // SAFETY: registered in `new`, unregistered once, before the mapping goes.
+                unsafe { sys::cuMemHostUnregister(self.ptr.as_ptr().cast()) };
+            } else {
+                // SAFETY: pinned memory from cuMemHostAlloc, freed once (portable: any context).
+                unsafe { sys::cuMemFreeHost(self.ptr.as_ptr().cast()) };
+            }
+        } else if self.cap != 0 && self.guard.is_none() {
             // SAFETY: the boxed slice leaked in `new`, with the same length.
             drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr.as_ptr(), self.cap)) });
         }
+        // A guard mapping (if still here) is unmapped when the field drops.
     }
 }
 
@@ -325,6 +366,19 @@ mod tests {
         ARMED.store(false, Ordering::Relaxed);
         let x = [0u8; 16];
         assert_eq!(device_range(x.as_ptr() as usize), None);
+    }
+
+    /// What the guard is for: a message written past the usable bytes (Open MPI's truncated
+    /// receive) lands in the reservation, never in the heap.
+    #[test]
+    fn a_guarded_buffer_takes_an_overrun_of_many_times_its_size() {
+        let cap = size_class(4096);
+        let m = guarded(cap).expect("address space for a guarded buffer");
+        let over = 1 << 20;
+        // SAFETY: the reservation holds `cap + GUARD_RESERVE` writable bytes.
+        unsafe { std::ptr::write_bytes(m.ptr(), 0xa5, cap + over) };
+        // SAFETY: as above.
+        assert_eq!(unsafe { *m.ptr().add(cap + over - 1) }, 0xa5);
     }
 
     #[test]
