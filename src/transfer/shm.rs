@@ -231,6 +231,8 @@ const PROBE_LEN: usize = 64;
 const PULL_TABLE: usize = 256;
 /// World ranks the pull table has a byte for.
 pub const PULL_RANKS: usize = PAGE - PULL_TABLE;
+// Page 0's fields follow the 16-byte token without overlapping.
+const _: () = assert!(16 <= PROBE_STATE && PROBE_STATE + 8 <= PROBE_HANDLE && PROBE_HANDLE + PROBE_LEN <= PULL_TABLE);
 
 /// Whether an arena's owner can open device memory a peer exports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -479,5 +481,21 @@ mod tests {
         assert_eq!(r.0.len(), 1);
         assert_eq!(r.take(100), Some(0));
         assert_eq!(r.take(1), None);
+    }
+
+    /// A pull byte exists for every world rank the table covers and for no other.
+    #[test]
+    fn pull_bytes_cover_exactly_the_table() {
+        let mut page = vec![0u64; PAGE / 8];
+        let m = Mapping { base: page.as_mut_ptr().cast(), size: PAGE };
+        assert!(m.pull_byte(-1).is_none());
+        assert!(m.pull_byte(PULL_RANKS as c_int).is_none());
+        let last = m.pull_byte(PULL_RANKS as c_int - 1).expect("the last rank's byte");
+        last.store(Pull::Yes as u8, Ordering::Release);
+        assert_eq!(m.pull_byte(0).map(|b| b.load(Ordering::Acquire)), Some(Pull::Unknown as u8));
+        // SAFETY: the last byte of the page the mapping stands for.
+        assert_eq!(unsafe { *m.base.add(PAGE - 1) }, Pull::Yes as u8);
+        m.word(PROBE_STATE).store(1, Ordering::Release);
+        assert_eq!(page[PROBE_STATE / 8], 1);
     }
 }

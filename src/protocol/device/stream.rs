@@ -164,7 +164,8 @@ impl Watch for Feed {
 
     /// A device target with nothing queued yet takes the bytes device to device (a span: into
     /// place; the packed form: into its packed device buffer, which the finish scatters); the
-    /// host copy is then not used.
+    /// host copy is then not used. Declines when the sender's slab does not open in the
+    /// target's context (the bytes then come through the host copy).
     fn take_from_peer(&mut self, from: &ipc::PeerBytes, len: usize) -> Option<Result<(), gpu::CudaError>> {
         let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if len > g.len {
@@ -172,22 +173,21 @@ impl Watch for Feed {
         }
         match &mut g.to {
             Some(Target::Span { pieces, dev }) if pieces.queued() == 0 => {
-                let (dev, range) = (*dev, *pieces.range());
+                let range = *pieces.range();
+                let src = ipc::open_for(&range, from).ok()?;
                 // SAFETY: `[dev, dev + len)` lies inside the staged span, checked against the
-                // allocation when staged; the sender's slab holds the stream.
-                let r = unsafe { ipc::peer_to_device(dev, &range, from, len) };
+                // allocation when staged; the sender's slab holds `len` bytes from `src` until
+                // this receive marks it read, after the copy.
+                let r = unsafe { ipc::copy_opened(*dev, src, len, &range) };
                 if r.is_ok() {
                     g.to = None; // everything the receive delivers is on the device
                 }
                 Some(r)
             }
             Some(Target::Packed { unpacking, form }) if unpacking.queued() == 0 => {
-                let r = ipc::open_for(unpacking.range(), from).and_then(|src| {
-                    // SAFETY: the sender's slab holds `len` bytes from `src` (device memory
-                    // opened in this context) until this receive marks it read, after the wait.
-                    unsafe { unpacking.push(src as *const u8, len, &form.shape) }?;
-                    unpacking.wait()
-                });
+                let src = ipc::open_for(unpacking.range(), from).ok()?;
+                // SAFETY: as above, into the packed device buffer of the stream's length.
+                let r = unsafe { unpacking.push(src as *const u8, len, &form.shape) }.and_then(|()| unpacking.wait());
                 Some(r)
             }
             _ => None,

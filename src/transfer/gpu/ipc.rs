@@ -175,6 +175,20 @@ pub fn settled(range: &DeviceRange, block: bool) -> Result<bool, CudaError> {
     })
 }
 
+/// Copies `len` bytes from `src` (another process's memory opened with [`open_for`] in
+/// `range`'s context) to device address `dst` (inside `range`), device to device, and waits.
+///
+/// # Safety
+/// `[dst, dst + len)` lies inside `range`; `[src, src + len)` lies inside the opened slab.
+pub unsafe fn copy_opened(dst: usize, src: usize, len: usize, range: &DeviceRange) -> Result<(), CudaError> {
+    with_lane(range, |stream, _| {
+        // SAFETY: forwarded contract; synchronized before returning.
+        check("cuMemcpyAsync (peer device to device)", unsafe { sys::cuMemcpyAsync(dst as _, src as _, len, stream) })?;
+        // SAFETY: a stream of this context.
+        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })
+    })
+}
+
 /// The first byte of `from` opened in `range`'s context (a device address there).
 pub fn open_for(range: &DeviceRange, from: &PeerBytes) -> Result<usize, CudaError> {
     with_lane(range, |_, ctx| open_current(from.sender, &from.handle, ctx).map(|p| p + from.offset))
@@ -237,20 +251,6 @@ pub unsafe fn peer_to_host(dst: *mut u8, from: &PeerBytes, len: usize, ordinal: 
         let src = open_current(from.sender, &from.handle, ctx)? + from.offset;
         // SAFETY: forwarded contract; synchronized before returning.
         check("cuMemcpyAsync (peer device to host)", unsafe { sys::cuMemcpyAsync(dst as _, src as _, len, stream) })?;
-        // SAFETY: a stream of this context.
-        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })
-    })
-}
-
-/// Copies `len` bytes of `from` to device address `dst` (inside `range`), device to device.
-///
-/// # Safety
-/// `[dst, dst + len)` lies inside `range`; the sender's slab holds `from.offset + len` bytes.
-pub unsafe fn peer_to_device(dst: usize, range: &DeviceRange, from: &PeerBytes, len: usize) -> Result<(), CudaError> {
-    with_lane(range, |stream, ctx| {
-        let src = open_current(from.sender, &from.handle, ctx)? + from.offset;
-        // SAFETY: forwarded contract; synchronized before returning.
-        check("cuMemcpyAsync (peer device to device)", unsafe { sys::cuMemcpyAsync(dst as _, src as _, len, stream) })?;
         // SAFETY: a stream of this context.
         check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })
     })

@@ -73,7 +73,7 @@ impl Descriptor {
 
 /// Whether M0 of a pipelined send to world rank `peer` offers this process's probe.
 pub fn offer(peer: c_int) -> bool {
-    gpu::armed() && shm::probe_published() && shm::peer_pulls(peer) == Pull::Unknown
+    gpu::armed() && shm::probe_published() && shm::reaches(peer) && shm::peer_pulls(peer) == Pull::Unknown
 }
 
 /// A receiver's answer to an offer of world rank `sender`: tries to open its probe (once, and
