@@ -111,6 +111,30 @@ pub enum Use {
     No,
 }
 
+/// Device sends to one peer that are made to travel pipelined to carry the offer (`Use::Offer`)
+/// while the peer has not answered. Bounded: a peer that never answers (it does not use CUDA)
+/// must not keep every device send to it on the pipelined form, which is slower than a whole
+/// copy on Open MPI; pipelined messages still carry the offer when they go that way anyway.
+const FORCED_OFFERS: u32 = 4;
+
+/// Forced offers made so far, per peer.
+static OFFERED: std::sync::Mutex<Vec<(c_int, u32)>> = std::sync::Mutex::new(Vec::new());
+
+/// Whether one more device send to `peer` may be made to carry the offer (and counts it).
+fn force_offer(peer: c_int) -> bool {
+    let mut g = OFFERED.lock().unwrap_or_else(|e| e.into_inner());
+    let i = match g.iter().position(|(p, _)| *p == peer) {
+        Some(i) => i,
+        None => {
+            g.push((peer, 0));
+            g.len() - 1
+        }
+    };
+    let n = &mut g[i].1;
+    *n = n.saturating_add(1);
+    *n <= FORCED_OFFERS
+}
+
 /// Whether a device send (in `range`) to world rank `peer` may take the device route now.
 /// The first time a peer of this node is asked about, publishes this process's probe.
 pub fn usable(peer: c_int, range: &DeviceRange) -> Use {
@@ -132,7 +156,11 @@ pub fn usable(peer: c_int, range: &DeviceRange) -> Use {
                     }
                 }
             }
-            Use::Offer
+            if force_offer(peer) {
+                Use::Offer
+            } else {
+                Use::No
+            }
         }
     }
 }
@@ -212,6 +240,14 @@ mod tests {
         let d = Descriptor { handle, offset: 4096, len: (1 << 30) + 7 };
         assert_eq!(Descriptor::decode(&d.encode()), Some(d));
         assert_eq!(Descriptor::decode(&d.encode()[..DESCRIPTOR - 1]), None);
+    }
+
+    #[test]
+    fn a_peer_gets_a_bounded_number_of_forced_offers() {
+        let peer = 123_456;
+        let forced = (0..10).filter(|_| force_offer(peer)).count();
+        assert_eq!(forced, FORCED_OFFERS as usize);
+        assert!(force_offer(peer + 1), "another peer has its own count");
     }
 
     #[test]
