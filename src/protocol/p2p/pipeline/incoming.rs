@@ -31,8 +31,8 @@ pub enum Dest {
     InPlace(Layout, *mut c_void),
 }
 
-/// What a blocking receive into sluice's own memory is told as a pipelined message lands
-/// ([`watching`]).
+/// What a receive into sluice's own memory (a device buffer's host copy) is told as a
+/// pipelined message lands ([`watching`], [`watch_at`]).
 pub trait Watch: Send {
     /// The stream's first `end` bytes are in place.
     fn landed(&mut self, end: usize);
@@ -453,10 +453,10 @@ impl Incoming {
     /// As [`Incoming::advance`].
     unsafe fn take_from_device(&mut self, r: Option<PeerRegion>) {
         let n = self.total.min(self.capacity);
-        let described = r.as_ref().and_then(super::device::Descriptor::read).filter(|d| d.len as usize == self.total);
-        let result = match described {
+        let result = match r.as_ref().and_then(super::device::Descriptor::read) {
             // SAFETY: forwarded contract.
-            Some(d) => unsafe { self.copy_from_device(&d.bytes_of(self.peer), n) },
+            Some(d) if d.len == self.total as u64 => unsafe { self.copy_from_device(&d.bytes_of(self.peer), n) },
+            Some(_) => Err(format!("a device-to-device message from rank {}: the sender's device copy failed", self.peer)),
             None => Err(format!("a pipelined message of rank {} names device memory this process cannot read", self.peer)),
         };
         if let Some(r) = r {
