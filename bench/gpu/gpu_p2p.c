@@ -7,6 +7,8 @@
  *            (GPU_P2P_SKIP_BLOCKS=1 leaves it out: it takes most of the run's time)
  *   host     host buffers only: the MPI's own hop, for the "slowest hop" of the path
  *   pcie     cuMemcpyDtoH + cuMemcpyHtoD of the same bytes with pinned memory: the copy hop
+ *   irecv    device pointers into MPI_Irecv + MPI_Wait (the receiver) and MPI_Send: sluice's
+ *            nonblocking device receives (a halo exchange's usual form)
  *   d2d      (contiguous) one cuMemcpyDtoD of the same bytes per leg, on the receiving rank's
  *            device: the hop of sluice's device route between ranks of one node (docs/gpu.md)
  *   kernel   (vector types) a hand-written pack kernel (one thread per double, vec_pack_ptx.h)
@@ -38,8 +40,8 @@ static int cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-enum { SLUICE, STAGED, BLOCKS, HOST, PCIE, KERNEL, D2D, NMODES };
-static const char *mode_name[] = {"sluice", "staged", "blocks", "host", "pcie", "kernel", "d2d"};
+enum { SLUICE, STAGED, BLOCKS, HOST, PCIE, KERNEL, D2D, IRECV, NMODES };
+static const char *mode_name[] = {"sluice", "staged", "blocks", "host", "pcie", "kernel", "d2d", "irecv"};
 static CUdeviceptr dbuf; /* the d2d mode's second device buffer */
 static CUfunction vec_pack;
 static CUdeviceptr kbuf; /* the kernel mode's packed device buffer */
@@ -82,6 +84,15 @@ static void round_trip(int mode, const Shape *s, CUdeviceptr dev, char *pinned, 
         case SLUICE:
             if (sending) MPI_Send((void *)(uintptr_t)dev, 1, s->type, peer, 0, MPI_COMM_WORLD);
             else MPI_Recv((void *)(uintptr_t)dev, 1, s->type, peer, 0, MPI_COMM_WORLD, &st);
+            break;
+        case IRECV:
+            if (sending) {
+                MPI_Send((void *)(uintptr_t)dev, 1, s->type, peer, 0, MPI_COMM_WORLD);
+            } else {
+                MPI_Request r;
+                MPI_Irecv((void *)(uintptr_t)dev, 1, s->type, peer, 0, MPI_COMM_WORLD, &r);
+                MPI_Wait(&r, &st);
+            }
             break;
         case STAGED:
             if (sending) {
