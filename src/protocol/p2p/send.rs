@@ -209,19 +209,9 @@ pub unsafe fn from_device(
     request: Option<*mut Req>,
 ) -> Result<c_int, crate::transfer::gpu::CudaError> {
     // SAFETY: forwarded contract.
-    let (rc, mut req, copied) = unsafe { pipeline::send::start_device(p, total, dest, tag, comm, post) };
-    if rc != errclass::SUCCESS {
-        return Ok(rc);
-    }
-    let rc = match request {
-        // SAFETY: M0's request, sluice's own.
-        None => unsafe { next::MPI_Wait(&mut req, consts::status_ignore()) },
-        Some(r) => {
-            // SAFETY: the application's non-null output pointer.
-            unsafe { *r = req };
-            rc
-        }
-    };
+    let (rc, req, copied) = unsafe { pipeline::send::start_device(p, total, dest, tag, comm, post) };
+    // SAFETY: forwarded contract.
+    let rc = unsafe { hand_over((rc, req), request) };
     copied.map(|()| rc)
 }
 
@@ -232,12 +222,7 @@ pub unsafe fn from_device(
 /// As the MPI send call.
 unsafe fn pipelined_blocking(src: Source<'_>, total: usize, dest: c_int, tag: c_int, comm: Comm, post: PostFn, path: P2pPath) -> c_int {
     // SAFETY: forwarded contract.
-    let (rc, mut req) = unsafe { pipeline::send::start(src, total, dest, tag, comm, post, path.may_use_arena()) };
-    if rc != errclass::SUCCESS {
-        return rc;
-    }
-    // SAFETY: M0's request, sluice's own.
-    unsafe { next::MPI_Wait(&mut req, consts::status_ignore()) }
+    unsafe { hand_over(pipeline::send::start(src, total, dest, tag, comm, post, path.may_use_arena()), None) }
 }
 
 /// A nonblocking pipelined send: the application's request is M0's.
@@ -256,16 +241,33 @@ unsafe fn pipelined_request(
     path: P2pPath,
 ) -> c_int {
     // SAFETY: forwarded contract.
-    let (rc, req) = unsafe { pipeline::send::start(src, total, dest, tag, comm, post, path.may_use_arena()) };
-    if rc == errclass::SUCCESS && !crate::ffi::is_shared_request(req) && pipeline::track::holds(req) {
-        // See `track::arm`: a diagnostic for the flaky p2p_conf_threads failure.
-        log::error!("send request {:#x} has the handle of a live tracked receive", crate::ffi::request_key(req));
+    unsafe { hand_over(pipeline::send::start(src, total, dest, tag, comm, post, path.may_use_arena()), Some(request)) }
+}
+
+/// The end of every pipelined send once M0 is posted (`rc`, its request): a blocking send
+/// (`request`: `None`) completes M0 in the application's mode; a nonblocking one hands M0's
+/// request to the application.
+///
+/// # Safety
+/// `req` is M0's request when `rc` is success; `request`, when given, is the application's
+/// non-null output pointer.
+unsafe fn hand_over((rc, mut req): (c_int, Req), request: Option<*mut Req>) -> c_int {
+    if rc != errclass::SUCCESS {
+        return rc;
     }
-    if rc == errclass::SUCCESS {
-        // SAFETY: the application's non-null output pointer.
-        unsafe { *request = req };
+    match request {
+        // SAFETY: M0's request, sluice's own.
+        None => unsafe { next::MPI_Wait(&mut req, consts::status_ignore()) },
+        Some(r) => {
+            if !crate::ffi::is_shared_request(req) && pipeline::track::holds(req) {
+                // See `track::arm`: a diagnostic for the flaky p2p_conf_threads failure.
+                log::error!("send request {:#x} has the handle of a live tracked receive", crate::ffi::request_key(req));
+            }
+            // SAFETY: the application's non-null output pointer.
+            unsafe { *r = req };
+            rc
+        }
     }
-    rc
 }
 
 /// Defines the exported handlers of one send mode (int and, on MPICH, large-count variants).

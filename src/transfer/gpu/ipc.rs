@@ -21,7 +21,7 @@ use std::sync::Mutex;
 
 use cudarc::driver::sys;
 
-use super::{check, with_lane, CudaError, DeviceRange};
+use super::{check, copy_in_lane, with_lane, CudaError, DeviceRange};
 
 /// Bytes of a CUDA IPC memory handle.
 pub const HANDLE: usize = 64;
@@ -181,12 +181,8 @@ pub fn settled(range: &DeviceRange, block: bool) -> Result<bool, CudaError> {
 /// # Safety
 /// `[dst, dst + len)` lies inside `range`; `[src, src + len)` lies inside the opened slab.
 pub unsafe fn copy_opened(dst: usize, src: usize, len: usize, range: &DeviceRange) -> Result<(), CudaError> {
-    with_lane(range, |stream, _| {
-        // SAFETY: forwarded contract; synchronized before returning.
-        check("cuMemcpyAsync (peer device to device)", unsafe { sys::cuMemcpyAsync(dst as _, src as _, len, stream) })?;
-        // SAFETY: a stream of this context.
-        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })
-    })
+    // SAFETY: forwarded contract.
+    unsafe { copy_in_lane("cuMemcpyAsync (peer device to device)", dst, src, len, range) }
 }
 
 /// The first byte of `from` opened in `range`'s context (a device address there).
@@ -247,13 +243,10 @@ pub fn try_open(sender: i32, handle: &Handle, ordinal: i32) -> Result<(), CudaEr
 /// # Safety
 /// `dst` is valid for `len` bytes of writes; the sender's slab holds `from.offset + len` bytes.
 pub unsafe fn peer_to_host(dst: *mut u8, from: &PeerBytes, len: usize, ordinal: i32) -> Result<(), CudaError> {
-    with_lane(&on_device(ordinal), |stream, ctx| {
-        let src = open_current(from.sender, &from.handle, ctx)? + from.offset;
-        // SAFETY: forwarded contract; synchronized before returning.
-        check("cuMemcpyAsync (peer device to host)", unsafe { sys::cuMemcpyAsync(dst as _, src as _, len, stream) })?;
-        // SAFETY: a stream of this context.
-        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })
-    })
+    let device = on_device(ordinal);
+    let src = open_for(&device, from)?;
+    // SAFETY: forwarded contract; `src` is the slab opened in that device's primary context.
+    unsafe { copy_in_lane("cuMemcpyAsync (peer device to host)", dst as usize, src, len, &device) }
 }
 
 #[cfg(test)]

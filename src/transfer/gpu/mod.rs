@@ -194,15 +194,8 @@ fn stream_for(ctx: usize) -> Result<sys::CUstream, CudaError> {
 /// # Safety
 /// `dst` is valid for `len` bytes of writes; `[src, src + len)` lies inside `range`.
 pub unsafe fn to_host(dst: *mut u8, src: usize, len: usize, range: &DeviceRange) -> Result<(), CudaError> {
-    if len == 0 {
-        return Ok(());
-    }
-    with_lane(range, |s, _| {
-        // SAFETY: forwarded contract; the stream is synchronized before the buffers are used.
-        check("cuMemcpyAsync (device to host)", unsafe { sys::cuMemcpyAsync(dst as sys::CUdeviceptr, src as sys::CUdeviceptr, len, s) })?;
-        // SAFETY: a stream of this context.
-        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(s) })
-    })
+    // SAFETY: forwarded contract.
+    unsafe { copy_in_lane("cuMemcpyAsync (device to host)", dst as usize, src, len, range) }
 }
 
 /// Copies `len` bytes from host memory at `src` to device address `dst` (inside `range`).
@@ -210,12 +203,23 @@ pub unsafe fn to_host(dst: *mut u8, src: usize, len: usize, range: &DeviceRange)
 /// # Safety
 /// `src` is valid for `len` bytes of reads; `[dst, dst + len)` lies inside `range`.
 pub unsafe fn to_device(dst: usize, src: *const u8, len: usize, range: &DeviceRange) -> Result<(), CudaError> {
+    // SAFETY: forwarded contract.
+    unsafe { copy_in_lane("cuMemcpyAsync (host to device)", dst, src as usize, len, range) }
+}
+
+/// Copies `len` bytes from `src` to `dst` (device or host addresses valid in `range`'s
+/// context: unified addressing tells the direction) on sluice's stream of that context, and
+/// waits for the copy (`what` names it in an error).
+///
+/// # Safety
+/// Both ranges are valid for the copy in that context and do not overlap.
+unsafe fn copy_in_lane(what: &'static str, dst: usize, src: usize, len: usize, range: &DeviceRange) -> Result<(), CudaError> {
     if len == 0 {
         return Ok(());
     }
     with_lane(range, |s, _| {
-        // SAFETY: forwarded contract; synchronized before returning.
-        check("cuMemcpyAsync (host to device)", unsafe { sys::cuMemcpyAsync(dst as sys::CUdeviceptr, src as sys::CUdeviceptr, len, s) })?;
+        // SAFETY: forwarded contract; the stream is synchronized before the buffers are used.
+        check(what, unsafe { sys::cuMemcpyAsync(dst as sys::CUdeviceptr, src as sys::CUdeviceptr, len, s) })?;
         // SAFETY: a stream of this context.
         check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(s) })
     })
