@@ -299,6 +299,31 @@ fn p2p_pingping_never_hangs() {
 }
 
 #[test]
+fn urgent_receives_complete_first() {
+    // `sluice_priority`: with every message there, the urgent receive posted last completes
+    // first (asserted where only the receiver's order of work decides: the arena within a node,
+    // no progress thread; on the other configurations and across nodes every value, count,
+    // source and tag is still checked, and blocking receives under an urgent one all land).
+    let exe = compile_c("p2p_priority");
+    launch(2, &exe, &[], None).assert_pass("p2p_priority");
+    for cfg in CONFIGS {
+        let ordered =
+            cluster_nodes() == 0 && !cfg.env.iter().any(|(k, v)| (*k, *v) == ("SLUICE_SHM_ARENA", "off") || *k == "SLUICE_PROGRESS_THREAD");
+        let mut env = cfg.env.to_vec();
+        env.push(("EXPECT_ORDER", if ordered { "1" } else { "0" }));
+        for np in RANKS {
+            let job = launch_shim(np, &exe, &env);
+            job.assert_pass("p2p_priority");
+            assert!(job.stderr.contains("sluice_priority=\"urgent\" ignored"), "no warning for a bad value:\n{}", job.all());
+            if ordered {
+                let want = "urgent first in 1 of 1 arena rounds";
+                assert_eq!(job.stdout.matches(want).count(), np as usize / 2, "{np} ranks, {:?}:\n{}", cfg.env, job.all());
+            }
+        }
+    }
+}
+
+#[test]
 fn progress_thread() {
     // SLUICE_PROGRESS_THREAD=1: a pipelined message lands while neither rank calls MPI, with
     // the arena and through the MPI, at 2 and 4 ranks; MPI_Init_thread and MPI_Query_thread

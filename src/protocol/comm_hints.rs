@@ -10,12 +10,17 @@
 //!   choice on one side is read by any receive on the other (docs/protocol.md). Messages of
 //!   exactly the reserved size stay pipelined whatever the hint (they are the pipeline's
 //!   marker). Unknown values are ignored with a warning, as MPI ignores hints it does not know.
+//! - `sluice_priority`: an integer (default 0; higher is more urgent). While a pipelined
+//!   message received on a communicator of higher priority is under way, this process's
+//!   pipelined receives of lower priority wait for it at chunk granularity: they post no chunk
+//!   receives and unpack nothing (`p2p::pipeline::urgency`, docs/protocol.md "Priorities").
 //!
-//! The hint lives in an attribute of a communicator keyval that sluice creates at start-up;
-//! its value *is* the hint (an integer in the `void *`), copied by `MPI_Comm_dup` (MPI-4 copies
-//! a communicator's info hints to its duplicate) and dropped with the communicator. The info
-//! calls still reach the MPI, which keeps the keys for `MPI_Comm_get_info`. Until some
-//! communicator sets a hint, reading one is a single relaxed load.
+//! The hints live in an attribute of a communicator keyval that sluice creates at start-up;
+//! its value *is* the hints (integers in the `void *`: the path's code in the low byte, the
+//! priority above it), copied by `MPI_Comm_dup` (MPI-4 copies a communicator's info hints to
+//! its duplicate) and dropped with the communicator. The info calls still reach the MPI, which
+//! keeps the keys for `MPI_Comm_get_info`. Until some communicator sets a hint, reading one is
+//! a single relaxed load.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -84,15 +89,36 @@ impl P2pPath {
 
 /// The info key of [`P2pPath`].
 pub const PATH_KEY: &str = "sluice_p2p_path";
+/// The info key of a communicator's priority ([`priority`]).
+pub const PRIORITY_KEY: &str = "sluice_priority";
+
+/// A communicator's hints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+struct Hints {
+    path: P2pPath,
+    priority: i32,
+}
+
+impl Hints {
+    /// The attribute value: the path's code in the low byte, the priority above it.
+    fn code(self) -> isize {
+        ((self.priority as isize) << 8) | self.path.code()
+    }
+
+    fn from_code(c: isize) -> Hints {
+        Hints { path: P2pPath::from_code(c & 0xff), priority: (c >> 8) as i32 }
+    }
+}
 
 /// `MPI_KEYVAL_INVALID` as `c_int`.
 const INVALID: c_int = mpi::MPI_KEYVAL_INVALID as c_int;
 static KEYVAL: AtomicI32 = AtomicI32::new(INVALID);
 /// Some communicator has had a hint set (stays set: a cheap "maybe").
 static ANY: AtomicBool = AtomicBool::new(false);
+/// Some communicator has had a path other than `auto` set (the datatype table is told once).
+static PATHS: AtomicBool = AtomicBool::new(false);
 
-/// Whether any communicator may carry a path hint (the datatype table learns it through
-/// `datatype::path_keys_exist`).
+/// Whether any communicator may carry a hint (a path or a priority).
 #[inline]
 pub fn any() -> bool {
     ANY.load(Ordering::Relaxed)
@@ -104,7 +130,16 @@ pub fn path(comm: mpi::MPI_Comm) -> P2pPath {
     if !any() {
         return P2pPath::Auto;
     }
-    path_slow(comm)
+    hints_slow(comm).path
+}
+
+/// The priority of `comm`'s pipelined receives (`sluice_priority`; 0 when none is set).
+#[inline]
+pub fn priority(comm: mpi::MPI_Comm) -> i32 {
+    if !any() {
+        return 0;
+    }
+    hints_slow(comm).priority
 }
 
 /// The paths of the communicators that matched probes took messages on, by message handle
@@ -135,10 +170,10 @@ pub fn matched_path(message: mpi::MPI_Message) -> P2pPath {
 }
 
 #[cold]
-fn path_slow(comm: mpi::MPI_Comm) -> P2pPath {
+fn hints_slow(comm: mpi::MPI_Comm) -> Hints {
     let kv = KEYVAL.load(Ordering::Acquire);
     if kv == INVALID || comm == consts::comm_null() {
-        return P2pPath::Auto;
+        return Hints::default();
     }
     let (mut value, mut flag): (*mut c_void, c_int) = (std::ptr::null_mut(), 0);
     // SAFETY: `comm` is the application's communicator of a call in progress (an invalid one
@@ -146,9 +181,9 @@ fn path_slow(comm: mpi::MPI_Comm) -> P2pPath {
     // `void *`) and `flag` one int.
     let rc = unsafe { mpi::PMPI_Comm_get_attr(comm, kv, (&mut value as *mut *mut c_void).cast(), &mut flag) };
     if rc == errclass::SUCCESS && flag != 0 {
-        P2pPath::from_code(value as isize)
+        Hints::from_code(value as isize)
     } else {
-        P2pPath::Auto
+        Hints::default()
     }
 }
 
@@ -164,7 +199,7 @@ pub fn create_keyval() {
     if rc == errclass::SUCCESS {
         KEYVAL.store(kv, Ordering::Release);
     } else {
-        log::warn!("cannot create the communicator hint keyval (MPI error {rc}); {PATH_KEY} is ignored");
+        log::warn!("cannot create the communicator hint keyval (MPI error {rc}); {PATH_KEY} and {PRIORITY_KEY} are ignored");
     }
 }
 
@@ -206,31 +241,46 @@ fn apply(comm: mpi::MPI_Comm, info: mpi::MPI_Info, replace: bool) {
         return;
     }
     // An unknown value counts as no key (ignored, as MPI ignores hints it does not know).
-    let given = info_value(info, PATH_KEY).and_then(|v| {
+    let path = info_value(info, PATH_KEY).and_then(|v| {
         let p = P2pPath::parse(&v);
         if p.is_none() {
             log::warn!("{PATH_KEY}={v:?} ignored (accepted: auto, mpi, staged, pipelined, arena)");
         }
         p
     });
-    let path = match given {
-        Some(p) => p,
-        None if replace => P2pPath::Auto, // dup_with_info: the parent's copied key goes
-        None => return,
-    };
-    if path != P2pPath::Auto && !ANY.swap(true, Ordering::AcqRel) {
-        // The first hint: types promised to the MPI at every size must take the full path now.
+    let priority = info_value(info, PRIORITY_KEY).and_then(|v| {
+        let p = parse_priority(&v);
+        if p.is_none() {
+            log::warn!("{PRIORITY_KEY}={v:?} ignored (accepted: an integer from -8388608 to 8388607)");
+        }
+        p
+    });
+    if path.is_none() && priority.is_none() && !replace {
+        return;
+    }
+    // dup_with_info: the parent's copied keys go; set_info: keys not given stay.
+    let old = if replace || !any() { Hints::default() } else { hints_slow(comm) };
+    let new = Hints { path: path.unwrap_or(old.path), priority: priority.unwrap_or(old.priority) };
+    if new.path != P2pPath::Auto && !PATHS.swap(true, Ordering::AcqRel) {
+        // The first path hint: types promised to the MPI at every size must take the full
+        // path now.
         crate::protocol::datatype::path_keys_exist();
     }
-    if path == P2pPath::Auto && !any() {
+    if new == Hints::default() && !any() {
         return; // nothing set anywhere: no attribute needed
     }
+    ANY.store(true, Ordering::Release);
     // SAFETY: `comm` is a valid communicator (the MPI call on it just succeeded); the value is
-    // an integer carried in the pointer, never dereferenced.
-    let rc = unsafe { mpi::PMPI_Comm_set_attr(comm, kv, path.code() as *mut c_void) };
+    // integers carried in the pointer, never dereferenced.
+    let rc = unsafe { mpi::PMPI_Comm_set_attr(comm, kv, new.code() as *mut c_void) };
     if rc != errclass::SUCCESS {
-        log::warn!("cannot record {PATH_KEY} on a communicator (MPI error {rc}); it is ignored");
+        log::warn!("cannot record {PATH_KEY}/{PRIORITY_KEY} on a communicator (MPI error {rc}); they are ignored");
     }
+}
+
+/// A priority value: a decimal integer that fits the attribute beside the path (24 bits).
+fn parse_priority(v: &str) -> Option<i32> {
+    v.trim().parse::<i32>().ok().filter(|p| (-(1 << 23)..(1 << 23)).contains(p))
 }
 
 /// `MPI_Comm_set_info`: the MPI's call, then sluice's keys.
@@ -274,6 +324,21 @@ mod tests {
         assert_eq!(P2pPath::parse("fast"), None);
         assert_eq!(P2pPath::from_code(0), P2pPath::Auto, "no attribute value: auto");
         assert_eq!(P2pPath::from_code(99), P2pPath::Auto);
+    }
+
+    #[test]
+    fn hints_round_trip_through_the_attribute_value() {
+        for path in P2pPath::ALL {
+            for priority in [0, 1, -1, 7, -(1 << 23), (1 << 23) - 1] {
+                let h = Hints { path, priority };
+                assert_eq!(Hints::from_code(h.code()), h);
+            }
+        }
+        assert_eq!(Hints::from_code(0), Hints::default(), "no attribute value: no hints");
+        assert_eq!(parse_priority(" 3 "), Some(3));
+        assert_eq!(parse_priority("-2"), Some(-2));
+        assert_eq!(parse_priority("high"), None);
+        assert_eq!(parse_priority("8388608"), None, "does not fit beside the path");
     }
 
     #[test]

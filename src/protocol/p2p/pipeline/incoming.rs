@@ -11,6 +11,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
 
+use super::urgency::Busy;
 use super::{chunk_posting, depth, m0_data, private, Header};
 use crate::ffi::{consts, errclass, mpi, next, request_from_key, request_key};
 use crate::protocol::p2p::ops::Op;
@@ -218,6 +219,9 @@ pub struct Incoming {
     /// Told how many stream bytes are in place ([`watching`]), and the last value told.
     watch: Option<Watcher>,
     told: usize,
+    /// Counted among the receives under way at its communicator's priority, while any
+    /// communicator has a hint (`urgency`).
+    busy: Option<Busy>,
 }
 
 impl Incoming {
@@ -289,6 +293,7 @@ impl Incoming {
             shm,
             watch,
             told: 0,
+            busy: crate::protocol::comm_hints::any().then(|| Busy::enter(crate::protocol::comm_hints::priority(comm))),
         };
         if header.device {
             // SAFETY: forwarded contract.
@@ -310,6 +315,13 @@ impl Incoming {
     pub fn with_origin(mut self, source: c_int, tag: c_int) -> Incoming {
         self.origin = Some((source, tag));
         self
+    }
+
+    /// Tells the priorities that this transfer made progress.
+    fn moved(&self) {
+        if let Some(b) = &self.busy {
+            b.moved();
+        }
     }
 
     /// Posts chunk receives up to the depth.
@@ -364,6 +376,9 @@ impl Incoming {
     /// # Safety
     /// The destination buffers are still the live receive's.
     pub unsafe fn advance(&mut self, block: bool) -> bool {
+        if !block && self.busy.as_ref().is_some_and(Busy::outranked) {
+            return false; // a transfer of higher priority goes first (`urgency`)
+        }
         if self.shm.is_some() {
             // SAFETY: forwarded contract.
             return unsafe { self.advance_shm(block) };
@@ -388,6 +403,7 @@ impl Incoming {
                 // SAFETY: forwarded contract.
                 unsafe { self.land(slot) };
                 self.in_place(end);
+                self.moved();
             } else {
                 // The chunk did not arrive: the receive completes with this error (the rest of
                 // the stream is still taken, so no chunk is left for a later transfer).
@@ -422,6 +438,7 @@ impl Incoming {
                 unsafe { self.put(r.bytes(self.next_off - d, avail - d), self.next_off) };
                 self.next_off = avail;
                 tell(&mut self.watch, &mut self.told, avail.min(self.capacity));
+                self.moved();
                 idle = 0;
             }
             if self.next_off >= self.total {

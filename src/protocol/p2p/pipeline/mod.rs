@@ -18,6 +18,7 @@ pub mod send;
 pub mod serve;
 pub mod stash;
 pub mod track;
+pub mod urgency;
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering};

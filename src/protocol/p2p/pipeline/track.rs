@@ -18,6 +18,7 @@ use std::sync::Mutex;
 use super::incoming::{Dest, Incoming, Outcome};
 use super::placeholder::Placeholder;
 use super::reserved;
+use super::urgency;
 use crate::ffi::{consts, errclass, mpi, request_from_key, request_key};
 use crate::protocol::p2p::Layout;
 use crate::protocol::p2p::{blank_status, ops, received_bytes, Source};
@@ -65,6 +66,8 @@ pub struct Entry {
     /// A persistent receive served from the stash (`persistent::start_from_stash`): its own
     /// entry, put back once the served transfer completed.
     resume: Option<Box<Entry>>,
+    /// The communicator's `sluice_priority` (`urgency`: the order of a sweep).
+    priority: i32,
 }
 
 impl Entry {
@@ -79,6 +82,7 @@ impl Entry {
             active: !persistent,
             freed: false,
             resume: None,
+            priority: crate::protocol::comm_hints::priority(comm),
         }
     }
 
@@ -121,7 +125,17 @@ pub fn arm_served(p: Placeholder, t: Result<Incoming, Outcome>, comm: mpi::MPI_C
     };
     arm(
         req,
-        Entry { state, landing, capacity: 0, comm: super::comm_key(comm), persistent: false, active: true, freed: false, resume: None },
+        Entry {
+            state,
+            landing,
+            capacity: 0,
+            comm: super::comm_key(comm),
+            persistent: false,
+            active: true,
+            freed: false,
+            resume: None,
+            priority: crate::protocol::comm_hints::priority(comm),
+        },
     );
 }
 
@@ -134,7 +148,11 @@ pub fn arm_served_persistent(req: Req, t: Result<Incoming, Outcome>, comm: mpi::
         Err(o) => State::Done(o),
     };
     let landing = Landing::Served(None);
-    arm(req, Entry { state, landing, capacity: 0, comm: super::comm_key(comm), persistent: true, active: true, freed: false, resume });
+    let priority = crate::protocol::comm_hints::priority(comm);
+    arm(
+        req,
+        Entry { state, landing, capacity: 0, comm: super::comm_key(comm), persistent: true, active: true, freed: false, resume, priority },
+    );
 }
 
 /// Tracks the receive the MPI just returned as `req`.
@@ -267,6 +285,10 @@ fn gate(req: Req) -> Gate {
         Taken::InUse => return Gate::Hidden,
         Taken::Yes(e) => e,
     };
+    if urgency::sweep_skips(e.priority) && !matches!(e.state, State::Done(_)) {
+        restore(req, e); // a receive of higher priority completed in this pass: the next one
+        return Gate::Hidden;
+    }
     // SAFETY: a tracked receive is live; its buffers are valid until it completes.
     let g = unsafe { advance(req, &mut e) };
     if e.freed && !matches!(g, Gate::Hidden) {
@@ -364,6 +386,7 @@ unsafe fn advance(req: Req, e: &mut Entry) -> Gate {
                 ops::restore(req, op.into());
             }
         }
+        urgency::sweep_finished(e.priority);
         e.state = State::Done(o);
     }
     match e.state {
@@ -406,20 +429,28 @@ unsafe fn begin(req: Req, e: &mut Entry) -> Option<Incoming> {
 
 /// Drives the progress engine: every source, the tracked receives among them (chunks keep
 /// flowing while the application completes other requests).
+/// Starts the completion call's pass over the receives (`urgency`: the requests it names
+/// follow in [`prepare`]).
 #[inline]
 pub fn progress_all() {
+    urgency::sweep_start();
     crate::transfer::runtime::progress::drive();
 }
 
-/// Advances every tracked receive and finishes those the application freed (the progress
-/// engine's poll of [`TRACKED`]).
+/// Advances every tracked receive, the most urgent first (`urgency`), and finishes those the
+/// application freed (the progress engine's poll of [`TRACKED`]).
 fn poll_receives() {
-    let keys: Vec<usize> = {
+    urgency::sweep_start();
+    let mut keys: Vec<(usize, i32)> = {
         let g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
         let wanted = |e: &Entry| e.active || e.freed;
-        g.as_ref().map_or_else(Vec::new, |m| m.iter().filter(|(_, v)| v.as_ref().is_some_and(wanted)).map(|(k, _)| *k).collect())
+        g.as_ref()
+            .map_or_else(Vec::new, |m| m.iter().filter_map(|(k, v)| v.as_ref().filter(|e| wanted(e)).map(|e| (*k, e.priority))).collect())
     };
-    for k in keys {
+    if keys.iter().any(|&(_, p)| p != 0) {
+        keys.sort_by_key(|&(_, p)| std::cmp::Reverse(p));
+    }
+    for (k, _) in keys {
         // Releases the receives the application freed, once they are done (see `gate`).
         gate(request_from_key(k));
     }
@@ -446,7 +477,8 @@ fn release_freed(req: Req, g: Gate) {
 /// and tells whether any is still hidden. Hidden ones stay in the table.
 fn prepare(reqs: &[Req]) -> (Vec<(usize, Entry, Outcome)>, Vec<usize>) {
     let (mut fin, mut hidden) = (Vec::new(), Vec::new());
-    for (i, &r) in reqs.iter().enumerate() {
+    for i in urgent_first(reqs) {
+        let r = reqs[i];
         if r == consts::request_null() {
             continue;
         }
@@ -460,7 +492,24 @@ fn prepare(reqs: &[Req]) -> (Vec<(usize, Entry, Outcome)>, Vec<usize>) {
             },
         }
     }
+    fin.sort_by_key(|(i, _, _)| *i);
+    hidden.sort_unstable();
     (fin, hidden)
+}
+
+/// The positions of `reqs`, the receives of higher priority first (`urgency`; in order when
+/// no communicator has a hint).
+fn urgent_first(reqs: &[Req]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..reqs.len()).collect();
+    if reqs.len() > 1 && crate::protocol::comm_hints::any() {
+        let g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = g.as_ref() {
+            let prio = |i: usize| m.get(&request_key(reqs[i])).and_then(|v| v.as_ref()).map_or(0, |e| e.priority);
+            let p: Vec<i32> = (0..reqs.len()).map(prio).collect();
+            order.sort_by_key(|&i| std::cmp::Reverse(p[i]));
+        }
+    }
+    order
 }
 
 /// After the MPI call: corrects the statuses of finished transfers it completed (`done(i)`;
