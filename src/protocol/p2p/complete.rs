@@ -132,12 +132,16 @@ unsafe fn requests<'a>(reqs: *mut Req, n: c_int) -> &'a mut [Req] {
     }
 }
 
+// The `*_mpi` calls do not drive progress: every entry point below drives it first, the track
+// layer in its passes over the pipelined receives. A pass that completed an urgent receive
+// leaves the receives of lower priority for the next pass (`pipeline::urgency`); driving again
+// here, before the MPI's call, would unpack them all before the urgent one is returned.
+
 /// `MPI_Wait`.
 ///
 /// # Safety
 /// As `MPI_Wait`.
 pub(crate) unsafe fn wait_mpi(request: *mut Req, status: *mut Status) -> c_int {
-    progress::drive();
     // SAFETY: a non-null request pointer is the application's handle.
     let Some(mut op) = (!request.is_null()).then(|| ops::take(unsafe { *request })).flatten() else {
         // SAFETY: forwarded unchanged.
@@ -166,7 +170,6 @@ pub(crate) unsafe fn wait_mpi(request: *mut Req, status: *mut Status) -> c_int {
 /// # Safety
 /// As `MPI_Test`.
 pub(crate) unsafe fn test_mpi(request: *mut Req, flag: *mut c_int, status: *mut Status) -> c_int {
-    progress::drive();
     // SAFETY: a non-null request pointer is the application's handle.
     let Some(mut op) = (!request.is_null()).then(|| ops::take(unsafe { *request })).flatten() else {
         // SAFETY: forwarded unchanged.
@@ -196,7 +199,6 @@ pub(crate) unsafe fn test_mpi(request: *mut Req, flag: *mut c_int, status: *mut 
 /// # Safety
 /// As `MPI_Waitall`.
 pub(crate) unsafe fn waitall_mpi(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_int {
-    progress::drive();
     // SAFETY: the application's array of `count` requests.
     let rs = unsafe { requests(reqs, count) };
     let taken = Taken::from(rs);
@@ -227,7 +229,6 @@ pub(crate) unsafe fn waitall_mpi(count: c_int, reqs: *mut Req, statuses: *mut St
 /// # Safety
 /// As `MPI_Testall`.
 pub(crate) unsafe fn testall_mpi(count: c_int, reqs: *mut Req, flag: *mut c_int, statuses: *mut Status) -> c_int {
-    progress::drive();
     // SAFETY: the application's array of `count` requests.
     let rs = unsafe { requests(reqs, count) };
     let taken = Taken::from(rs);
@@ -263,7 +264,6 @@ unsafe fn any_of(
     call: impl FnOnce(*mut Req, *mut Status) -> c_int,
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
-    progress::drive();
     // SAFETY: the application's array of `count` requests.
     let rs = unsafe { requests(reqs, count) };
     let taken = Taken::from(rs);
@@ -323,7 +323,6 @@ unsafe fn some_of(
     call: impl FnOnce(*mut Req, *mut Status) -> c_int,
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
-    progress::drive();
     // SAFETY: the application's array of `incount` requests.
     let rs = unsafe { requests(reqs, incount) };
     let taken = Taken::from(rs);
@@ -412,7 +411,6 @@ pub(crate) unsafe fn testsome_mpi(
 /// # Safety
 /// As `MPI_Request_get_status`.
 pub(crate) unsafe fn request_get_status_mpi(request: Req, flag: *mut c_int, status: *mut Status) -> c_int {
-    progress::drive();
     let Some(mut op) = ops::take(request) else {
         // SAFETY: forwarded unchanged.
         return unsafe { next::MPI_Request_get_status(request, flag, status) };
