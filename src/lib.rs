@@ -31,4 +31,5 @@ pub(crate) mod protocol;
 pub use protocol::pack_engine;
 pub(crate) mod runtime;
 pub mod stats;
+pub mod tools;
 pub mod transfer;

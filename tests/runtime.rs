@@ -97,7 +97,9 @@ fn fortran_module_copies_and_reports_errors() {
 fn mpi_paths_are_calibrated_between_two_ranks() {
     // `mpirun -np 2 sluice-info --calibrate`: the MPI's contiguous path and its datatype engine,
     // measured between ranks 0 and 1, join the model as two channels to rank 1's memory (a
-    // peer on this node; a remote rank across the emulated cluster's nodes). Rank 0 writes it.
+    // peer on this node; a remote rank across the emulated cluster's nodes), and on one node a
+    // third, the same typed messages through sluice's arena path. Rank 0 writes it, naming the
+    // MPI.
     let dir = std::env::temp_dir().join(format!("sluice-mpi-cal-{}", std::process::id()));
     let path = dir.join("model.toml");
     let p = path.to_str().unwrap();
@@ -110,7 +112,13 @@ fn mpi_paths_are_calibrated_between_two_ranks() {
     let sys = model.memory_id("SYS0").unwrap();
     use sluice::transfer::plan::ChannelKind;
     let kinds: Vec<ChannelKind> = model.incoming(to).iter().map(|&c| model.channel(c).kind).collect();
-    assert_eq!(kinds, [ChannelKind::Network, ChannelKind::MpiTyped], "{}", job.all());
+    let want: &[ChannelKind] = if cluster_nodes() > 1 {
+        &[ChannelKind::Network, ChannelKind::MpiTyped]
+    } else {
+        &[ChannelKind::Network, ChannelKind::MpiTyped, ChannelKind::ShmTyped]
+    };
+    assert_eq!(kinds, want, "{}", job.all());
+    assert_eq!(model.mpi(), Some(if cfg!(sluice_mpi = "mpich") { "mpich" } else { "openmpi" }), "{}", job.all());
     for &c in model.incoming(to) {
         let ch = model.channel(c);
         assert_eq!(ch.src, sys);

@@ -170,19 +170,35 @@ fn launched_by_mpi() -> bool {
     ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"].iter().any(|v| std::env::var_os(v).is_some())
 }
 
-/// Initializes the MPI, measures its paths between ranks 0 and 1 (every rank takes part),
-/// finalizes it; returns this rank and rank 0's curves.
+/// Initializes the MPI through sluice (its `MPI_Init`: the pipeline and the shared-memory
+/// arena start as in an application), measures the MPI's paths between ranks 0 and 1 (every
+/// rank takes part) and, when they share a node, the same typed messages through sluice's
+/// arena path, finalizes; returns this rank and rank 0's curves.
 fn measure_mpi() -> Result<(c_int, Option<sluice::transfer::mpi_calibrate::MpiCurves>), String> {
+    use sluice::transfer::mpi_calibrate;
     let mut rank = 0;
-    // SAFETY: MPI_Init with null arguments is allowed; this process has not initialized MPI.
-    if unsafe { mpi::PMPI_Init(std::ptr::null_mut(), std::ptr::null_mut()) } != 0 {
+    if sluice::tools::init() != 0 {
         return Err("MPI_Init failed".into());
     }
     // SAFETY: MPI is initialized; writes one int.
     unsafe { mpi::PMPI_Comm_rank(sluice::ffi::consts::comm_world(), &mut rank) };
-    let r = sluice::transfer::mpi_calibrate::measure();
-    // SAFETY: every rank finalizes after the collective measurement returned (or failed).
-    unsafe { mpi::PMPI_Finalize() };
+    let mut r = mpi_calibrate::measure();
+    // Collective over MPI_COMM_WORLD; ranks 0 and 1 measure when they share a node.
+    let local = matches!(&r, Ok(Some(c)) if c.peer_kind == "peer");
+    if let Some(calls) = sluice::tools::arena_calls() {
+        if local {
+            match mpi_calibrate::measure_typed(&calls) {
+                Ok(a) => {
+                    if let Ok(Some(c)) = &mut r {
+                        c.arena = a;
+                    }
+                }
+                Err(e) => r = Err(e),
+            }
+        }
+        sluice::tools::free_comm(calls.comm);
+    }
+    sluice::tools::finalize();
     r.map(|c| (rank, c))
 }
 

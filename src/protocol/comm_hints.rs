@@ -264,7 +264,7 @@ fn apply(comm: mpi::MPI_Comm, info: mpi::MPI_Info, replace: bool) {
     if new.path != P2pPath::Auto && !PATHS.swap(true, Ordering::AcqRel) {
         // The first path hint: types promised to the MPI at every size must take the full
         // path now.
-        crate::protocol::datatype::path_keys_exist();
+        crate::protocol::datatype::large_blocks_may_take_sluice();
     }
     if new == Hints::default() && !any() {
         return; // nothing set anywhere: no attribute needed

@@ -66,19 +66,21 @@ fn left_to_mpi(c: &CompiledType) -> bool {
     let cfg = crate::runtime::config();
     let block = cfg.map_or(usize::MAX, |cfg| cfg.p2p_mpi_block);
     let large = c.kernel().min_block(1, dl.extent).is_some_and(|b| b >= block);
-    // A communicator's `sluice_p2p_path` hint may send large blocks through sluice: once any
-    // is set, such types take the full path, which reads the hint.
-    contiguous || (large && cfg.is_some_and(|c| c.p2p_mpi_above == 0) && !PATH_KEYS.load(Ordering::Relaxed))
+    // A communicator's `sluice_p2p_path` hint may send large blocks through sluice: then such
+    // types take the full path, which decides.
+    contiguous || (large && cfg.is_some_and(|c| c.p2p_mpi_above == 0) && !NO_PROMISE.load(Ordering::Relaxed))
 }
 
-/// Whether some communicator carries a `sluice_p2p_path` key (`protocol::comm_hints`): from
-/// then on [`left_to_mpi`] promises nothing, since the key may send any type through sluice.
-static PATH_KEYS: AtomicBool = AtomicBool::new(false);
+/// Whether large blocks may take sluice's path after all: some communicator carries a
+/// `sluice_p2p_path` key (`protocol::comm_hints`). From then on [`left_to_mpi`] promises
+/// nothing.
+static NO_PROMISE: AtomicBool = AtomicBool::new(false);
 
-/// The first communicator path key was set: recomputes every compiled type's
-/// [`TypeHint::left_to_mpi`] and every slot's quick limit (once).
-pub(crate) fn path_keys_exist() {
-    if !PATH_KEYS.swap(true, Ordering::AcqRel) {
+/// Large blocks may take sluice's path from now on (the first path key):
+/// recomputes every compiled type's [`TypeHint::left_to_mpi`] and every slot's quick limit
+/// (once).
+pub(crate) fn large_blocks_may_take_sluice() {
+    if !NO_PROMISE.swap(true, Ordering::AcqRel) {
         refresh_hints();
     }
 }

@@ -5,6 +5,7 @@
 //!
 //! ```toml
 //! threshold = 33554432        # TH: largest intermediate buffer, bytes
+//! mpi = "openmpi"             # optional: the MPI whose paths the MPI channels measured
 //!
 //! [[memory]]
 //! name = "FBM0"               # unique; channels refer to memories by name
@@ -12,8 +13,8 @@
 //! node = 0
 //!
 //! [[channel]]
-//! kind = "gpu_read"           # memcpy | shm | network | disk_read | disk_write | gpu_read
-//!                             # | gpu_write | gpu_copy | remote_memcpy
+//! kind = "gpu_read"           # memcpy | shm | network | mpi_typed | shm_typed | disk_read
+//!                             # | disk_write | gpu_read | gpu_write | gpu_copy | remote_memcpy
 //! src = "FBM0"
 //! dst = "ZCM0"                # src = dst: a self-loop (layout conversion in place)
 //! curve = [[1024, 0.5e9], [32768, 3.0e9], [1048576, 6.418e9]]   # [request bytes, bytes/s]
@@ -34,6 +35,9 @@ use super::model::{Channel, ChannelKind, Memory, MemoryId, MemoryKind, Model, Mo
 #[serde(deny_unknown_fields)]
 struct File {
     threshold: u64,
+    /// The MPI whose paths the `network`, `mpi_typed` and `shm_typed` channels measured.
+    #[serde(default)]
+    mpi: Option<String>,
     #[serde(default)]
     memory: Vec<MemoryEntry>,
     #[serde(default)]
@@ -84,7 +88,7 @@ impl Model {
             let curve = points.and_then(|p| Curve::new(&p)).map_err(|reason| ModelError::BadCurve { channel: i, reason })?;
             channels.push(Channel { kind: c.kind, src: id(i, &c.src)?, dst: id(i, &c.dst)?, curve });
         }
-        Model::new(memories, channels, file.threshold)
+        Ok(Model::new(memories, channels, file.threshold)?.with_mpi(file.mpi))
     }
 
     /// A model from a model file.

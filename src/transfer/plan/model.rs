@@ -55,6 +55,10 @@ pub enum ChannelKind {
     /// A derived datatype handed to the MPI's own engine, which packs and unpacks it on the way
     /// (request size: the layout's contiguous block; `transfer::mpi_calibrate`).
     MpiTyped,
+    /// A derived datatype sent through sluice's pipelined protocol over the shared-memory arena
+    /// (packed and unpacked by sluice's engine; request size: the layout's contiguous block),
+    /// the alternative to [`ChannelKind::MpiTyped`] between ranks of one node.
+    ShmTyped,
     DiskRead,
     DiskWrite,
     GpuRead,
@@ -134,6 +138,8 @@ pub struct Model {
     out: Vec<Vec<ChannelId>>,
     /// Incoming channels of each memory other than self-loops, in channel order.
     into: Vec<Vec<ChannelId>>,
+    /// The MPI whose paths the model's MPI channels measured (`"openmpi"`, `"mpich"`), if known.
+    mpi: Option<String>,
 }
 
 impl Model {
@@ -159,7 +165,7 @@ impl Model {
                 into[c.dst.0 as usize].push(ChannelId(i as u32));
             }
         }
-        Ok(Model { memories, channels, threshold, by_name, out, into })
+        Ok(Model { memories, channels, threshold, by_name, out, into, mpi: None })
     }
 
     pub fn memories(&self) -> &[Memory] {
@@ -173,6 +179,17 @@ impl Model {
     /// `TH`: the largest intermediate buffer (bytes).
     pub fn threshold(&self) -> u64 {
         self.threshold
+    }
+
+    /// The MPI whose paths the MPI channels measured (a calibration names it).
+    pub fn mpi(&self) -> Option<&str> {
+        self.mpi.as_deref()
+    }
+
+    /// The model, its MPI channels measured with `mpi`.
+    pub fn with_mpi(mut self, mpi: Option<String>) -> Model {
+        self.mpi = mpi;
+        self
     }
 
     /// The memory called `name`.

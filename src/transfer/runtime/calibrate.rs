@@ -103,7 +103,11 @@ pub fn measure(scratch: &Path, host: &str, mpi: Option<&MpiCurves>) -> Result<St
     let mut s = String::new();
     let _ = writeln!(s, "# sluice machine model of host {host}, measured by sluice-info --calibrate (docs/runtime.md).");
     let _ = writeln!(s, "# Memcpy: packing runs of the request size; disk: a file in {} (page cache).", scratch.display());
-    let _ = writeln!(s, "threshold = 16777216\n");
+    let _ = writeln!(s, "threshold = 16777216");
+    if mpi.is_some() {
+        let _ = writeln!(s, "mpi = \"{}\"", crate::ffi::FLAVOR);
+    }
+    let _ = writeln!(s);
     for (name, kind) in [("SYS0", "sys"), ("DSK0", "dsk")] {
         let _ = writeln!(s, "[[memory]]\nname = \"{name}\"\nkind = \"{kind}\"\nnode = 0\n");
     }
@@ -115,6 +119,9 @@ pub fn measure(scratch: &Path, host: &str, mpi: Option<&MpiCurves>) -> Result<St
         let _ = writeln!(s, "[[memory]]\nname = \"{name}\"\nkind = \"{}\"\nnode = {node}\n", m.peer_kind);
         channels.push(("network", "SYS0", name, &m.contiguous));
         channels.push(("mpi_typed", "SYS0", name, &m.typed));
+        if !m.arena.is_empty() {
+            channels.push(("shm_typed", "SYS0", name, &m.arena));
+        }
     }
     for (kind, src, dst, c) in channels {
         let _ = writeln!(s, "[[channel]]\nkind = \"{kind}\"\nsrc = \"{src}\"\ndst = \"{dst}\"\ncurve = {}\n", curve(c));
@@ -145,14 +152,18 @@ mod tests {
         assert_eq!(m.channels().len(), 3);
         // The MPI's paths (measured in an MPI job, tests/sluice_info.rs) join as two channels
         // to a fourth memory.
-        let curves =
-            super::MpiCurves { peer_kind: "peer", contiguous: vec![(4096, 1e9), (1 << 20, 5e9)], typed: vec![(8, 2e8), (4096, 3e9)] };
+        let curves = super::MpiCurves {
+            peer_kind: "peer",
+            contiguous: vec![(4096, 1e9), (1 << 20, 5e9)],
+            typed: vec![(8, 2e8), (4096, 3e9)],
+            arena: vec![(8, 1e9), (4096, 6e9)],
+        };
         let with = crate::transfer::plan::Model::from_toml_str(&super::measure(&dir, "test", Some(&curves)).unwrap()).unwrap();
-        assert_eq!(with.channels().len(), 5);
+        assert_eq!(with.channels().len(), 6);
         let peer = with.memory_id("PEER0").unwrap();
         let kinds: Vec<_> = with.incoming(peer).iter().map(|&c| with.channel(c).kind).collect();
         use crate::transfer::plan::ChannelKind;
-        assert_eq!(kinds, [ChannelKind::Network, ChannelKind::MpiTyped]);
+        assert_eq!(kinds, [ChannelKind::Network, ChannelKind::MpiTyped, ChannelKind::ShmTyped]);
         assert!(m.channels().iter().all(|c| c.curve.peak() > 1e6), "{text}");
         let path = dir.join(format!("sluice-cal-{}/model.toml", std::process::id()));
         super::write_atomically(&path, &text).unwrap();
