@@ -236,10 +236,19 @@ fn p2p_pipeline() {
     // 2 MiB message at a time, so that messages sent while it is full fall back to the MPI.
     let min_no_shm: &[(&str, &str)] = &[("SLUICE_PIPELINE_THRESHOLD", "128"), ("SLUICE_PIPELINE_CHUNK", "4K"), ("SLUICE_SHM_ARENA", "off")];
     let small_arena: &[(&str, &str)] = &[("SLUICE_PIPELINE_THRESHOLD", "128"), ("SLUICE_PIPELINE_CHUNK", "4K"), ("SLUICE_SHM_ARENA", "3M")];
-    for env in [&[][..], min, min_no_shm, small_arena] {
+    // The default settings learn each type's path (a contest between the MPI's engine and
+    // sluice's, docs/protocol.md), so how many transfers are pipelined is not fixed there: the
+    // routing counts below hold with the plain rule (`SLUICE_P2P_MPI_ABOVE=off`).
+    for np in RANKS {
+        assert_ok("p2p_pipeline", &format!("sluice, {np} ranks, default settings"), &launch_shim(np, &exe, &[]));
+    }
+    for env in [&[("SLUICE_P2P_MPI_ABOVE", "off")][..], min, min_no_shm, small_arena] {
         for np in RANKS {
             let mut env = env.to_vec();
             env.push(("SLUICE_STATS", "1"));
+            if !env.iter().any(|(k, _)| *k == "SLUICE_P2P_MPI_ABOVE") {
+                env.push(("SLUICE_P2P_MPI_ABOVE", "off"));
+            }
             let job = launch_shim(np, &exe, &env);
             assert_ok("p2p_pipeline", &format!("sluice, {np} ranks, {env:?}"), &job);
             // Each pair runs 21 pipelined transfers (6 from persistent sends), counted by
@@ -293,6 +302,32 @@ fn p2p_pingping_never_hangs() {
             for _ in 0..3 {
                 let job = launch_shim(np, &exe, cfg.env);
                 job.assert_pass("p2p_pingping");
+            }
+        }
+    }
+}
+
+#[test]
+fn sends_learn_their_path_per_type_and_stay_exact() {
+    // The per-type path contest: blocking sends alternate between the MPI's engine and sluice's
+    // path and then keep the faster; every message of every round is checked (blocking,
+    // nonblocking and probed receives). Within a node each size class decides (the plan log);
+    // across nodes there is no contest.
+    let exe = compile_c("p2p_contest");
+    launch(2, &exe, &[], None).assert_pass("p2p_contest");
+    for cfg in CONFIGS {
+        let mut env = cfg.env.to_vec();
+        env.push(("SLUICE_LOG", "plan"));
+        for np in RANKS {
+            let job = launch_shim(np, &exe, &env);
+            job.assert_pass("p2p_contest");
+            let decided = job.stderr.matches("learned from blocking sends").count();
+            let arena_on = !cfg.env.contains(&("SLUICE_SHM_ARENA", "off"));
+            if cluster_nodes() > 1 || !arena_on {
+                assert_eq!(decided, 0, "no contest across nodes or without the arena:\n{}", job.all());
+            } else {
+                // 3 size classes x 2 directions per pair; each sender logs its own decisions.
+                assert_eq!(decided, 6 * np as usize / 2, "{np} ranks, {:?}:\n{}", cfg.env, job.all());
             }
         }
     }

@@ -56,7 +56,8 @@ impl Layout {
         // The lock-free hint answers the common cases without the table's lock: contiguous
         // types, and large blocks when every size goes to the MPI (Open MPI's `auto`).
         if let Some(h) = crate::protocol::datatype::hint(datatype) {
-            if h.left_to_mpi {
+            // (A forced path, `P2pPath::Arena` from a decided contest among them, asks anyway.)
+            if h.left_to_mpi && !path.engine_forced() {
                 return None;
             }
         }

@@ -15,6 +15,7 @@
 //! - [`fast`]: which calls the handlers would forward unchanged, decided before dispatch.
 
 pub mod complete;
+pub mod contest;
 pub mod fast;
 pub mod ops;
 pub mod pipeline;

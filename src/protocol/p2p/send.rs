@@ -6,6 +6,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
+use super::contest;
 use super::ops::{self, Dir, Op};
 use super::pipeline::{self, send::Arriving, send::PostFn, send::Source};
 use super::{is_proc_null, Layout};
@@ -21,7 +22,8 @@ type BlockingFn = unsafe fn(*const c_void, c_int, Dt, c_int, c_int, Comm) -> c_i
 /// A send that returns a request (`MPI_Isend`, ..., `MPI_Send_init`, ...).
 type RequestFn = unsafe fn(*const c_void, c_int, Dt, c_int, c_int, Comm, *mut Req) -> c_int;
 
-/// A blocking send in any mode.
+/// A blocking send in any mode (`timed`: one whose call lasts until its data has moved, which
+/// may take part in its type's path contest: not `MPI_Bsend`).
 ///
 /// # Safety
 /// As the MPI send call; `forward` is that call with the application's arguments.
@@ -33,12 +35,42 @@ unsafe fn blocking(
     dest: c_int,
     tag: c_int,
     comm: Comm,
+    timed: bool,
     mpi_send: BlockingFn,
     post: PostFn,
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
     let path = comm_hints::path(comm);
-    let Some(layout) = Layout::of(buf, count, datatype, path, &|| super::shares_node(comm, dest)).filter(|_| !is_proc_null(dest)) else {
+    let shares = || super::shares_node(comm, dest);
+    let layout = Layout::of(buf, count, datatype, path, &shares).filter(|_| !is_proc_null(dest));
+    let (layout, turn) = contested(layout, buf, count, datatype, dest, path, timed, &shares);
+    // SAFETY: forwarded contract.
+    let rc = unsafe { blocking_on(layout, buf, count, datatype, dest, tag, comm, path, mpi_send, post, forward) };
+    if let Some(t) = turn {
+        note_decision(t.done(rc == errclass::SUCCESS), datatype);
+    }
+    rc
+}
+
+/// [`blocking`] once the layout is chosen (`None`: the MPI's engine).
+///
+/// # Safety
+/// As [`blocking`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn blocking_on(
+    layout: Option<Layout>,
+    buf: *const c_void,
+    count: i64,
+    datatype: Dt,
+    dest: c_int,
+    tag: c_int,
+    comm: Comm,
+    path: P2pPath,
+    mpi_send: BlockingFn,
+    post: PostFn,
+    forward: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some(layout) = layout else {
         return match reserved_size(buf, count, datatype, dest, comm) {
             // SAFETY: forwarded contract.
             Some(r) => unsafe { pipelined_blocking(r.source(), pipeline::reserved(), dest, tag, comm, post, path) },
@@ -75,9 +107,11 @@ unsafe fn with_request(
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
     let path = comm_hints::path(comm);
-    let layout =
-        Layout::of(buf, count, datatype, path, &|| super::shares_node(comm, dest)).filter(|_| !is_proc_null(dest) && !request.is_null());
-    let Some(layout) = layout else {
+    let shares = || super::shares_node(comm, dest);
+    let layout = Layout::of(buf, count, datatype, path, &shares).filter(|_| !is_proc_null(dest));
+    // Only a decided contest applies here (a nonblocking send is not timed).
+    let (layout, _) = contested(layout, buf, count, datatype, dest, path, false, &shares);
+    let Some(layout) = layout.filter(|_| !request.is_null()) else {
         if !persistent && !request.is_null() {
             if let Some(r) = reserved_size(buf, count, datatype, dest, comm) {
                 // SAFETY: forwarded contract; `request` is the application's non-null pointer.
@@ -113,6 +147,89 @@ unsafe fn with_request(
         ops::track(unsafe { *request }, op);
     }
     rc
+}
+
+/// The layout of a send after its type's path contest (`contest`): between the MPI's engine
+/// (`None`) and sluice's (staged, or pipelined through the arena above the reserved size), for
+/// a message of at least `contest::MIN_BYTES` and not the reserved size (the pipeline's marker)
+/// of a non-contiguous type the engine serves, to a rank of this node, on a communicator
+/// without a path key, with the arena on and `SLUICE_P2P_MPI_ABOVE=auto` (a byte count or
+/// `off` asks for the plain rule). A decided contest sets the path; an undecided one may give a blocking send
+/// (`timed`) a side to run and time (the returned turn); otherwise `layout` (the built-in
+/// rules) stands.
+#[allow(clippy::too_many_arguments)]
+fn contested(
+    layout: Option<Layout>,
+    buf: *const c_void,
+    count: i64,
+    datatype: Dt,
+    dest: c_int,
+    path: P2pPath,
+    timed: bool,
+    shares: &dyn Fn() -> bool,
+) -> (Option<Layout>, Option<contest::Turn>) {
+    let reserved = pipeline::reserved();
+    if path != P2pPath::Auto || reserved == 0 || is_proc_null(dest) || buf.is_null() {
+        return (layout, None);
+    }
+    // The size first, from the lock-free hint where it can (most sends end here).
+    let bytes = match &layout {
+        Some(l) => l.bytes(),
+        None => match pipeline::bytes_if_large(count, datatype) {
+            Some(n) => n,
+            // (Below the reserved size the hint's size, when the type has one there.)
+            None => match crate::protocol::datatype::hint(datatype) {
+                Some(h) => h.size.saturating_mul(count.max(0) as usize),
+                None => return (layout, None),
+            },
+        },
+    };
+    if bytes < contest::MIN_BYTES
+        || bytes == reserved
+        || crate::runtime::config().is_none_or(|c| c.shm_arena == usize::MAX || !c.p2p_mpi_auto)
+    {
+        return (layout, None);
+    }
+    let (id, served) = match &layout {
+        Some(l) => (l.compiled().id(), true),
+        None => match crate::protocol::datatype::lookup(datatype) {
+            Some(ct) => {
+                let dl = ct.dataloop();
+                let contiguous = dl.contiguous && dl.extent == dl.size as i64;
+                (ct.id(), !contiguous && ct.kernel().min_block(count as usize, dl.extent).is_some())
+            }
+            None => return (layout, None),
+        },
+    };
+    if !served || !shares() {
+        return (layout, None);
+    }
+    let (side, turn) = match contest::play(id, bytes, timed) {
+        contest::Play::Rules => return (layout, None),
+        contest::Play::Decided(side) => (side, None),
+        contest::Play::Turn(t) => (t.side, Some(t)),
+    };
+    let layout = match (side, layout) {
+        (contest::Side::Mpi, _) => None,
+        (contest::Side::Sluice, Some(l)) => Some(l),
+        (contest::Side::Sluice, None) => Layout::of(buf, count, datatype, P2pPath::Arena, shares),
+    };
+    (layout, turn)
+}
+
+/// Logs a contest's decision (`SLUICE_LOG=plan`).
+fn note_decision(d: Option<(contest::Side, f64, f64)>, datatype: Dt) {
+    let Some((side, mpi, own)) = d else { return };
+    let id = crate::protocol::datatype::lookup(datatype).map_or(0, |c| c.id());
+    let gbs = |per_byte: f64| 1e-9 / per_byte.max(1e-18);
+    crate::logging::plan_once(crate::logging::plan_key(("contest", id, side as u8, mpi.to_bits())), || {
+        format!(
+            "sends of datatype #{id} to this node: {} from now on, learned from blocking sends (best {:.2} GB/s through the MPI's engine, {:.2} GB/s through sluice's)",
+            side.name(),
+            gbs(mpi),
+            gbs(own)
+        )
+    });
 }
 
 /// Whether a send of `bytes` packed bytes on `comm` is pipelined: a size the pipeline takes,
@@ -282,7 +399,7 @@ macro_rules! send_mode {
         pub unsafe fn $blocking(buf: *const c_void, count: c_int, datatype: Dt, dest: c_int, tag: c_int, comm: Comm) -> c_int {
             // SAFETY: forwarded contract.
             unsafe {
-                blocking(buf, count.into(), datatype, dest, tag, comm, next::$mpi_blocking, next::$mpi_nonblocking, || {
+                blocking(buf, count.into(), datatype, dest, tag, comm, stringify!($blocking) != "bsend", next::$mpi_blocking, next::$mpi_nonblocking, || {
                     next::$mpi_blocking(buf, count, datatype, dest, tag, comm)
                 })
             }
@@ -328,7 +445,7 @@ macro_rules! send_mode {
         ) -> c_int {
             // SAFETY: forwarded contract.
             unsafe {
-                blocking(buf, count, datatype, dest, tag, comm, next::$mpi_blocking, next::$mpi_nonblocking, || {
+                blocking(buf, count, datatype, dest, tag, comm, stringify!($blocking) != "bsend", next::$mpi_blocking, next::$mpi_nonblocking, || {
                     next::$mpi_blocking_c(buf, count, datatype, dest, tag, comm)
                 })
             }
