@@ -71,6 +71,9 @@ def main():
         nth = {}
         for r in mine:
             nth.setdefault(r[1], []).append(r)
+        if not nth:
+            ax.set_title(f"{name}: not measured in this run")
+            continue
         nsizes = max(len(v) for v in nth.values())
         width = 0.8 / nsizes
         for j in range(nsizes):
