@@ -37,12 +37,6 @@ for mpi in "${MPIS[@]}"; do
         done
     done
 done
-read -r load1 _ </proc/loadavg
-{
-    bench_meta_common "$load0" "$load1"
-    echo "seconds=$(($(date +%s) - start))"
-    echo "waited_s=$waited_total"
-    echo "rounds=$ROUNDS"
-} >"$OUT/meta.txt"
+bench_ab_end "rounds=$ROUNDS"
 "$PY" "$SCRIPT_DIR/plot_priority.py" "$OUT" || die "plot_priority.py failed"
 echo "== total $(($(date +%s) - start)) s; results in $OUT"
