@@ -66,6 +66,12 @@ pub const PARAMS: &[Param] = &[
         doc: "Point-to-point messages of at least this many packed bytes whose type's smallest contiguous block is at least SLUICE_P2P_MPI_BLOCK bytes are left to the MPI's own engine, which moves large blocks well; auto = 0 (every size) with Open MPI; with MPICH, below the pipeline threshold blocks of 256 B and more (not a struct's), above it only to or from a peer on another node (or with SLUICE_SHM_ARENA=off) from 512K on (measured, docs/benchmarks.md \"Automatic path\"); a byte count applies that rule to both MPIs and every peer; off never.",
     },
     Param {
+        name: "SLUICE_P2P_LEARN",
+        default: "1",
+        accepted: BOOL,
+        doc: "With SLUICE_P2P_MPI_ABOVE=auto, sends of 32 KiB and more to a rank of the same node learn per datatype and size which of the MPI's engine and sluice's path is faster, from the application's own blocking sends (docs/protocol.md, \"Learned per type\"); 0 keeps the rules alone.",
+    },
+    Param {
         name: "SLUICE_P2P_MPI_BLOCK",
         default: "64",
         accepted: "a byte count with optional K, M or G suffix (powers of 1024), e.g. 64",
@@ -246,6 +252,8 @@ pub struct Config {
     /// `SLUICE_P2P_MPI_ABOVE=auto` (on MPICH a rule by size, block and peer instead of
     /// `p2p_mpi_above`: `protocol::layout`).
     pub p2p_mpi_auto: bool,
+    /// `SLUICE_P2P_LEARN`: sends to this node learn their path per type (`p2p::contest`).
+    pub p2p_learn: bool,
     /// `SLUICE_P2P_MPI_BLOCK`, bytes.
     pub p2p_mpi_block: usize,
     /// `SLUICE_COLL_MPI_BLOCK`, bytes (`usize::MAX`: off).
@@ -481,6 +489,7 @@ impl Config {
                 coll: false,
                 p2p_mpi_above: usize::MAX,
                 p2p_mpi_auto: false,
+                p2p_learn: false,
                 p2p_mpi_block: 64,
                 coll_mpi_block: usize::MAX,
                 coll_remote_split: RemoteSplit::Off,
@@ -515,6 +524,7 @@ impl Config {
             coll: parse_bool(param("SLUICE_COLL"), &value("SLUICE_COLL"))?,
             p2p_mpi_above: parse_mpi_above(param("SLUICE_P2P_MPI_ABOVE"), &value("SLUICE_P2P_MPI_ABOVE"))?,
             p2p_mpi_auto: value("SLUICE_P2P_MPI_ABOVE").trim().eq_ignore_ascii_case("auto"),
+            p2p_learn: parse_bool(param("SLUICE_P2P_LEARN"), &value("SLUICE_P2P_LEARN"))?,
             p2p_mpi_block: parse_bytes(param("SLUICE_P2P_MPI_BLOCK"), &value("SLUICE_P2P_MPI_BLOCK"))?,
             coll_mpi_block: parse_bytes_or_off(param("SLUICE_COLL_MPI_BLOCK"), &value("SLUICE_COLL_MPI_BLOCK"))?,
             coll_remote_split: parse_remote_split(param("SLUICE_COLL_REMOTE_SPLIT"), &value("SLUICE_COLL_REMOTE_SPLIT"))?,
@@ -582,6 +592,7 @@ mod tests {
             coll: true,
             p2p_mpi_above: MPI_ABOVE_AUTO,
             p2p_mpi_auto: true,
+            p2p_learn: true,
             p2p_mpi_block: 64,
             coll_mpi_block: 64,
             coll_remote_split: RemoteSplit::Auto,

@@ -249,10 +249,12 @@ fn p2p_of_interpreted_types_is_exact_and_left_to_open_mpis_engine() {
     launch(2, &exe, &[], None).assert_pass("p2p_interp");
     for np in [2u32, 4] {
         let calls = |j: &Job| j.stat_calls("ddt-engine").unwrap_or(0);
-        // Engine choice pinned to sluice's, as in `p2p_engine`: the counts compare the rules.
+        // Engine choice pinned to sluice's, as in `p2p_engine`, and no learning of the path per
+        // type: the counts compare the rules.
         let pinned = ("SLUICE_PACK_ENGINE", "sluice");
-        let by_default = launch_shim(np, &exe, &[("SLUICE_STATS", "1"), pinned]);
-        let rule_off = launch_shim(np, &exe, &[("SLUICE_STATS", "1"), ("SLUICE_P2P_MPI_ABOVE", "off"), pinned]);
+        let rules = ("SLUICE_P2P_LEARN", "0");
+        let by_default = launch_shim(np, &exe, &[("SLUICE_STATS", "1"), pinned, rules]);
+        let rule_off = launch_shim(np, &exe, &[("SLUICE_STATS", "1"), ("SLUICE_P2P_MPI_ABOVE", "off"), pinned, rules]);
         for j in [&by_default, &rule_off] {
             j.assert_pass("p2p_interp");
         }

@@ -153,8 +153,8 @@ unsafe fn with_request(
 /// (`None`) and sluice's (staged, or pipelined through the arena above the reserved size), for
 /// a message of at least `contest::MIN_BYTES` and not the reserved size (the pipeline's marker)
 /// of a non-contiguous type the engine serves, to a rank of this node, on a communicator
-/// without a path key, with the arena on and `SLUICE_P2P_MPI_ABOVE=auto` (a byte count or
-/// `off` asks for the plain rule). A decided contest sets the path; an undecided one may give a blocking send
+/// without a path key, with the arena on, `SLUICE_P2P_MPI_ABOVE=auto` (a byte count or `off`
+/// asks for the plain rule) and `SLUICE_P2P_LEARN=1`. A decided contest sets the path; an undecided one may give a blocking send
 /// (`timed`) a side to run and time (the returned turn); otherwise `layout` (the built-in
 /// rules) stands.
 #[allow(clippy::too_many_arguments)]
@@ -186,7 +186,7 @@ fn contested(
     };
     if bytes < contest::MIN_BYTES
         || bytes == reserved
-        || crate::runtime::config().is_none_or(|c| c.shm_arena == usize::MAX || !c.p2p_mpi_auto)
+        || crate::runtime::config().is_none_or(|c| c.shm_arena == usize::MAX || !c.p2p_mpi_auto || !c.p2p_learn)
     {
         return (layout, None);
     }
