@@ -122,6 +122,17 @@ pub enum Play {
     Turn(Turn),
 }
 
+/// A contest's outcome: the side a type's size class takes, and the best times per packed byte
+/// (s/B) that decided it.
+#[derive(Debug, Clone, Copy)]
+pub struct Decision {
+    pub type_id: u64,
+    pub class: u32,
+    pub side: Side,
+    pub mpi: f64,
+    pub sluice: f64,
+}
+
 /// A timed send of a contest.
 #[derive(Debug)]
 pub struct Turn {
@@ -152,8 +163,8 @@ pub fn play(type_id: u64, bytes: usize, timed: bool) -> Play {
 
 impl Turn {
     /// The send returned (`ok`: successfully): records its time; returns the decision when this
-    /// send made it.
-    pub fn done(self, ok: bool) -> Option<(Side, f64, f64)> {
+    /// send made it, with the best times per byte (the MPI's, sluice's).
+    pub fn done(self, ok: bool) -> Option<Decision> {
         let per_byte = self.start.elapsed().as_secs_f64() / self.bytes.max(1) as f64;
         if !ok {
             return None;
@@ -163,8 +174,14 @@ impl Turn {
         if c.decided.is_some() {
             return None; // another thread's send decided meanwhile
         }
-        let d = c.record(self.side, per_byte)?;
-        Some((d, c.best[Side::Mpi.index()], c.best[Side::Sluice.index()]))
+        let side = c.record(self.side, per_byte)?;
+        Some(Decision {
+            type_id: self.key.0,
+            class: self.key.1,
+            side,
+            mpi: c.best[Side::Mpi.index()],
+            sluice: c.best[Side::Sluice.index()],
+        })
     }
 }
 
@@ -210,7 +227,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(if side == Side::Sluice { 1 } else { 5 }));
             decided = t.done(true).or(decided);
         }
-        assert_eq!(decided.map(|d| d.0), Some(Side::Sluice));
+        assert_eq!(decided.map(|d| d.side), Some(Side::Sluice));
         assert!(matches!(play(id, 1 << 20, false), Play::Decided(Side::Sluice)));
         assert!(matches!(play(id, 1 << 21, true), Play::Rules), "another size class has its own contest");
     }

@@ -47,7 +47,7 @@ unsafe fn blocking(
     // SAFETY: forwarded contract.
     let rc = unsafe { blocking_on(layout, buf, count, datatype, dest, tag, comm, path, mpi_send, post, forward) };
     if let Some(t) = turn {
-        note_decision(t.done(rc == errclass::SUCCESS), datatype);
+        note_decision(t.done(rc == errclass::SUCCESS));
     }
     rc
 }
@@ -218,16 +218,16 @@ fn contested(
 }
 
 /// Logs a contest's decision (`SLUICE_LOG=plan`).
-fn note_decision(d: Option<(contest::Side, f64, f64)>, datatype: Dt) {
-    let Some((side, mpi, own)) = d else { return };
-    let id = crate::protocol::datatype::lookup(datatype).map_or(0, |c| c.id());
+fn note_decision(d: Option<contest::Decision>) {
+    let Some(d) = d else { return };
     let gbs = |per_byte: f64| 1e-9 / per_byte.max(1e-18);
-    crate::logging::plan_once(crate::logging::plan_key(("contest", id, side as u8, mpi.to_bits())), || {
+    crate::logging::plan_once(crate::logging::plan_key(("contest", d.type_id, d.class)), || {
         format!(
-            "sends of datatype #{id} to this node: {} from now on, learned from blocking sends (best {:.2} GB/s through the MPI's engine, {:.2} GB/s through sluice's)",
-            side.name(),
-            gbs(mpi),
-            gbs(own)
+            "sends of datatype #{} to this node: {} from now on, learned from blocking sends (best {:.2} GB/s through the MPI's engine, {:.2} GB/s through sluice's)",
+            d.type_id,
+            d.side.name(),
+            gbs(d.mpi),
+            gbs(d.sluice)
         )
     });
 }
