@@ -87,7 +87,7 @@ pub const PARAMS: &[Param] = &[
         name: "SLUICE_COLL_REMOTE_SPLIT",
         default: "auto",
         accepted: "auto, off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 64K",
-        doc: "Staged MPI_Alltoallw/MPI_Neighbor_alltoallw blocks of at least this many bytes whose peer is on another node are laid out in two runs with a gap, so that the MPI sees a non-contiguous buffer and Open MPI's ob1 sends them by its copy pipeline instead of its RDMA protocol, which stalls in exchanges over TCP (docs/protocol.md, \"Collectives\"); auto = 64K when the MPI's point-to-point layer is Open MPI's ob1, off otherwise.",
+        doc: "Staged MPI_Alltoallw/MPI_Neighbor_alltoallw blocks of at least this many bytes whose peer is on another node (and every staged block of an MPI_Alltoall/MPI_Allgather with such a peer: one type for all peers) are laid out in two runs with a gap, so that the MPI sees a non-contiguous buffer and Open MPI's ob1 sends them by its copy pipeline instead of its RDMA protocol, which stalls in exchanges over TCP (docs/protocol.md, \"Collectives\"); auto = 64K when the MPI's point-to-point layer is Open MPI's ob1, off otherwise.",
     },
     Param {
         name: "SLUICE_STAGING_CACHE",

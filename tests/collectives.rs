@@ -81,19 +81,25 @@ fn collectives_with_every_block_left_to_the_mpi_or_staged() {
 #[test]
 fn staged_blocks_for_other_nodes_are_split_exactly() {
     // SLUICE_COLL_REMOTE_SPLIT=1: every staged block of MPI_Alltoallw and MPI_Neighbor_alltoallw
-    // whose peer is on another node is laid out in two runs with a gap (transfer::netpath),
+    // whose peer is on another node, and every block of a uniform MPI_Alltoall/MPI_Allgather
+    // with such a peer, is laid out in two runs with a gap (transfer::netpath),
     // whatever the MPI (auto does it only for Open MPI's ob1, from 64 KiB). Results must be the
     // bare MPI's; on one node nothing is split. Across nodes (SLUICE_CLUSTER_NODES=2, ranks
     // round-robin) 2 ranks have only remote peers, 4 ranks a local and remote ones.
-    let exe = compile_c("coll_check");
-    for np in [2u32, 4] {
-        let job = launch_shim(np, &exe, &[("SLUICE_STATS", "1"), ("SLUICE_COLL_REMOTE_SPLIT", "1")]);
-        job.assert_pass("coll_check");
-        let split = job.stat_calls("coll-split").unwrap_or(0);
-        if cluster_nodes() > 1 {
-            assert!(split > 0, "np={np}: no block split across nodes\n{}", job.all());
-        } else {
-            assert_eq!(split, 0, "np={np}: blocks split on one node\n{}", job.all());
+    // Uniform calls (MPI_Alltoall, MPI_Allgather) split every block alike, the own and this
+    // node's too (one datatype for all peers): tests/c/coll_transpose.c adds 1-4 MiB blocks,
+    // whose own slot is copied directly and left hollow in staging.
+    for name in ["coll_check", "coll_transpose"] {
+        let exe = compile_c(name);
+        for np in [2u32, 4] {
+            let job = launch_shim(np, &exe, &[("SLUICE_STATS", "1"), ("SLUICE_COLL_REMOTE_SPLIT", "1")]);
+            job.assert_pass(name);
+            let split = job.stat_calls("coll-split").unwrap_or(0);
+            if cluster_nodes() > 1 {
+                assert!(split > 0, "{name} np={np}: no block split across nodes\n{}", job.all());
+            } else {
+                assert_eq!(split, 0, "{name} np={np}: blocks split on one node\n{}", job.all());
+            }
         }
     }
 }

@@ -14,7 +14,9 @@
 //! stream, what the peer sees, is the same bytes in the same order.
 //!
 //! Within a node the MPI's shared-memory transports copy contiguous buffers in one pass, so
-//! only blocks for peers on other nodes are split, and only above the size at which ob1 stops
+//! only blocks for peers on other nodes are split (uniform calls, `MPI_Alltoall` and
+//! `MPI_Allgather`, have one datatype for all peers: there every block is split once one peer
+//! is elsewhere), and only above the size at which ob1 stops
 //! sending eagerly (`SLUICE_COLL_REMOTE_SPLIT`, docs/configuration.md).
 
 use std::ffi::c_int;

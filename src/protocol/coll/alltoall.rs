@@ -27,14 +27,14 @@ fn converted(send: Option<Side>, recv: Side, recv_input: Slots, recv_output: Slo
 }
 
 /// The send side of a uniform call with `n` peers of `sc` elements, unless `MPI_IN_PLACE`.
-fn uniform_send(sb: *const c_void, n: usize, sc: c_int, st: Dt, per_peer: bool) -> Option<Option<Side>> {
+fn uniform_send(sb: *const c_void, n: usize, sc: c_int, st: Dt, per_peer: bool, split: Option<&SplitRule>) -> Option<Option<Side>> {
     if is_in_place(sb) {
         return Some(None);
     }
     let side = if per_peer {
-        Side::plan(sb, n, Disp::Elements, true, false, |i| (sc, i as i64 * sc as i64, st))?
+        Side::plan_uniform(sb, n, false, split, |i| (sc, i as i64 * sc as i64, st))?
     } else {
-        Side::plan(sb, 1, Disp::Elements, true, false, |_| (sc, 0, st))?
+        Side::plan_uniform(sb, 1, false, split, |_| (sc, 0, st))?
     };
     Some(Some(side))
 }
@@ -83,8 +83,9 @@ unsafe fn allgather_any(sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, r
     }
     let plan = || {
         let (size, rank) = intracomm(comm)?;
-        let send = uniform_send(sb, size, sc, st, false)?;
-        let recv = Side::plan(rb, size, Disp::Elements, true, true, |i| (rc, i as i64 * rc as i64, rt))?;
+        let split = SplitRule::everywhere(comm, size);
+        let send = uniform_send(sb, size, sc, st, false, split.as_ref())?;
+        let recv = Side::plan_uniform(rb, size, true, split.as_ref(), |i| (rc, i as i64 * rc as i64, rt))?;
         let (input, output) = if send.is_none() { (Slots::Only(rank), Slots::AllBut(rank)) } else { (Slots::Nothing, Slots::All) };
         converted(send, recv, input, output)
     };
@@ -95,8 +96,8 @@ unsafe fn allgather_any(sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, r
             run("Allgather", conv, request, |c| {
                 let r = c.recv.as_ref().expect("receive side");
                 match c.send.as_ref() {
-                    Some(s) => call(s.ptr(), s.count(), consts::byte(), r.ptr(), r.count(), consts::byte()),
-                    None => call(sb, sc, st, r.ptr(), r.count(), consts::byte()),
+                    Some(s) => call(s.ptr(), s.count(), s.uniform_type(), r.ptr(), r.count(), r.uniform_type()),
+                    None => call(sb, sc, st, r.ptr(), r.count(), r.uniform_type()),
                 }
             })
         },
@@ -133,7 +134,7 @@ unsafe fn allgatherv_any(
     }
     let plan = || {
         let (size, rank) = intracomm(comm)?;
-        let send = uniform_send(sb, size, sc, st, false)?;
+        let send = uniform_send(sb, size, sc, st, false, None)?;
         // SAFETY: one entry per rank (MPI's contract).
         let (counts, displs) = unsafe { (ints(rcs, size)?, ints(rds, size)?) };
         let recv = Side::plan(rb, size, Disp::Elements, false, true, |i| (counts[i], displs[i] as i64, rt))?;
@@ -176,8 +177,9 @@ unsafe fn alltoall_any(sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc
     }
     let plan = || {
         let (size, rank) = intracomm(comm)?;
-        let send = uniform_send(sb, size, sc, st, true)?;
-        let recv = Side::plan(rb, size, Disp::Elements, true, true, |i| (rc, i as i64 * rc as i64, rt))?;
+        let split = SplitRule::everywhere(comm, size);
+        let send = uniform_send(sb, size, sc, st, true, split.as_ref())?;
+        let recv = Side::plan_uniform(rb, size, true, split.as_ref(), |i| (rc, i as i64 * rc as i64, rt))?;
         let input = if send.is_none() { Slots::All } else { Slots::Nothing };
         Some((converted(send, recv, input, Slots::All)?, rank))
     };
@@ -189,8 +191,8 @@ unsafe fn alltoall_any(sb: *const c_void, sc: c_int, st: Dt, rb: *mut c_void, rc
             run("Alltoall", conv, request, |c| {
                 let r = c.recv.as_ref().expect("receive side");
                 match c.send.as_ref() {
-                    Some(s) => call(s.ptr(), s.count(), consts::byte(), r.ptr(), r.count(), consts::byte()),
-                    None => call(sb, sc, st, r.ptr(), r.count(), consts::byte()),
+                    Some(s) => call(s.ptr(), s.count(), s.uniform_type(), r.ptr(), r.count(), r.uniform_type()),
+                    None => call(sb, sc, st, r.ptr(), r.count(), r.uniform_type()),
                 }
             })
         },

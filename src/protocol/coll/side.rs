@@ -13,7 +13,8 @@
 //!
 //! A staged block of a w-variant whose peer is on another node can be laid out in two runs with
 //! a gap ([`SplitRule`], `transfer::netpath`): the MPI then sees a non-contiguous buffer and
-//! takes the network path the application's own non-contiguous types would have taken.
+//! takes the network path the application's own non-contiguous types would have taken. A
+//! uniform side (one type for all peers) splits all its blocks alike or none.
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -171,6 +172,17 @@ impl SplitRule {
         remote.iter().any(|&r| r).then_some(SplitRule { min, remote })
     }
 
+    /// The rule for a uniform call over the ranks `0..n` of `comm` (`MPI_Alltoall`,
+    /// `MPI_Allgather`): one datatype describes every peer's block, so when any peer is on
+    /// another node every block is split, the ones for this node's ranks too (the MPI's
+    /// shared-memory copy of a two-run buffer costs less than the stall it avoids between
+    /// nodes). `None` when nothing would be split.
+    pub fn everywhere(comm: mpi::MPI_Comm, n: usize) -> Option<SplitRule> {
+        let ranks: Vec<c_int> = (0..c_int::try_from(n).ok()?).collect();
+        let rule = SplitRule::for_peers(comm, &ranks)?;
+        Some(SplitRule { min: rule.min, remote: vec![true; n] })
+    }
+
     /// Where a staged block of `bytes` bytes for `peer` is split (0: not).
     fn at(rule: Option<&SplitRule>, peer: usize, bytes: usize) -> usize {
         match rule {
@@ -270,6 +282,20 @@ impl Side {
         block: impl Fn(usize) -> (c_int, i64, mpi::MPI_Datatype),
     ) -> Option<Side> {
         Side::plan_with(buf, n, disp, uniform, recv, Shape::Bytes, None, block)
+    }
+
+    /// As [`Side::plan`] for a side of a uniform call (one pointer, count and type for all
+    /// peers; displacements in elements) whose staged blocks may all be split by `split` (made
+    /// by [`SplitRule::everywhere`]): the side's MPI arguments are then one block of the split
+    /// type per peer ([`Side::count`], [`Side::uniform_type`]).
+    pub fn plan_uniform(
+        buf: *const c_void,
+        n: usize,
+        recv: bool,
+        split: Option<&SplitRule>,
+        block: impl Fn(usize) -> (c_int, i64, mpi::MPI_Datatype),
+    ) -> Option<Side> {
+        Side::plan_with(buf, n, Disp::Elements, true, recv, Shape::Bytes, split, block)
     }
 
     /// As [`Side::plan`] for a side of `MPI_Alltoallw` (a type per peer, byte displacements):
@@ -373,18 +399,29 @@ impl Side {
         let mut displs = Vec::with_capacity(n);
         let mut staged = Vec::with_capacity(n);
         let mut total = 0usize;
+        // The split type of the previous split block, and its (bytes, split): blocks of one
+        // size share one type (every block of a uniform side does).
+        let mut last_split: Option<(usize, usize, mpi::MPI_Datatype)> = None;
         for (peer, piece) in pieces.into_iter().enumerate() {
-            // Only a side with a type per peer can give one block a type of its own.
-            let at = if shape == Shape::Bytes { 0 } else { SplitRule::at(split, peer, piece.bytes()) };
+            // A block gets a type of its own on a side with a type per peer, or on a uniform
+            // side whose rule splits every block alike (`SplitRule::everywhere`); the
+            // v-variants' sides have one type and per-peer byte counts: never split.
+            let at = if shape == Shape::Bytes && !uniform { 0 } else { SplitRule::at(split, peer, piece.bytes()) };
             let block = Staged { piece, off: total, split: at };
             if at != 0 {
-                match netpath::split_type(block.piece.bytes(), at) {
-                    Some(t) => {
-                        (counts[peer], types[peer]) = (1, t);
-                        split_types.push(t);
-                    }
-                    None => return Side::freeing(split_types),
-                }
+                let bytes = block.piece.bytes();
+                let t = match last_split {
+                    Some((b, a, t)) if (b, a) == (bytes, at) => t,
+                    _ => match netpath::split_type(bytes, at) {
+                        Some(t) => {
+                            split_types.push(t);
+                            last_split = Some((bytes, at, t));
+                            t
+                        }
+                        None => return Side::freeing(split_types),
+                    },
+                };
+                (counts[peer], types[peer]) = (1, t);
             }
             displs.push(total as c_int);
             total += block.footprint();
@@ -500,9 +537,14 @@ impl Side {
         self.base.wrapping_offset(d).cast()
     }
 
-    /// The per-peer byte count of a uniform side.
+    /// The per-peer count of a uniform side: bytes, or 1 when its blocks are split.
     pub fn count(&self) -> c_int {
         self.counts.first().copied().unwrap_or(0)
+    }
+
+    /// The datatype of a uniform side's count: `MPI_BYTE`, or the split type of its blocks.
+    pub fn uniform_type(&self) -> mpi::MPI_Datatype {
+        self.types.first().copied().unwrap_or_else(consts::byte)
     }
 
     /// The base address for per-peer displacements (v- and w-variants).
@@ -591,10 +633,10 @@ impl Side {
         /// and ran the kernel's per-element loop: twice the time of unpacking the same bytes
         /// (profile in docs/benchmarks.md, "What moved the Open MPI transpose").
         const CHUNK: usize = 256 << 10;
-        let (Some(Staged { piece: from, split: 0, .. }), Some(Staged { piece: to, split: 0, .. })) =
-            (self.pieces.get(peer), dst.pieces.get(dst_peer))
-        else {
-            return false; // not staged, or split (never: own blocks stay on this node)
+        // A split block is copied all the same: the copy reads and writes the application's
+        // blocks, never the staged runs.
+        let (Some(Staged { piece: from, .. }), Some(Staged { piece: to, .. })) = (self.pieces.get(peer), dst.pieces.get(dst_peer)) else {
+            return false; // not staged
         };
         let n = from.bytes();
         if n == 0 || n != to.bytes() {
@@ -638,14 +680,17 @@ impl Side {
     /// is backed by a ring of a few pages instead ([`staging::take_hollow`]), so that the MPI's
     /// copy of it runs in the cache. Call before packing: the staged bytes are not kept.
     pub fn skip_staged_block(&mut self, peer: usize, uniform: bool) {
-        let (Some(st), Some(&count), Some(&displ)) = (self.staging.as_ref(), self.counts.get(peer), self.displs.get(peer)) else {
+        let (Some(st), Some(&displ)) = (self.staging.as_ref(), self.displs.get(peer)) else {
             return;
         };
         if !uniform {
             self.counts[peer] = 0;
             return;
         }
-        let (off, len) = (displ as usize, count as usize);
+        // The slot's staging bytes (a split block's count is 1 of its split type): up to the
+        // next block, or to the end.
+        let next = self.displs.get(peer + 1).map_or(st.len(), |&d| d as usize);
+        let (off, len) = (displ as usize, next.saturating_sub(displ as usize));
         if let Some(mut hollow) = staging::take_hollow(st.len(), off..off + len, self.recv) {
             self.base = hollow.as_mut_ptr();
             self.staging = Some(hollow); // the ordinary buffer goes back to the pool untouched
