@@ -50,6 +50,10 @@ for link in $links; do
   shaping=(--rate "$rate")
   [ "$rate" = none ] && shaping=() # the bare veth: bounded by this machine's CPUs, not by tc
   "$here/cluster.sh" up 2 --boot-ids "${shaping[@]}" ${delay:+--delay "$delay"}
+  # The shaped rate in GB/s, for the plot's "link-bound" verdict (plot_p2p_ab.py).
+  AB_LINK_GBS=$(awk -v r="$rate" 'BEGIN { n = r + 0; u = tolower(r); sub(/^[0-9.]+/, "", u)
+    f = (u == "gbit") ? 1e9 : (u == "mbit") ? 1e6 : (u == "kbit") ? 1e3 : 0; if (f) printf "%g", n * f / 8e9 }')
+  export AB_LINK_GBS
   for part in $parts; do
     dir=$out/$name/$part
     echo "== $link: $part"

@@ -15,6 +15,12 @@
  *   wait in a byte ring of 16 MiB; one that does not fit is dropped, as by a full queue. Runs
  *   until killed; frames a TAP device refuses (its link down) are dropped. The timer slack is
  *   set to 1 ns so that waits of tens of microseconds are kept.
+ *
+ * Real-time priority (SCHED_FIFO, where the caller may set it; else a warning and the normal
+ * policy): the ranks of a job spin on the same cores, and a relay that waits for the scheduler
+ * adds that wait to the delay and takes its CPU at random moments of a trial. Under SCHED_FIFO it
+ * runs as soon as its timer or a frame wakes it, for the few microseconds a frame costs, and
+ * sleeps otherwise (the kernel's real-time throttling still bounds it).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -76,6 +82,8 @@ int main(int argc, char **argv) {
     if (argc != 5) { fprintf(stderr, "usage: delayline BRIDGE_TAP NETNS_PATH NODE_TAP DELAY_NS\n"); return 2; }
     uint64_t delay = strtoull(argv[4], NULL, 10);
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    struct sched_param rt = {.sched_priority = 50};
+    if (sched_setscheduler(0, SCHED_FIFO, &rt) < 0) fprintf(stderr, "delayline: no real-time priority (%s)\n", strerror(errno));
     int bridge = open_tap(argv[1]);
     int ns = open(argv[2], O_RDONLY | O_CLOEXEC);
     if (ns < 0 || setns(ns, CLONE_NEWNET) < 0) { fprintf(stderr, "delayline: enter %s: %s\n", argv[2], strerror(errno)); return 1; }

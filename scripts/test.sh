@@ -31,10 +31,11 @@ if [ "$cluster_rc" -eq 0 ]; then
       --test p2p_conformance --test collectives --test mpi_fortran --test p2p_typepairs --test mpi_c --test runtime \
       -- --test-threads=2 2>&1 | tee -a "$log"
     # p2p_conformance and p2p_typepairs have minimum-threshold cases of their own; the
-    # collectives' point-to-point requests and the Fortran programs get them here.
-    echo "=== $f across 2 emulated nodes, minimum pipeline thresholds ==="
+    # collectives' point-to-point requests and the Fortran programs get them here, with every
+    # chunk for the other node split (SLUICE_P2P_REMOTE_SPLIT=1: on both MPIs, at any size).
+    echo "=== $f across 2 emulated nodes, minimum pipeline thresholds, split chunks ==="
     SLUICE_CLUSTER_NODES=2 SLUICE_MPI=$f \
-      SLUICE_CLUSTER_JOB_ENV=SLUICE_PIPELINE_THRESHOLD=128,SLUICE_PIPELINE_CHUNK=64,SLUICE_PIPELINE_DEPTH=2 \
+      SLUICE_CLUSTER_JOB_ENV=SLUICE_PIPELINE_THRESHOLD=128,SLUICE_PIPELINE_CHUNK=64,SLUICE_PIPELINE_DEPTH=2,SLUICE_P2P_REMOTE_SPLIT=1 \
       cargo test --release --locked --target-dir "target/$f" --test collectives --test mpi_fortran \
       -- --test-threads=2 2>&1 | tee -a "$log"
   done

@@ -90,6 +90,12 @@ pub const PARAMS: &[Param] = &[
         doc: "Staged MPI_Alltoallw/MPI_Neighbor_alltoallw blocks of at least this many bytes whose peer is on another node (and every staged block of an MPI_Alltoall/MPI_Allgather with such a peer: one type for all peers) are laid out in two runs with a gap, so that the MPI sees a non-contiguous buffer and Open MPI's ob1 sends them by its copy pipeline instead of its RDMA protocol, which stalls in exchanges over TCP (docs/protocol.md, \"Collectives\"); auto = 64K when the MPI's point-to-point layer is Open MPI's ob1, off otherwise.",
     },
     Param {
+        name: "SLUICE_P2P_REMOTE_SPLIT",
+        default: "auto",
+        accepted: "auto, off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 64K",
+        doc: "Chunks of at least this many bytes of a pipelined transfer to a rank on another node (sluice's own messages on its private communicator) are laid out in two runs with a gap, as SLUICE_COLL_REMOTE_SPLIT does for collectives: Open MPI's ob1 then sends them by its copy pipeline instead of its RDMA protocol, whose extra round trip per chunk shows on a link with latency (docs/protocol.md); the bytes the receiver gets are the same; auto = 64K when the MPI's point-to-point layer is Open MPI's ob1, off otherwise.",
+    },
+    Param {
         name: "SLUICE_STAGING_CACHE",
         default: "64M",
         accepted: "a byte count with optional K, M or G suffix (powers of 1024), e.g. 0, 65536, 64M",
@@ -260,6 +266,8 @@ pub struct Config {
     pub coll_mpi_block: usize,
     /// `SLUICE_COLL_REMOTE_SPLIT`.
     pub coll_remote_split: RemoteSplit,
+    /// `SLUICE_P2P_REMOTE_SPLIT`.
+    pub p2p_remote_split: RemoteSplit,
     /// `SLUICE_STAGING_CACHE`, bytes.
     pub staging_cache: usize,
     /// `SLUICE_PIPELINE_THRESHOLD`, bytes (`usize::MAX`: off).
@@ -384,8 +392,8 @@ fn parse_bytes_or_off(p: &'static Param, v: &str) -> Result<usize, ConfigError> 
     parse_bytes(p, v)
 }
 
-/// `SLUICE_COLL_REMOTE_SPLIT`: which staged collective blocks for peers on other nodes are split
-/// (`transfer::netpath`).
+/// `SLUICE_COLL_REMOTE_SPLIT` / `SLUICE_P2P_REMOTE_SPLIT`: which staged collective blocks, and
+/// which messages sluice sends itself, for peers on other nodes are split (`transfer::netpath`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RemoteSplit {
     /// At least 64 KiB when the MPI is Open MPI with its ob1 point-to-point layer.
@@ -493,6 +501,7 @@ impl Config {
                 p2p_mpi_block: 64,
                 coll_mpi_block: usize::MAX,
                 coll_remote_split: RemoteSplit::Off,
+                p2p_remote_split: RemoteSplit::Off,
                 staging_cache: 0,
                 pipeline_threshold: usize::MAX,
                 pipeline_chunk: 128 << 10,
@@ -528,6 +537,7 @@ impl Config {
             p2p_mpi_block: parse_bytes(param("SLUICE_P2P_MPI_BLOCK"), &value("SLUICE_P2P_MPI_BLOCK"))?,
             coll_mpi_block: parse_bytes_or_off(param("SLUICE_COLL_MPI_BLOCK"), &value("SLUICE_COLL_MPI_BLOCK"))?,
             coll_remote_split: parse_remote_split(param("SLUICE_COLL_REMOTE_SPLIT"), &value("SLUICE_COLL_REMOTE_SPLIT"))?,
+            p2p_remote_split: parse_remote_split(param("SLUICE_P2P_REMOTE_SPLIT"), &value("SLUICE_P2P_REMOTE_SPLIT"))?,
             staging_cache: parse_bytes(param("SLUICE_STAGING_CACHE"), &value("SLUICE_STAGING_CACHE"))?,
             pipeline_threshold: parse_bytes_in(
                 param("SLUICE_PIPELINE_THRESHOLD"),
@@ -596,6 +606,7 @@ mod tests {
             p2p_mpi_block: 64,
             coll_mpi_block: 64,
             coll_remote_split: RemoteSplit::Auto,
+            p2p_remote_split: RemoteSplit::Auto,
             staging_cache: 64 << 20,
             pipeline_threshold: 256 << 10,
             pipeline_chunk: 128 << 10,

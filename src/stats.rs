@@ -58,6 +58,9 @@ pub enum Family {
     /// Not a call family: staged collective blocks for or from a peer on another node laid
     /// out in two runs (`transfer::netpath`; calls = blocks, bytes = their bytes).
     CollSplit,
+    /// Not a call family: chunks of pipelined transfers to another node sent in two runs
+    /// (`transfer::netpath`, `SLUICE_P2P_REMOTE_SPLIT`; calls = chunks, bytes = their bytes).
+    P2pSplit,
     /// Not a call family: requests the transfer runtime's Memcpy channel served (`sluice_copy`;
     /// calls = requests, bytes = their bytes, time = the channel's busy time).
     ChMemcpy,
@@ -72,7 +75,7 @@ pub enum Family {
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 22] = [
+    pub const ALL: [Family; 23] = [
         Family::Init,
         Family::P2p,
         Family::Persistent,
@@ -91,6 +94,7 @@ impl Family {
         Family::Shm,
         Family::Remote,
         Family::CollSplit,
+        Family::P2pSplit,
         Family::ChMemcpy,
         Family::ChDiskRead,
         Family::ChDiskWrite,
@@ -118,6 +122,7 @@ impl Family {
             Family::Shm => "p2p-shm",
             Family::Remote => "p2p-remote",
             Family::CollSplit => "coll-split",
+            Family::P2pSplit => "p2p-split",
             Family::ChMemcpy => "ch-memcpy",
             Family::ChDiskRead => "ch-disk-read",
             Family::ChDiskWrite => "ch-disk-write",

@@ -270,6 +270,17 @@ fn p2p_pipeline() {
             assert!(ok, "{np} ranks {env:?}: {shm} of {transfers} transfers through shared memory, {remote} across nodes\n{}", job.all());
         }
     }
+    // Chunks for another node split in two runs (SLUICE_P2P_REMOTE_SPLIT=1: on any MPI, at any
+    // size; auto does it on Open MPI's ob1 from 64 KiB): every value as above, and splits
+    // counted across nodes only.
+    let split = [min_no_shm, &[("SLUICE_P2P_REMOTE_SPLIT", "1"), ("SLUICE_P2P_MPI_ABOVE", "off"), ("SLUICE_STATS", "1")]].concat();
+    for np in RANKS {
+        let job = launch_shim(np, &exe, &split);
+        assert_ok("p2p_pipeline", &format!("sluice, {np} ranks, {split:?}"), &job);
+        let chunks = job.stat_calls("p2p-split").unwrap_or(0);
+        let ok = if cluster_nodes() > 1 { chunks > 0 } else { chunks == 0 };
+        assert!(ok, "{np} ranks: {chunks} chunks split on {} node(s)\n{}", cluster_nodes(), job.all());
+    }
     let off = launch_shim(2, &exe, &[("SLUICE_PIPELINE_THRESHOLD", "off"), ("SLUICE_STATS", "1")]);
     assert_ok("p2p_pipeline", "sluice, pipeline off", &off);
     assert_eq!(off.stat_calls("p2p-pipeline"), Some(0), "{}", off.all());

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use super::{chunk, m0_data, next_tag, private, reserved, world_rank, world_rank_of, Header, HEADER};
 use crate::ffi::{consts, errclass, mpi, next, request_from_key, request_key};
 use crate::protocol::p2p::Layout;
+use crate::transfer::netpath;
 use crate::transfer::runtime::progress;
 use crate::transfer::shm::{self, Region};
 use crate::transfer::staging::{self, Staging};
@@ -306,13 +307,18 @@ unsafe fn post_chunks(
         hold(Outgoing { wait: Wait::Shm(region), m0, stream: None, kept: None, slab: None });
         return;
     }
+    // Chunks for another node may be split (`netpath::p2p_split_at`): packed in two runs with a
+    // gap and sent as one element of a two-run type. Not an arriving stream: it is sent from
+    // where it arrives.
+    let gapped = !matches!(src, Source::Arriving(_)) && netpath::p2p_split_at(peer, c) != 0;
+    let gaps = if gapped { rest.div_ceil(c) * netpath::GAP } else { 0 };
     // An arriving stream is sent from where it arrives; others are packed into staging (its
     // heap memory stays in place when the value moves into OUTGOING).
     let (stream, kept, sp) = match src {
         // The chunks only read it; `d + rest` bytes stay there while `kept` lives.
         Source::Arriving(a) => (None, Some(a.clone()), a.bytes().wrapping_add(d).cast_mut()),
         _ => {
-            let mut st = staging::take(rest);
+            let mut st = staging::take(rest + gaps);
             let p = st.as_mut_ptr();
             (Some(st), None, p)
         }
@@ -320,25 +326,40 @@ unsafe fn post_chunks(
     let pc = private();
     let mut reqs = Vec::with_capacity(rest.div_ceil(c));
     let mut off = 0;
+    // Where the next chunk goes in staging: `off` plus the gaps of the split chunks before it.
+    let mut at_staging = 0;
     while off < rest {
         let len = c.min(rest - off);
+        let split = if gapped { netpath::p2p_split_at(peer, len) } else { 0 };
+        let split_type = (split != 0).then(|| netpath::cached_split_type(len, split)).flatten();
+        let split = if split_type.is_some() { split } else { 0 };
         let mut r = consts::request_null();
         // The last chunk is synchronous: once it is matched, the receiver has read M0 (it posts
         // chunk receives only after M0 arrived), so M0's buffer may go with the others even
         // though M0's request belongs to the application. An eager chunk completes locally at
         // once and would prove nothing.
         let post_chunk = if off + len == rest { next::MPI_Issend } else { next::MPI_Isend };
-        // SAFETY: `sp` holds `rest` bytes; the chunk is packed (or has arrived) before its send
-        // is posted and is not written again.
+        // SAFETY: `sp` holds `rest` bytes plus a gap per chunk when split; the chunk is packed
+        // (or has arrived) before its send is posted and is not written again.
         unsafe {
+            let at = sp.add(at_staging);
             match src {
                 Source::Arriving(a) => a.wait(d + off + len),
-                _ => src.pack(d + off, d + off + len, sp.add(off)),
+                _ if split != 0 => {
+                    src.pack(d + off, d + off + split, at);
+                    src.pack(d + off + split, d + off + len, at.add(split + netpath::GAP));
+                }
+                _ => src.pack(d + off, d + off + len, at),
             }
-            post_chunk(sp.add(off).cast_const().cast(), len as c_int, consts::byte(), peer, ctag, pc, &mut r);
+            let (count, ty) = split_type.map_or((len as c_int, consts::byte()), |t| (1, t));
+            post_chunk(at.cast_const().cast(), count, ty, peer, ctag, pc, &mut r);
         }
         reqs.push(request_key(r));
+        if split != 0 && crate::stats::timing_enabled() {
+            crate::stats::count(crate::stats::Family::P2pSplit, len);
+        }
         off += len;
+        at_staging += len + if split != 0 { netpath::GAP } else { 0 };
     }
     hold(Outgoing { wait: Wait::Chunks(reqs), m0, stream, kept, slab: None });
 }
