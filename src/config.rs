@@ -93,7 +93,7 @@ pub const PARAMS: &[Param] = &[
         name: "SLUICE_P2P_REMOTE_SPLIT",
         default: "auto",
         accepted: "auto, off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 64K",
-        doc: "Chunks of at least this many bytes of a pipelined transfer to a rank on another node (sluice's own messages on its private communicator) are laid out in two runs with a gap, as SLUICE_COLL_REMOTE_SPLIT does for collectives: Open MPI's ob1 then sends them by its copy pipeline instead of its RDMA protocol, whose extra round trip per chunk shows on a link with latency (docs/protocol.md); the bytes the receiver gets are the same; auto = 64K when the MPI's point-to-point layer is Open MPI's ob1, off otherwise.",
+        doc: "Messages of at least this many bytes that sluice sends itself to a rank on another node (a pipelined transfer's chunks, staged messages) are laid out in two runs with a gap, as SLUICE_COLL_REMOTE_SPLIT does for collectives: Open MPI's ob1 then sends them by its copy pipeline instead of its RDMA protocol, whose extra round trip per message shows on a link with latency (docs/protocol.md); the bytes the receiver gets are the same; auto = 64K when the MPI's point-to-point layer is Open MPI's ob1, off otherwise.",
     },
     Param {
         name: "SLUICE_STAGING_CACHE",

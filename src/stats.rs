@@ -58,8 +58,9 @@ pub enum Family {
     /// Not a call family: staged collective blocks for or from a peer on another node laid
     /// out in two runs (`transfer::netpath`; calls = blocks, bytes = their bytes).
     CollSplit,
-    /// Not a call family: chunks of pipelined transfers to another node sent in two runs
-    /// (`transfer::netpath`, `SLUICE_P2P_REMOTE_SPLIT`; calls = chunks, bytes = their bytes).
+    /// Not a call family: chunks of pipelined transfers and staged messages to another node sent
+    /// in two runs (`transfer::netpath`, `SLUICE_P2P_REMOTE_SPLIT`; calls = messages, bytes =
+    /// their bytes).
     P2pSplit,
     /// Not a call family: requests the transfer runtime's Memcpy channel served (`sluice_copy`;
     /// calls = requests, bytes = their bytes, time = the channel's busy time).

@@ -40,15 +40,12 @@ pub fn split_min() -> Option<usize> {
     min_of(crate::runtime::config()?.coll_remote_split)
 }
 
-/// The smallest chunk of a pipelined transfer to another node that is split
-/// (`SLUICE_P2P_REMOTE_SPLIT`): the chunks then go as the application's non-contiguous data
-/// would, where each contiguous rendezvous would cost Open MPI's RDMA protocol its extra round
-/// trip (measured between two emulated nodes at 1 Gbit/s with 50 us of delay: `vect:8:4` 4 MiB
-/// ping-pong 6.6% slower than the bare MPI in 128 KiB chunks, at parity split or with ob1's RDMA
-/// off). Only chunks: they travel on sluice's private communicator into receives of exactly
-/// their size. A staged message split the same way reached the application's receive, and a
-/// truncated one then reported another count than the bare MPI's (Open MPI, measured).
-/// `None`: never.
+/// The smallest message sluice sends itself to another node (a pipelined transfer's chunk, a
+/// staged message) that is split (`SLUICE_P2P_REMOTE_SPLIT`): it then goes as the
+/// application's non-contiguous data would, where each contiguous rendezvous would cost Open
+/// MPI's RDMA protocol its extra round trip (measured between two emulated nodes at 1 Gbit/s
+/// with 50 us of delay: `vect:8:4` 4 MiB ping-pong 6.6% slower than the bare MPI in 128 KiB
+/// chunks, at parity split or with ob1's RDMA off). `None`: never.
 pub fn p2p_split_min() -> Option<usize> {
     min_of(crate::runtime::config()?.p2p_remote_split)
 }

@@ -12,7 +12,8 @@ use super::pipeline::{self, send::Arriving, send::PostFn, send::Source};
 use super::{is_proc_null, Layout};
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::protocol::comm_hints::{self, P2pPath};
-use crate::transfer::staging;
+use crate::transfer::netpath;
+use crate::transfer::staging::{self, Staging};
 
 type Comm = mpi::MPI_Comm;
 type Dt = mpi::MPI_Datatype;
@@ -83,10 +84,41 @@ unsafe fn blocking_on(
     }
     super::note_staged(&layout, true);
     // SAFETY: the application's send buffer is valid for its typemap (MPI contract).
-    let mut st = unsafe { layout.packed(buf) };
-    // SAFETY: sluice's staging buffer holds `bytes` packed bytes; the other arguments are the
-    // application's, so the MPI validates and reports them as it would for the original call.
-    unsafe { mpi_send(st.as_mut_ptr().cast(), layout.count_arg(), consts::packed(), dest, tag, comm) }
+    let (mut st, count, ty) = unsafe { staged(&layout, buf, comm, dest) };
+    // SAFETY: sluice's staging buffer holds the packed bytes as (count, ty) describes them; the
+    // other arguments are the application's, so the MPI validates and reports them as it would
+    // for the original call.
+    unsafe { mpi_send(st.as_mut_ptr().cast(), count, ty, dest, tag, comm) }
+}
+
+/// A staged send's packed bytes and the (count, datatype) that send them: `bytes` of
+/// `MPI_PACKED`, or, to a rank on another node (`netpath::p2p_split_at`), two runs with a gap
+/// as one element of a two-run type, so that the MPI moves them as it would the application's
+/// non-contiguous data. The receiver gets the same bytes either way.
+///
+/// # Safety
+/// The application's send buffer is valid for `layout`'s typemap.
+unsafe fn staged(layout: &Layout, buf: *const c_void, comm: Comm, dest: c_int) -> (Staging, c_int, Dt) {
+    let n = layout.bytes();
+    let split = match netpath::p2p_split_min() {
+        Some(min) if n >= min => pipeline::world_rank_of(comm, dest).map_or(0, |w| netpath::p2p_split_at(w, n)),
+        _ => 0,
+    };
+    if let Some(t) = (split != 0).then(|| netpath::cached_split_type(n, split)).flatten() {
+        let mut st = staging::take(n + netpath::GAP);
+        let out = st.bytes_mut();
+        // SAFETY: forwarded contract; both ranges lie in the `n` packed bytes and in `st`.
+        unsafe {
+            layout.pack_range(buf, 0, split, &mut out[..split]);
+            layout.pack_range(buf, split, n, &mut out[split + netpath::GAP..n + netpath::GAP]);
+        }
+        if crate::stats::timing_enabled() {
+            crate::stats::count(crate::stats::Family::P2pSplit, n);
+        }
+        return (st, 1, t);
+    }
+    // SAFETY: forwarded contract.
+    (unsafe { layout.packed(buf) }, layout.count_arg(), consts::packed())
 }
 
 /// A nonblocking (`persistent == false`) or persistent send in any mode.
@@ -131,17 +163,24 @@ unsafe fn with_request(
     if peer.is_none() {
         super::note_staged(&layout, true);
     }
-    let (dir, st, count) = match peer {
-        Some(peer) => {
-            (Dir::SendPipelined { peer, arena: path.may_use_arena() }, staging::take(pipeline::reserved()), pipeline::reserved() as c_int)
+    let (dir, st, count, ty) = match peer {
+        Some(peer) => (
+            Dir::SendPipelined { peer, arena: path.may_use_arena() },
+            staging::take(pipeline::reserved()),
+            pipeline::reserved() as c_int,
+            consts::packed(),
+        ),
+        // Packed at every MPI_Start.
+        None if persistent => (Dir::Send, staging::take(layout.bytes()), layout.count_arg(), consts::packed()),
+        None => {
+            // SAFETY: the application's send buffer is valid for its typemap.
+            let (st, count, ty) = unsafe { staged(&layout, buf, comm, dest) };
+            (Dir::Send, st, count, ty)
         }
-        None if persistent => (Dir::Send, staging::take(layout.bytes()), layout.count_arg()), // packed at every MPI_Start
-        // SAFETY: the application's send buffer is valid for its typemap.
-        None => (Dir::Send, unsafe { layout.packed(buf) }, layout.count_arg()),
     };
     let mut op = Op { dir, layout, user: buf as usize, staging: st, persistent, active: !persistent };
     // SAFETY: as in `blocking`; `request` is the application's non-null output pointer.
-    let rc = unsafe { mpi_send(op.staging.as_mut_ptr().cast(), count, consts::packed(), dest, tag, comm, request) };
+    let rc = unsafe { mpi_send(op.staging.as_mut_ptr().cast(), count, ty, dest, tag, comm, request) };
     if rc == errclass::SUCCESS {
         // SAFETY: the MPI wrote the new request.
         ops::track(unsafe { *request }, op);
