@@ -100,8 +100,12 @@ unsafe fn blocking_on(
 /// The application's send buffer is valid for `layout`'s typemap.
 unsafe fn staged(layout: &Layout, buf: *const c_void, comm: Comm, dest: c_int) -> (Staging, c_int, Dt) {
     let n = layout.bytes();
+    // The peer's world rank only for an intracommunicator and a rank in range: an erroneous
+    // destination is the MPI's to report, from the send itself.
     let split = match netpath::p2p_split_min() {
-        Some(min) if n >= min => pipeline::world_rank_of(comm, dest).map_or(0, |w| netpath::p2p_split_at(w, n)),
+        Some(min) if n >= min && comm != consts::comm_null() && !pipeline::is_inter(comm) => {
+            pipeline::send::peer_of(comm, dest).map_or(0, |w| netpath::p2p_split_at(w, n))
+        }
         _ => 0,
     };
     if let Some(t) = (split != 0).then(|| netpath::cached_split_type(n, split)).flatten() {
