@@ -182,6 +182,23 @@ impl Layout {
         st
     }
 
+    /// As [`Layout::packed`], then the stream opened at `at` by `gap` bytes: bytes `[at, n)`
+    /// move to `[at + gap, n + gap)` (a message sent in two runs, `transfer::netpath`). Packed
+    /// whole first, so that the engine choice sees (and learns from) the whole type as for any
+    /// staged send; the move is one pass over the second run.
+    ///
+    /// # Safety
+    /// As [`Layout::packed`]; `at <= bytes`.
+    pub unsafe fn packed_split(&self, buf: *const c_void, at: usize, gap: usize) -> Staging {
+        let n = self.bytes;
+        let mut st = staging::take(n + gap);
+        // SAFETY: forwarded contract; `st` is sluice's own buffer of at least `n + gap` bytes.
+        unsafe { pack_engine::pack(self.datatype, &self.ct, self.count, buf.cast(), &mut st.bytes_mut()[..n]) };
+        st.bytes_mut().copy_within(at..n, at + gap);
+        crate::stats::engine_bytes(n);
+        st
+    }
+
     /// Unpacks the first `received` bytes of `st` (a received, possibly short or truncated,
     /// stream) into the user's elements at `buf`.
     ///

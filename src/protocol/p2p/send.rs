@@ -109,13 +109,8 @@ unsafe fn staged(layout: &Layout, buf: *const c_void, comm: Comm, dest: c_int) -
         _ => 0,
     };
     if let Some(t) = (split != 0).then(|| netpath::cached_split_type(n, split)).flatten() {
-        let mut st = staging::take(n + netpath::GAP);
-        let out = st.bytes_mut();
-        // SAFETY: forwarded contract; both ranges lie in the `n` packed bytes and in `st`.
-        unsafe {
-            layout.pack_range(buf, 0, split, &mut out[..split]);
-            layout.pack_range(buf, split, n, &mut out[split + netpath::GAP..n + netpath::GAP]);
-        }
+        // SAFETY: forwarded contract; `split < n`.
+        let st = unsafe { layout.packed_split(buf, split, netpath::GAP) };
         if crate::stats::timing_enabled() {
             crate::stats::count(crate::stats::Family::P2pSplit, n);
         }
