@@ -8,7 +8,8 @@
  * MPI_Cancel of a receive that never matches and of one that already completed; persistent
  * requests (Send_init / Recv_init / Ssend_init / Bsend_init / Rsend_init with derived types,
  * Start / Startall over several iterations with changing data, MPI_Wait on an inactive request,
- * MPI_Request_free); the completion calls on a NULL request array (an error reported, nothing
+ * MPI_Request_free); a window of staged receives completed by one MPI_Waitall (one truncated);
+ * the completion calls on a NULL request array (an error reported, nothing
  * else changed); MPI_Sendrecv and MPI_Sendrecv_replace with derived types. Every byte checked.
  * Runs on MPI_COMM_WORLD, a duplicate and a split (renumbered) communicator, any ranks >= 2. */
 #define SLUICE_P2P_CONF
@@ -483,6 +484,91 @@ static void persistent(conf_comm *c) {
     MPI_OK(MPI_Barrier(c->comm));
 }
 
+/* A window of staged receives (16-200 KiB, below the pipelined size) completed by one
+ * MPI_Waitall, which may unpack each one as it lands while the others are still on the wire:
+ * the messages sent in reverse order (the array's last receives complete first), a receive
+ * longer than its message, an MPI_ANY_SOURCE receive, a persistent receive, a cancelled receive
+ * and the send requests in the same array; statuses or MPI_STATUSES_IGNORE; then a truncated
+ * receive among them (MPI_ERR_IN_STATUS, the others intact). Every byte checked. */
+#define NW 6
+static void staged_window(conf_comm *c) {
+    const size_t wbytes[NW] = {16 << 10, 64 << 10, 200 << 10, 40 << 10, 100 << 10, 24 << 10};
+    const int tu = CT[T_VECT84].units, ru = CT[T_VECT84X3].units;
+    for (int variant = 0; variant < 3; variant++) {
+        int base = 6600 + 20 * variant, trunc = variant == 2 ? 4 : -1;
+        conf_set_ctx("%s: a window of staged receives, %s", c->label,
+                     variant == 0 ? "statuses" : variant == 1 ? "MPI_STATUSES_IGNORE" : "one truncated");
+        conf_buf s[NW], r[NW], rx;
+        int sc[NW], rcap[NW], rcnt[NW];
+        MPI_Request rq[2 * NW + 1], prq = MPI_REQUEST_NULL;
+        MPI_Status sts[2 * NW + 1];
+        for (int i = 0; i < NW; i++) {
+            int units = conf_units_for(F_CHAR, wbytes[i]);
+            sc[i] = units / tu;
+            rcnt[i] = units / ru;
+            rcap[i] = i == 1 ? rcnt[i] + 3 : i == trunc ? rcnt[i] - 1 : rcnt[i];
+            s[i] = conf_alloc(CT[T_VECT84].t, sc[i], conf_seed(c->id, base + i, c->rank, variant));
+            r[i] = conf_alloc_slack(CT[T_VECT84X3].t, rcap[i], 40 + i, conf_size(CT[T_VECT84].t, sc[i]));
+            int src = i == 2 ? MPI_ANY_SOURCE : c->left;
+            if (i == 3) {
+                MPI_OK(MPI_Recv_init(r[i].p, rcap[i], CT[T_VECT84X3].t, src, base + i, c->comm, &prq));
+                MPI_OK(MPI_Start(&prq));
+                rq[i] = prq;
+            } else {
+                MPI_OK(MPI_Irecv(r[i].p, rcap[i], CT[T_VECT84X3].t, src, base + i, c->comm, &rq[i]));
+            }
+        }
+        /* Never sent: cancelled before the wait. */
+        rx = conf_alloc(CT[T_VECT84X3].t, conf_units_for(F_CHAR, 32 << 10) / ru, 47);
+        MPI_OK(MPI_Irecv(rx.p, conf_units_for(F_CHAR, 32 << 10) / ru, CT[T_VECT84X3].t, c->left, base + 19, c->comm, &rq[NW]));
+        MPI_OK(MPI_Cancel(&rq[NW]));
+        for (int k = 0; k < NW; k++) {
+            int i = NW - 1 - k;
+            MPI_OK(MPI_Isend(s[i].p, sc[i], CT[T_VECT84].t, c->right, base + i, c->comm, &rq[NW + 1 + k]));
+        }
+        int n = 2 * NW + 1, rc;
+        for (int i = 0; i < n; i++) sts[i].MPI_ERROR = -7;
+        rc = MPI_Waitall(n, rq, variant == 1 ? MPI_STATUSES_IGNORE : sts);
+        if (trunc < 0) {
+            CHECK_CLASS(rc, MPI_SUCCESS);
+        } else {
+            CHECK_CLASS(rc, MPI_ERR_IN_STATUS);
+            CHECK_CLASS(sts[trunc].MPI_ERROR, MPI_ERR_TRUNCATE);
+            /* Which others are still pending depends on timing, in the bare MPI too. */
+            for (int i = 0; i < n; i++) {
+                if (i == trunc) continue;
+                CHECK(sts[i].MPI_ERROR == MPI_SUCCESS || sts[i].MPI_ERROR == MPI_ERR_PENDING,
+                      "MPI_ERROR of request %d: %d", i, sts[i].MPI_ERROR);
+                if (sts[i].MPI_ERROR == MPI_ERR_PENDING) MPI_OK(MPI_Wait(&rq[i], &sts[i]));
+            }
+            CHECK_GAPS(&r[trunc]);
+            conf_overflow_reset(&r[trunc]);
+        }
+        for (int i = 0; i < n; i++)
+            if (i != 3) CHECK(rq[i] == MPI_REQUEST_NULL, "request %d not freed", i);
+        CHECK(rq[3] == prq && prq != MPI_REQUEST_NULL, "persistent request freed by MPI_Waitall");
+        for (int i = 0; i < NW; i++) {
+            if (i == trunc) continue;
+            if (variant != 1) CHECK_STATUS(&sts[i], c->left, base + i, CT[T_VECT84X3].t, rcnt[i], rcnt[i] * ru);
+            CHECK_DATA(&r[i], CT[T_VECT84].t, sc[i], conf_seed(c->id, base + i, c->left, variant));
+            CHECK_UNTOUCHED(&s[i]);
+        }
+        if (variant != 1) {
+            int cancelled = -1;
+            MPI_OK(MPI_Test_cancelled(&sts[NW], &cancelled));
+            CHECK(cancelled, "the cancelled receive: MPI_Test_cancelled %d", cancelled);
+        }
+        CHECK_UNTOUCHED(&rx);
+        MPI_OK(MPI_Request_free(&prq));
+        for (int i = 0; i < NW; i++) {
+            conf_free(&s[i]);
+            conf_free(&r[i]);
+        }
+        conf_free(&rx);
+        MPI_OK(MPI_Barrier(c->comm));
+    }
+}
+
 static void sendrecv(conf_comm *c) {
     const int st_t[3] = {T_VEC_D, T_STRUCT, T_DOUBLE}, rt[3] = {T_VEC_D2, T_STRUCT_PACKED, T_VEC_D};
     size_t bytes[3] = {1024, 300 << 10, c->full ? 4 * MiB : 4096};
@@ -539,6 +625,7 @@ int main(int argc, char **argv) {
         cancel(c);
         if (c->full) null_array(c);
         persistent(c);
+        staged_window(c);
         sendrecv(c);
     }
     void *b;

@@ -17,6 +17,10 @@ use crate::transfer::runtime::progress;
 type Req = mpi::MPI_Request;
 type Status = mpi::MPI_Status;
 
+/// Staged receives of at least this many bytes are unpacked as they arrive inside a wait on
+/// several ([`Taken::unpack_as_they_arrive`]); below it an unpack costs less than the polls.
+const OVERLAP_MIN: usize = 16 * 1024;
+
 /// Tracked requests taken out of the table for one call: `(index, op)`.
 struct Taken(Vec<(usize, Entry)>);
 
@@ -28,6 +32,59 @@ impl Taken {
 
     fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Before a blocking wait on all of `reqs`: unpacks each staged receive among them as its
+    /// data arrives, while the others are still on the wire, instead of all of them after the
+    /// last one (the MPI's own engine unpacks each fragment as it lands; a window of staged
+    /// receives from another node would otherwise end with its whole unpack in series: 3% of
+    /// a window of 64 KiB `vect:8:4` messages at 1 Gbit/s). `MPI_Request_get_status` leaves
+    /// each request to the wait that follows, which completes and reports them all as before;
+    /// a receive finished here is not unpacked again ([`Op::finish`] acts once).
+    ///
+    /// Open MPI only: its `MPI_Request_get_status` reports a truncated receive as a success
+    /// with the sender's count (measured), which this skips; MPICH's raises the truncation
+    /// through an error handler (measured), which the wait would not have raised there.
+    ///
+    /// [`Op::finish`]: ops::Op::finish
+    fn unpack_as_they_arrive(&mut self, reqs: &[Req]) {
+        if !cfg!(sluice_mpi = "openmpi") {
+            return;
+        }
+        let early = |e: &Entry| matches!(e, Entry::P2p(op) if op.dir == ops::Dir::Recv && op.active && op.layout.bytes() >= OVERLAP_MIN);
+        let mut waiting: Vec<usize> = (0..self.0.len()).filter(|&k| early(&self.0[k].1)).collect();
+        if waiting.len() < 2 {
+            return;
+        }
+        while !waiting.is_empty() {
+            let mut failed = false;
+            waiting.retain(|&k| {
+                if failed {
+                    return true;
+                }
+                let (i, entry) = &mut self.0[k];
+                let Entry::P2p(op) = entry else { return false };
+                let (mut flag, mut st) = (0, blank_status());
+                // SAFETY: a live request of the application's array; writes a local flag and status.
+                let rc = unsafe { next::MPI_Request_get_status(reqs[*i], &mut flag, &mut st) };
+                if rc != errclass::SUCCESS {
+                    failed = true;
+                    return true;
+                }
+                if flag == 0 {
+                    return true;
+                }
+                // SAFETY: the request completed and `st` is its status.
+                if unsafe { super::received_bytes(&st) } <= op.layout.bytes() {
+                    // SAFETY: as above; the wait's completion finds it finished.
+                    unsafe { op.finish(rc, &st) };
+                }
+                false
+            });
+            if failed {
+                return;
+            }
+        }
     }
 
     /// After the MPI call: finishes the requests that completed, using status `status(i)` and
@@ -201,11 +258,12 @@ pub(crate) unsafe fn test_mpi(request: *mut Req, flag: *mut c_int, status: *mut 
 pub(crate) unsafe fn waitall_mpi(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_int {
     // SAFETY: the application's array of `count` requests.
     let rs = unsafe { requests(reqs, count) };
-    let taken = Taken::from(rs);
+    let mut taken = Taken::from(rs);
     if taken.is_empty() {
         // SAFETY: forwarded unchanged.
         return unsafe { next::MPI_Waitall(count, reqs, statuses) };
     }
+    taken.unpack_as_they_arrive(rs);
     let before = rs.to_vec();
     let mut sts = Statuses::new(statuses, rs.len());
     // SAFETY: forwarded with a real status array of `count` entries; the MPI writes the handles
