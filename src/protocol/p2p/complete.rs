@@ -42,20 +42,27 @@ impl Taken {
     /// each request to the wait that follows, which completes and reports them all as before;
     /// a receive finished here is not unpacked again ([`Op::finish`] acts once).
     ///
-    /// Open MPI only: its `MPI_Request_get_status` reports a truncated receive as a success
-    /// with the sender's count (measured), which this skips; MPICH's raises the truncation
-    /// through an error handler (measured), which the wait would not have raised there.
+    /// A truncated receive is left to the wait: Open MPI's `MPI_Request_get_status` reports it
+    /// as a success with the sender's larger count (measured), which this skips; MPICH's
+    /// returns the error after raising it through `MPI_COMM_WORLD`'s handler (measured), so on
+    /// MPICH the loop runs with that handler set to `MPI_ERRORS_RETURN` ([`QuietWorld`]) and
+    /// stops at the error, which the wait then raises as it would have. Where another thread
+    /// may call MPI meanwhile (`MPI_THREAD_MULTIPLE`) MPICH's loop does not run.
     ///
     /// [`Op::finish`]: ops::Op::finish
     fn unpack_as_they_arrive(&mut self, reqs: &[Req]) {
-        if !cfg!(sluice_mpi = "openmpi") {
-            return;
-        }
         let early = |e: &Entry| matches!(e, Entry::P2p(op) if op.dir == ops::Dir::Recv && op.active && op.layout.bytes() >= OVERLAP_MIN);
         let mut waiting: Vec<usize> = (0..self.0.len()).filter(|&k| early(&self.0[k].1)).collect();
         if waiting.len() < 2 {
             return;
         }
+        let _quiet = match cfg!(sluice_mpi = "mpich") {
+            true => match QuietWorld::new() {
+                Some(q) => Some(q),
+                None => return,
+            },
+            false => None,
+        };
         while !waiting.is_empty() {
             let mut failed = false;
             waiting.retain(|&k| {
@@ -113,6 +120,41 @@ impl Taken {
             } else {
                 ops::restore(before[i], op);
             }
+        }
+    }
+}
+
+/// `MPI_COMM_WORLD`'s error handler set to `MPI_ERRORS_RETURN` for as long as this lives, then
+/// the application's again (see [`Taken::unpack_as_they_arrive`]); only while no other thread
+/// may call MPI (not at `MPI_THREAD_MULTIPLE`).
+struct QuietWorld(mpi::MPI_Errhandler);
+
+impl QuietWorld {
+    fn new() -> Option<QuietWorld> {
+        let mut level = crate::ffi::THREAD_SINGLE;
+        // SAFETY: legal from any thread while MPI is initialized; writes one int.
+        unsafe { mpi::PMPI_Query_thread(&mut level) };
+        if level >= crate::ffi::THREAD_MULTIPLE {
+            return None;
+        }
+        let mut app = consts::errors_return();
+        // SAFETY: MPI_COMM_WORLD is valid while MPI is initialized; writes one handle, a new
+        // reference that `drop` releases.
+        if unsafe { mpi::PMPI_Comm_get_errhandler(consts::comm_world(), &mut app) } != errclass::SUCCESS {
+            return None;
+        }
+        // SAFETY: as above; a predefined handler.
+        unsafe { mpi::PMPI_Comm_set_errhandler(consts::comm_world(), consts::errors_return()) };
+        Some(QuietWorld(app))
+    }
+}
+
+impl Drop for QuietWorld {
+    fn drop(&mut self) {
+        // SAFETY: puts back the handler taken in `new` and releases that reference.
+        unsafe {
+            mpi::PMPI_Comm_set_errhandler(consts::comm_world(), self.0);
+            mpi::PMPI_Errhandler_free(&mut self.0);
         }
     }
 }

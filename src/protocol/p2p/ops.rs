@@ -49,6 +49,9 @@ pub struct Op {
     pub persistent: bool,
     /// Started and not yet delivered (receives unpack once per activation).
     pub active: bool,
+    /// A receive that landed in two runs (`transfer::netpath::p2p_recv_split_at`): the second
+    /// starts `GAP` bytes after this offset of the staging buffer; 0: one run.
+    pub gap_at: usize,
 }
 
 impl Op {
@@ -63,6 +66,11 @@ impl Op {
             unsafe {
                 self.staging.note_received(received_bytes(status));
                 let n = super::delivered_bytes(rc, status, self.layout.bytes());
+                if n > self.gap_at && self.gap_at != 0 {
+                    // The runs close up: the stream is then whole at the start of the buffer.
+                    let (at, gap) = (self.gap_at, crate::transfer::netpath::GAP);
+                    self.staging.bytes_mut().copy_within(at + gap..n + gap, at);
+                }
                 if n > 0 {
                     self.layout.unpack(&self.staging, n, self.user as *mut c_void);
                 }

@@ -13,7 +13,7 @@ use super::pipeline::track::Landing;
 use super::{is_proc_null, status_or, Layout};
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::protocol::comm_hints::{self, P2pPath};
-use crate::transfer::staging;
+use crate::transfer::{netpath, staging};
 
 type Comm = mpi::MPI_Comm;
 type Dt = mpi::MPI_Datatype;
@@ -39,7 +39,8 @@ unsafe fn blocking(
     if let Some(comm) = pipe {
         // SAFETY: the MPI filled `stp` for this receive.
         if rc == errclass::SUCCESS && unsafe { super::received_bytes(stp) } == pipeline::reserved() {
-            let op = Op { dir: Dir::Recv, layout: layout.clone(), user: buf as usize, staging: st, persistent: false, active: true };
+            let op =
+                Op { dir: Dir::Recv, layout: layout.clone(), user: buf as usize, staging: st, persistent: false, active: true, gap_at: 0 };
             let cap = layout.bytes();
             // SAFETY: M0 landed in the operation's staging; the user buffer is the receive's.
             match unsafe { pipeline::track::receive_rest(pipeline::incoming::Dest::Engine(op), cap, comm) } {
@@ -60,24 +61,42 @@ unsafe fn blocking(
     rc
 }
 
-/// A nonblocking or persistent receive into staging, tracked until completion.
+/// A nonblocking or persistent receive into staging, tracked until completion;
+/// `receive(staging, count, datatype)` posts it. A nonblocking receive from `peer` (a world
+/// rank, or -1) that cannot get a pipelined message (`pipe == None`) lands in two runs where
+/// [`netpath::p2p_recv_split_at`] says so.
 fn with_request(
     layout: Layout,
     buf: *mut c_void,
     request: *mut Req,
     persistent: bool,
-    receive: impl FnOnce(*mut c_void, c_int) -> c_int,
+    split_from: Option<c_int>,
+    receive: impl FnOnce(*mut c_void, c_int, Dt) -> c_int,
 ) -> c_int {
     super::note_staged(&layout, false);
+    let n = layout.bytes();
+    let gap_at = match split_from {
+        Some(peer) if !persistent => netpath::p2p_recv_split_at(peer, n),
+        _ => 0,
+    };
+    let split = (gap_at != 0).then(|| netpath::cached_split_type(n, gap_at)).flatten();
+    let gap_at = if split.is_some() { gap_at } else { 0 };
+    if gap_at != 0 && crate::stats::timing_enabled() {
+        crate::stats::count(crate::stats::Family::P2pSplit, n);
+    }
     let mut op = Op {
         dir: Dir::Recv,
-        staging: staging::take_for_receive(layout.bytes()),
+        staging: staging::take_for_receive(if gap_at != 0 { n + netpath::GAP } else { n }),
         layout,
         user: buf as usize,
         persistent,
         active: !persistent,
+        gap_at,
     };
-    let rc = receive(op.staging.as_mut_ptr().cast(), op.layout.count_arg());
+    let rc = match split {
+        Some(t) => receive(op.staging.as_mut_ptr().cast(), 1, t),
+        None => receive(op.staging.as_mut_ptr().cast(), op.layout.count_arg(), consts::packed()),
+    };
     if rc == errclass::SUCCESS {
         // SAFETY: the MPI wrote the new request through the application's non-null pointer.
         ops::track(unsafe { *request }, op);
@@ -274,7 +293,7 @@ fn nonblocking(
     comm: Comm,
     request: *mut Req,
     persistent: bool,
-    receive: impl FnOnce(*mut c_void, c_int) -> c_int,
+    receive: impl FnOnce(*mut c_void, c_int, Dt) -> c_int,
     forward: impl FnOnce(Posting) -> c_int,
 ) -> c_int {
     if !persistent && !request.is_null() {
@@ -286,7 +305,13 @@ fn nonblocking(
     let rc = match recv_layout(buf, count, datatype, source, comm, comm_hints::path(comm)).filter(|_| !request.is_null()) {
         Some(l) => {
             let (cap, pipe) = (l.bytes(), pipe_for(l.bytes(), source, comm));
-            let rc = with_request(l, buf, request, persistent, receive);
+            // A known peer on an intracommunicator (an erroneous source stays the MPI's to report).
+            let split_from = if pipe.is_none() && !persistent && comm != consts::comm_null() && !pipeline::is_inter(comm) && source >= 0 {
+                pipeline::send::peer_of(comm, source)
+            } else {
+                None
+            };
+            let rc = with_request(l, buf, request, persistent, split_from, receive);
             arm(rc, request, Landing::Staged, cap, pipe, persistent);
             rc
         }
@@ -322,10 +347,10 @@ pub unsafe fn irecv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int,
         comm,
         request,
         false,
-        |p, n| {
-            // SAFETY: forwarded contract; the staging buffer has `n` bytes and lives in the table
-            // until the request completes.
-            unsafe { next::MPI_Irecv(p, n, consts::packed(), source, tag, comm, request) }
+        |p, n, t| {
+            // SAFETY: forwarded contract; the staging buffer holds `n` of `t` and lives in the
+            // table until the request completes.
+            unsafe { next::MPI_Irecv(p, n, t, source, tag, comm, request) }
         },
         |p| {
             // SAFETY: forwarded; the posting describes the application's buffer.
@@ -348,9 +373,9 @@ pub unsafe fn recv_init(buf: *mut c_void, count: c_int, datatype: Dt, source: c_
         comm,
         request,
         true,
-        |p, n| {
+        |p, n, t| {
             // SAFETY: as in `irecv`.
-            unsafe { next::MPI_Recv_init(p, n, consts::packed(), source, tag, comm, request) }
+            unsafe { next::MPI_Recv_init(p, n, t, source, tag, comm, request) }
         },
         |p| {
             // SAFETY: forwarded; the posting describes the application's buffer.
@@ -430,7 +455,7 @@ pub unsafe fn imrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut
     }
     match Layout::of(buf, count.into(), datatype, path, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
         // SAFETY: as in `irecv`.
-        Some(l) => with_request(l, buf, request, false, |p, n| unsafe { next::MPI_Imrecv(p, n, consts::packed(), message, request) }),
+        Some(l) => with_request(l, buf, request, false, None, |p, n, t| unsafe { next::MPI_Imrecv(p, n, t, message, request) }),
         // SAFETY: forwarded unchanged.
         None => unsafe {
             let p = plain_posting(buf, count.into(), datatype);
@@ -752,9 +777,9 @@ pub mod large_count {
             comm,
             request,
             false,
-            |p, n| {
+            |p, n, t| {
                 // SAFETY: as in `irecv`.
-                unsafe { next::MPI_Irecv(p, n, consts::packed(), source, tag, comm, request) }
+                unsafe { next::MPI_Irecv(p, n, t, source, tag, comm, request) }
             },
             |p| {
                 // SAFETY: forwarded; the posting describes the application's buffer.
@@ -785,9 +810,9 @@ pub mod large_count {
             comm,
             request,
             true,
-            |p, n| {
+            |p, n, t| {
                 // SAFETY: as in `irecv`.
-                unsafe { next::MPI_Recv_init(p, n, consts::packed(), source, tag, comm, request) }
+                unsafe { next::MPI_Recv_init(p, n, t, source, tag, comm, request) }
             },
             |p| {
                 // SAFETY: forwarded; the posting describes the application's buffer.
@@ -841,7 +866,7 @@ pub mod large_count {
         }
         match Layout::of(buf, count, datatype, path, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
             // SAFETY: as in `irecv`.
-            Some(l) => with_request(l, buf, request, false, |p, n| unsafe { next::MPI_Imrecv(p, n, consts::packed(), message, request) }),
+            Some(l) => with_request(l, buf, request, false, None, |p, n, t| unsafe { next::MPI_Imrecv(p, n, t, message, request) }),
             // SAFETY: forwarded unchanged.
             None => unsafe {
                 let p = plain_posting(buf, count, datatype);
