@@ -93,7 +93,7 @@ pub const PARAMS: &[Param] = &[
         name: "SLUICE_P2P_REMOTE_SPLIT",
         default: "auto",
         accepted: "auto, off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 64K",
-        doc: "Messages of at least this many bytes that sluice sends itself to a rank on another node (a pipelined transfer's chunks, staged messages) are laid out in two runs with a gap, as SLUICE_COLL_REMOTE_SPLIT does for collectives: Open MPI's ob1 then sends them by its copy pipeline instead of its RDMA protocol, whose extra round trip per message shows on a link with latency (docs/protocol.md); the bytes the receiver gets are the same; auto = 64K when the MPI's point-to-point layer is Open MPI's ob1, off otherwise.",
+        doc: "Messages of at least this many bytes that sluice sends itself to a rank on another node (a pipelined transfer's chunks, staged messages) are laid out in two runs with a gap, as SLUICE_COLL_REMOTE_SPLIT does for collectives: Open MPI's ob1 then sends them by its copy pipeline instead of its RDMA protocol, whose extra round trip per message shows on a link with latency (docs/protocol.md); the bytes the receiver gets are the same. Staged receives from a rank on another node land the same way in two runs (under MPICH's UCX, which otherwise completes a window of contiguous messages together at its end, so that each unpack waits for the last byte); auto = sends from 64K when the MPI's point-to-point layer is Open MPI's ob1, receives from 64K when it is not (MPICH), only when the job spans nodes; a byte count applies to both.",
     },
     Param {
         name: "SLUICE_STAGING_CACHE",
@@ -393,10 +393,12 @@ fn parse_bytes_or_off(p: &'static Param, v: &str) -> Result<usize, ConfigError> 
 }
 
 /// `SLUICE_COLL_REMOTE_SPLIT` / `SLUICE_P2P_REMOTE_SPLIT`: which staged collective blocks, and
-/// which messages sluice sends itself, for peers on other nodes are split (`transfer::netpath`).
+/// which messages sluice sends or receives itself, for peers on other nodes are split
+/// (`transfer::netpath`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RemoteSplit {
-    /// At least 64 KiB when the MPI is Open MPI with its ob1 point-to-point layer.
+    /// At least 64 KiB: sends and collective blocks when the MPI is Open MPI with its ob1
+    /// point-to-point layer, point-to-point receives when it is not.
     Auto,
     Off,
     /// Blocks of at least this many bytes.

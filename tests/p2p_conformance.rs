@@ -287,6 +287,20 @@ fn p2p_pipeline() {
 }
 
 #[test]
+fn messages_for_other_nodes_split_by_default() {
+    // With the defaults, staged messages of 64 KiB and more to or from another node travel in
+    // two runs: sent so under Open MPI's ob1, received so under MPICH's UCX (p2p_conf_requests'
+    // window of staged receives has several; MPICH never splits a send by default, so its count
+    // is the receives'). Every value still as the bare MPI's; nothing split within a node.
+    let exe = compile_c("p2p_conf_requests");
+    let job = launch_shim(2, &exe, &[("SLUICE_STATS", "1")]);
+    assert_ok("p2p_conf_requests", "sluice, 2 ranks, SLUICE_STATS=1", &job);
+    let split = job.stat_calls("p2p-split").unwrap_or(0);
+    let ok = if cluster_nodes() > 1 { split > 0 } else { split == 0 };
+    assert!(ok, "{split} messages split on {} node(s)\n{}", cluster_nodes(), job.all());
+}
+
+#[test]
 fn p2p_chunk_fault() {
     // A chunk the MPI fails (SLUICE_TEST_CHUNK_FAULT) fails its receive, blocking and
     // nonblocking, through the communicator's handler; the messages after it still arrive.

@@ -80,16 +80,21 @@ pub fn p2p_split_at(peer: c_int, bytes: usize) -> usize {
 /// Gbit/s (64-128 KiB windows; the send-side split is, by 40-60%, so `auto` splits ob1's sends
 /// and UCX's receives).
 pub fn p2p_recv_split_at(peer: c_int, bytes: usize) -> usize {
-    let min = match crate::runtime::config().map(|c| c.p2p_remote_split) {
-        Some(RemoteSplit::Above(n)) => n.max(2),
-        Some(RemoteSplit::Auto) if !ob1() => AUTO_MIN,
-        _ => return 0,
-    };
-    if bytes >= min && peer >= 0 && super::node::spans_nodes() && !super::node::is_local(peer) {
-        split_at(bytes)
-    } else {
-        0
+    match p2p_recv_split_min() {
+        Some(min) if bytes >= min && peer >= 0 && !super::node::is_local(peer) => split_at(bytes),
+        _ => 0,
     }
+}
+
+/// The smallest staged receive that may land split ([`p2p_recv_split_at`]); `None`: none
+/// (the setting is `off`, the job runs on one node, or `auto` under ob1).
+pub fn p2p_recv_split_min() -> Option<usize> {
+    let min = match crate::runtime::config()?.p2p_remote_split {
+        RemoteSplit::Above(n) => n,
+        RemoteSplit::Auto if !ob1() => AUTO_MIN,
+        _ => return None,
+    };
+    super::node::spans_nodes().then_some(min.max(2))
 }
 
 /// Where a block of `bytes` bytes is split: two non-empty runs (`bytes` >= 2), the first

@@ -306,11 +306,13 @@ fn nonblocking(
         Some(l) => {
             let (cap, pipe) = (l.bytes(), pipe_for(l.bytes(), source, comm));
             // A known peer on an intracommunicator (an erroneous source stays the MPI's to report).
-            let split_from = if pipe.is_none() && !persistent && comm != consts::comm_null() && !pipeline::is_inter(comm) && source >= 0 {
-                pipeline::send::peer_of(comm, source)
-            } else {
-                None
-            };
+            let may_split = netpath::p2p_recv_split_min().is_some_and(|min| cap >= min);
+            let split_from =
+                if may_split && pipe.is_none() && !persistent && comm != consts::comm_null() && !pipeline::is_inter(comm) && source >= 0 {
+                    pipeline::send::peer_of(comm, source)
+                } else {
+                    None
+                };
             let rc = with_request(l, buf, request, persistent, split_from, receive);
             arm(rc, request, Landing::Staged, cap, pipe, persistent);
             rc
