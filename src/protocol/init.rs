@@ -237,6 +237,7 @@ fn finish_p2p() {
     ops::progress_detached(true);
     crate::protocol::p2p::pipeline::finish();
     crate::protocol::byte_twin::forget_all();
+    crate::transfer::netpath::free_cached();
     let live = ops::clear();
     if live > 0 {
         log::warn!("{live} point-to-point request(s) of non-contiguous data were never completed or freed by the application");
