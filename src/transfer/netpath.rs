@@ -73,7 +73,8 @@ pub fn p2p_split_at(peer: c_int, bytes: usize) -> usize {
 /// is not Open MPI's ob1 (MPICH's UCX) and the peer is on another node. UCX moves a window of
 /// messages that are contiguous at both ends by concurrent rendezvous gets, so every staged
 /// message of the window completes at its end and the window's unpack follows its last byte
-/// (MPICH, 64 x 64 KiB at 1 Gbit/s + 50 us: every message within 0.6 ms of the end); with a
+/// (MPICH, 64 x 64 KiB at 1 Gbit/s + 50 us, `bench/window_timeline.c`: every message within
+/// 0.6 ms of the end); with a
 /// non-contiguous receive buffer they arrive one after the other, as the bare MPI's own
 /// non-contiguous messages do, and each is unpacked while the next is on the wire. The bare
 /// MPI, contiguous send into a two-run receive: no slower than contiguous at both ends at 10
