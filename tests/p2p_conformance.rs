@@ -301,6 +301,37 @@ fn messages_for_other_nodes_split_by_default() {
 }
 
 #[test]
+fn messages_for_other_nodes_go_in_few_chunks() {
+    // A pipelined message to another node is cut into at most SLUICE_PIPELINE_REMOTE_CHUNKS
+    // chunks (default 8), each larger than SLUICE_PIPELINE_CHUNK when needed; within a node, or
+    // with the setting off, into chunks of SLUICE_PIPELINE_CHUNK. p2p_chunk_fault's 1 MiB
+    // messages (about 768 KiB after M0) in 16 KiB chunks: 49 chunks, or 8 across nodes. Every value
+    // is checked by the program either way.
+    let exe = compile_c("p2p_chunk_fault");
+    let chunks = |extra: &[(&'static str, &'static str)]| {
+        let mut env = vec![("SLUICE_SHM_ARENA", "off"), ("SLUICE_PIPELINE_CHUNK", "16K"), ("SLUICE_LOG", "plan")];
+        env.extend_from_slice(extra);
+        let job = launch_shim(2, &exe, &env);
+        job.assert_pass("p2p_chunk_fault");
+        let counts: Vec<usize> =
+            job.stderr.lines().filter_map(|l| l.split("the rest in ").nth(1)?.split(" chunks").next()?.parse().ok()).collect();
+        assert!(!counts.is_empty(), "no pipelined send planned\n{}", job.all());
+        counts
+    };
+    let remote = cluster_nodes() > 1; // ranks 0 and 1 are on different nodes then
+    let small = |n: usize| n > 40; // 49: M0 carries 256 KiB less 63 bytes
+    for n in chunks(&[]) {
+        assert!(if remote { n == 8 } else { small(n) }, "{n} chunks per message");
+    }
+    for n in chunks(&[("SLUICE_PIPELINE_REMOTE_CHUNKS", "off")]) {
+        assert!(small(n), "{n} chunks per message with the setting off");
+    }
+    for n in chunks(&[("SLUICE_PIPELINE_REMOTE_CHUNKS", "3")]) {
+        assert!(if remote { n == 3 } else { small(n) }, "{n} chunks per message (at most 3)");
+    }
+}
+
+#[test]
 fn p2p_chunk_fault() {
     // A chunk the MPI fails (SLUICE_TEST_CHUNK_FAULT) fails its receive, blocking and
     // nonblocking, through the communicator's handler; the messages after it still arrive.

@@ -35,6 +35,8 @@ const MAGIC: u64 = u64::from_le_bytes(*b"SLUICEP1");
 
 static CHUNK: AtomicUsize = AtomicUsize::new(128 << 10);
 static DEPTH: AtomicUsize = AtomicUsize::new(4);
+/// `SLUICE_PIPELINE_REMOTE_CHUNKS` (`usize::MAX`: off).
+static REMOTE_CHUNKS: AtomicUsize = AtomicUsize::new(usize::MAX);
 static TAG_UB: AtomicI32 = AtomicI32::new(32767);
 static WORLD_RANK: AtomicI32 = AtomicI32::new(-1);
 static NEXT_TAG: AtomicU32 = AtomicU32::new(0);
@@ -65,6 +67,11 @@ fn set_reserved(s: usize) {
 /// Chunk size this process sends with.
 pub fn chunk() -> usize {
     CHUNK.load(Ordering::Relaxed)
+}
+
+/// Most chunks a transfer to another node is cut into (`usize::MAX`: as many as within one).
+pub fn remote_chunks() -> usize {
+    REMOTE_CHUNKS.load(Ordering::Relaxed)
 }
 
 /// Chunk receives a transfer keeps in flight.
@@ -242,6 +249,7 @@ pub fn start(cfg: Option<&crate::config::Config>) -> Result<(), String> {
     WORLD_RANK.store(rank, Ordering::Relaxed);
     CHUNK.store(cfg.pipeline_chunk, Ordering::Relaxed);
     DEPTH.store(cfg.pipeline_depth, Ordering::Relaxed);
+    REMOTE_CHUNKS.store(cfg.pipeline_remote_chunks, Ordering::Relaxed);
     CHUNK_FAULT.store(cfg.test_chunk_fault, Ordering::Relaxed);
     // Collective too (every rank with the pipeline on is here).
     crate::transfer::shm::start((cfg.shm_arena != usize::MAX).then_some(cfg.shm_arena));
