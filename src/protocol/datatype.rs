@@ -231,17 +231,45 @@ pub(crate) fn bounds(t: mpi::MPI_Datatype) -> Option<Bounds> {
     ok.then_some(Bounds { size, lb, extent, true_lb: tlb, true_extent: textent })
 }
 
-/// The packed size of one element of compiled type `t`, without a lock.
-#[inline]
-pub(crate) fn size_hint(t: mpi::MPI_Datatype) -> Option<usize> {
-    hint(t).map(|h| h.size)
-}
-
 /// Whether `t` is certainly not compiled (its filter slot is empty): every predefined type.
 /// One relaxed load: the fast path's first test (`p2p::fast`).
 #[inline(always)]
 pub(crate) fn not_compiled(t: mpi::MPI_Datatype) -> bool {
     slot(datatype_key(t)).load(Ordering::Relaxed) == 0
+}
+
+/// One call's datatype argument, looked up at most once and passed down: a send asks several
+/// questions of its type (the engine rules, the path contest, the pipeline's reserved size),
+/// and each used to look it up again (four look-ups for a send the rules left to the MPI).
+pub(crate) struct TypeArg {
+    handle: mpi::MPI_Datatype,
+    compiled: std::cell::OnceCell<Option<Arc<CompiledType>>>,
+}
+
+impl TypeArg {
+    /// The application's handle, not looked up yet.
+    #[inline]
+    pub(crate) fn new(handle: mpi::MPI_Datatype) -> TypeArg {
+        TypeArg { handle, compiled: std::cell::OnceCell::new() }
+    }
+
+    /// The application's handle.
+    #[inline]
+    pub(crate) fn handle(&self) -> mpi::MPI_Datatype {
+        self.handle
+    }
+
+    /// The lock-free [`hint`] (a few loads; read again at each call rather than kept).
+    #[inline]
+    pub(crate) fn hint(&self) -> Option<TypeHint> {
+        hint(self.handle)
+    }
+
+    /// The compiled form ([`lookup`], the first time only).
+    #[inline]
+    pub(crate) fn compiled(&self) -> Option<&Arc<CompiledType>> {
+        self.compiled.get_or_init(|| lookup(self.handle)).as_ref()
+    }
 }
 
 /// The compiled form of `t`, if the engine is on and `t` is compiled.

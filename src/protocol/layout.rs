@@ -11,7 +11,7 @@ use crate::datatype::compiled::CompiledType;
 use crate::datatype::interp;
 use crate::ffi::mpi;
 use crate::protocol::comm_hints::P2pPath;
-use crate::protocol::datatype::lookup;
+use crate::protocol::datatype::TypeArg;
 use crate::protocol::pack_engine;
 use crate::transfer::staging::{self, Staging};
 
@@ -43,25 +43,19 @@ impl Layout {
     /// `shares_node` says whether the peer is on this node; only the automatic rule for
     /// large-block messages on MPICH asks it ([`mpich_leaves_to_mpi`]).
     #[inline]
-    pub fn of(
-        buf: *const c_void,
-        count: i64,
-        datatype: mpi::MPI_Datatype,
-        path: P2pPath,
-        shares_node: &dyn Fn() -> bool,
-    ) -> Option<Layout> {
+    pub fn of(buf: *const c_void, count: i64, datatype: &TypeArg, path: P2pPath, shares_node: &dyn Fn() -> bool) -> Option<Layout> {
         if count <= 0 || buf.is_null() || (path == P2pPath::Mpi && !cfg!(sluice_mpi = "mpich")) {
             return None;
         }
         // The lock-free hint answers the common cases without the table's lock: contiguous
         // types, and large blocks when every size goes to the MPI (Open MPI's `auto`).
-        if let Some(h) = crate::protocol::datatype::hint(datatype) {
+        if let Some(h) = datatype.hint() {
             // (A forced path, `P2pPath::Arena` from a decided contest among them, asks anyway.)
             if h.left_to_mpi && !path.engine_forced() {
                 return None;
             }
         }
-        let ct = lookup(datatype)?;
+        let ct = datatype.compiled()?;
         if path == P2pPath::Mpi && !ct.from_struct() {
             // (MPICH) A struct's receive stays with sluice: MPICH's engine refuses packed bytes
             // from a sender that staged them into a type of mixed basic types (`recv.rs`,
@@ -94,7 +88,7 @@ impl Layout {
         if to_mpi && !path.engine_forced() {
             return None;
         }
-        Some(Layout { ct, count: count as usize, bytes, datatype })
+        Some(Layout { ct: Arc::clone(ct), count: count as usize, bytes, datatype: datatype.handle() })
     }
 
     /// The engine path for `count` elements of the compiled form `ct` of `datatype`, whatever its
@@ -108,11 +102,11 @@ impl Layout {
     /// The engine path for a receive of `count` elements of `datatype` at `buf` that may get a
     /// pipelined message: any compiled type, contiguous or not, without the point-to-point
     /// rules (the stream is unpacked by ranges whatever the type).
-    pub fn any_compiled(buf: *const c_void, count: i64, datatype: mpi::MPI_Datatype) -> Option<Layout> {
+    pub fn any_compiled(buf: *const c_void, count: i64, datatype: &TypeArg) -> Option<Layout> {
         if count <= 0 || buf.is_null() {
             return None;
         }
-        Layout::new(lookup(datatype)?, count as usize, datatype)
+        Layout::new(Arc::clone(datatype.compiled()?), count as usize, datatype.handle())
     }
 
     /// Packs stream bytes `[first, last)` of the user's elements at `buf` into `out`.

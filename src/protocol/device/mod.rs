@@ -382,7 +382,7 @@ unsafe fn stage_with(
 /// Whether a receive of `dt` elements fills a prefix of its span: one run of bytes in stream
 /// order (the pipelined protocol's test, which also rules out types with permuted blocks).
 pub fn fills_prefix(dt: mpi::MPI_Datatype) -> bool {
-    crate::protocol::p2p::pipeline::is_contiguous(dt)
+    crate::protocol::p2p::pipeline::is_contiguous(&crate::protocol::datatype::TypeArg::new(dt))
 }
 
 /// Raises a failed device copy of `call` on `comm`.

@@ -13,6 +13,7 @@ use super::pipeline::track::Landing;
 use super::{is_proc_null, status_or, Layout};
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::protocol::comm_hints::{self, P2pPath};
+use crate::protocol::datatype::TypeArg;
 use crate::transfer::{netpath, staging};
 
 type Comm = mpi::MPI_Comm;
@@ -144,12 +145,12 @@ impl Posting {
 /// bare MPICH receives the sender's typed message. A compiled type that is contiguous in memory
 /// is therefore posted there as `MPI_BYTE`s at its data: the same bytes, the same status count.
 /// (Non-contiguous compiled types take sluice's engine path, or the byte twin.)
-fn plain_posting(buf: *mut c_void, count: i64, datatype: Dt) -> Posting {
-    let user = Posting { buf, count, datatype };
+fn plain_posting(buf: *mut c_void, count: i64, t: &TypeArg) -> Posting {
+    let user = Posting { buf, count, datatype: t.handle() };
     if !cfg!(sluice_mpi = "mpich") || count <= 0 || buf.is_null() {
         return user;
     }
-    let Some(ct) = crate::protocol::datatype::lookup(datatype).filter(|c| c.from_struct()) else { return user };
+    let Some(ct) = t.compiled().filter(|c| c.from_struct()) else { return user };
     let dl = ct.dataloop();
     match c_int::try_from(dl.size.saturating_mul(count as usize)) {
         Ok(n) if dl.contiguous && dl.extent == dl.size as i64 => {
@@ -170,24 +171,24 @@ fn plain_posting(buf: *mut c_void, count: i64, datatype: Dt) -> Posting {
 /// for a self-send). Open MPI's engine takes any byte count into a typed receive, so there the
 /// application's type is kept. The status counts the same bytes either way, so `MPI_Get_count`
 /// in the application's type is unchanged.
-fn direct_landing(buf: *mut c_void, count: i64, datatype: Dt, source: c_int, comm: Comm) -> Option<Direct> {
-    let cap = pipeline::bytes_if_large(count, datatype)?;
+fn direct_landing(buf: *mut c_void, count: i64, t: &TypeArg, source: c_int, comm: Comm) -> Option<Direct> {
+    let cap = pipeline::bytes_if_large(count, t)?;
     let comm = pipe_for(cap, source, comm)?;
     if buf.is_null() {
         return None;
     }
-    let user = Posting { buf, count, datatype };
-    if pipeline::is_contiguous(datatype) {
-        let base = buf.cast::<u8>().wrapping_offset(pipeline::true_lb(datatype));
+    let user = Posting { buf, count, datatype: t.handle() };
+    if pipeline::is_contiguous(t) {
+        let base = buf.cast::<u8>().wrapping_offset(pipeline::true_lb(t.handle()));
         let post = match c_int::try_from(cap) {
             Ok(n) => Posting { buf: base.cast(), count: n.into(), datatype: consts::byte() },
             Err(_) => user,
         };
         Some(Direct { landing: Landing::Bytes(base), cap, comm, post })
     } else {
-        let l = Layout::any_compiled(buf, count, datatype)?;
+        let l = Layout::any_compiled(buf, count, t)?;
         let twin = if cfg!(sluice_mpi = "mpich") { crate::protocol::byte_twin::of(l.compiled()) } else { None };
-        let post = twin.map_or(user, |t| Posting { datatype: t, ..user });
+        let post = twin.map_or(user, |twin| Posting { datatype: twin, ..user });
         Some(Direct { landing: Landing::InPlace(l, buf), cap, comm, post })
     }
 }
@@ -250,8 +251,8 @@ fn matched_path(message: *mut mpi::MPI_Message) -> P2pPath {
 }
 
 /// The engine layout of a receive, if sluice serves it.
-fn recv_layout(buf: *mut c_void, count: i64, datatype: Dt, source: c_int, comm: Comm, path: P2pPath) -> Option<Layout> {
-    Layout::of(buf, count, datatype, path, &|| super::shares_node(comm, source)).filter(|_| !is_proc_null(source))
+fn recv_layout(buf: *mut c_void, count: i64, t: &TypeArg, source: c_int, comm: Comm, path: P2pPath) -> Option<Layout> {
+    Layout::of(buf, count, t, path, &|| super::shares_node(comm, source)).filter(|_| !is_proc_null(source))
 }
 
 /// `MPI_Recv`.
@@ -259,22 +260,23 @@ fn recv_layout(buf: *mut c_void, count: i64, datatype: Dt, source: c_int, comm: 
 /// # Safety
 /// As `MPI_Recv`.
 pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, tag: c_int, comm: Comm, status: *mut Status) -> c_int {
+    let t = TypeArg::new(datatype);
     if let Some(e) = stashed(source, tag, comm) {
         // SAFETY: forwarded contract.
         return unsafe { pipeline::serve::blocking(e, buf, count.into(), datatype, comm, status) };
     }
-    match recv_layout(buf, count.into(), datatype, source, comm, comm_hints::path(comm)) {
+    match recv_layout(buf, count.into(), &t, source, comm, comm_hints::path(comm)) {
         // SAFETY: forwarded contract; the staging buffer has `n` bytes.
         Some(l) => unsafe {
             let pipe = pipe_for(l.bytes(), source, comm);
             blocking(l, buf, status, pipe, |p, n, s| next::MPI_Recv(p, n, consts::packed(), source, tag, comm, s))
         },
-        None => match direct_landing(buf, count.into(), datatype, source, comm) {
+        None => match direct_landing(buf, count.into(), &t, source, comm) {
             // SAFETY: forwarded contract; the posting describes the application's buffer.
             Some(d) => unsafe { direct_blocking(d, status, |p, s| next::MPI_Recv(p.buf, p.int_count(), p.datatype, source, tag, comm, s)) },
             // SAFETY: forwarded unchanged.
             None => unsafe {
-                let p = plain_posting(buf, count.into(), datatype);
+                let p = plain_posting(buf, count.into(), &t);
                 next::MPI_Recv(p.buf, p.int_count(), p.datatype, source, tag, comm, status)
             },
         },
@@ -296,13 +298,14 @@ fn nonblocking(
     receive: impl FnOnce(*mut c_void, c_int, Dt) -> c_int,
     forward: impl FnOnce(Posting) -> c_int,
 ) -> c_int {
+    let t = TypeArg::new(datatype);
     if !persistent && !request.is_null() {
         if let Some(e) = stashed(source, tag, comm) {
             // SAFETY: the application's receive buffer and request pointer.
             return unsafe { pipeline::serve::nonblocking(e, buf, count, datatype, comm, request) };
         }
     }
-    let rc = match recv_layout(buf, count, datatype, source, comm, comm_hints::path(comm)).filter(|_| !request.is_null()) {
+    let rc = match recv_layout(buf, count, &t, source, comm, comm_hints::path(comm)).filter(|_| !request.is_null()) {
         Some(l) => {
             let (cap, pipe) = (l.bytes(), pipe_for(l.bytes(), source, comm));
             // A known peer on an intracommunicator (an erroneous source stays the MPI's to report).
@@ -317,13 +320,13 @@ fn nonblocking(
             arm(rc, request, Landing::Staged, cap, pipe, persistent);
             rc
         }
-        None => match direct_landing(buf, count, datatype, source, comm).filter(|_| !request.is_null()) {
+        None => match direct_landing(buf, count, &t, source, comm).filter(|_| !request.is_null()) {
             Some(d) => {
                 let rc = forward(d.post);
                 arm(rc, request, d.landing, d.cap, Some(d.comm), persistent);
                 rc
             }
-            None => forward(plain_posting(buf, count, datatype)),
+            None => forward(plain_posting(buf, count, &t)),
         },
     };
     if persistent && rc == errclass::SUCCESS && !request.is_null() && pipeline::reserved() != 0 {
@@ -429,17 +432,18 @@ unsafe fn mrecv_stashed(
 /// # Safety
 /// As `MPI_Mrecv`.
 pub unsafe fn mrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut mpi::MPI_Message, status: *mut Status) -> c_int {
+    let t = TypeArg::new(datatype);
     let path = matched_path(message);
     // SAFETY: forwarded contract.
     if let Some(rc) = unsafe { mrecv_stashed(buf, count.into(), datatype, message, status, std::ptr::null_mut()) } {
         return rc;
     }
-    match Layout::of(buf, count.into(), datatype, path, &|| true).filter(|_| message_ok(message)) {
+    match Layout::of(buf, count.into(), &t, path, &|| true).filter(|_| message_ok(message)) {
         // SAFETY: forwarded contract.
         Some(l) => unsafe { blocking(l, buf, status, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
         // SAFETY: forwarded unchanged.
         None => unsafe {
-            let p = plain_posting(buf, count.into(), datatype);
+            let p = plain_posting(buf, count.into(), &t);
             next::MPI_Mrecv(p.buf, p.int_count(), p.datatype, message, status)
         },
     }
@@ -450,17 +454,18 @@ pub unsafe fn mrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut 
 /// # Safety
 /// As `MPI_Imrecv`.
 pub unsafe fn imrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut mpi::MPI_Message, request: *mut Req) -> c_int {
+    let t = TypeArg::new(datatype);
     let path = matched_path(message);
     // SAFETY: forwarded contract.
     if let Some(rc) = unsafe { mrecv_stashed(buf, count.into(), datatype, message, std::ptr::null_mut(), request) } {
         return rc;
     }
-    match Layout::of(buf, count.into(), datatype, path, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
+    match Layout::of(buf, count.into(), &t, path, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
         // SAFETY: as in `irecv`.
         Some(l) => with_request(l, buf, request, false, None, |p, n, t| unsafe { next::MPI_Imrecv(p, n, t, message, request) }),
         // SAFETY: forwarded unchanged.
         None => unsafe {
-            let p = plain_posting(buf, count.into(), datatype);
+            let p = plain_posting(buf, count.into(), &t);
             next::MPI_Imrecv(p.buf, p.int_count(), p.datatype, message, request)
         },
     }
@@ -526,6 +531,8 @@ unsafe fn sendrecv_any(
     status: *mut Status,
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
+    let tr = TypeArg::new(recvtype);
+    let ts = TypeArg::new(sendtype);
     if pipeline::stash::any() {
         if let (Some(e), Ok(sc)) = (stashed(source, recvtag, comm), c_int::try_from(sendcount)) {
             // The receive side is a probed message: send, serve the receive, complete the send.
@@ -543,10 +550,10 @@ unsafe fn sendrecv_any(
         }
     }
     let path = comm_hints::path(comm);
-    let sl = Layout::of(sendbuf, sendcount, sendtype, path, &|| super::shares_node(comm, dest)).filter(|_| !is_proc_null(dest));
-    let rl = recv_layout(recvbuf, recvcount, recvtype, source, comm, path);
+    let sl = Layout::of(sendbuf, sendcount, &ts, path, &|| super::shares_node(comm, dest)).filter(|_| !is_proc_null(dest));
+    let rl = recv_layout(recvbuf, recvcount, &tr, source, comm, path);
     // A contiguous receive that may get a pipelined message.
-    let rpipe = if rl.is_none() { direct_landing(recvbuf, recvcount, recvtype, source, comm) } else { None };
+    let rpipe = if rl.is_none() { direct_landing(recvbuf, recvcount, &tr, source, comm) } else { None };
     let (Ok(sendcount), Ok(recvcount)) = (c_int::try_from(sendcount), c_int::try_from(recvcount)) else {
         return forward();
     };
@@ -572,7 +579,7 @@ unsafe fn sendrecv_any(
         },
         // SAFETY: forwarded, with the packed send side.
         (None, None) => unsafe {
-            let p = plain_posting(recvbuf, recvcount.into(), recvtype);
+            let p = plain_posting(recvbuf, recvcount.into(), &tr);
             next::MPI_Sendrecv(sp, sc, stype, dest, sendtag, p.buf, p.int_count(), p.datatype, source, recvtag, comm, status)
         },
     }
@@ -619,6 +626,7 @@ unsafe fn sendrecv_replace_any(
     status: *mut Status,
     forward: impl FnOnce(Posting, *mut Status) -> c_int,
 ) -> c_int {
+    let t = TypeArg::new(datatype);
     if pipeline::stash::any() && !is_proc_null(source) {
         if let (Some(e), Ok(c)) = (stashed(source, recvtag, comm), c_int::try_from(count)) {
             // The receive side is a probed message: the outgoing elements are packed first (the
@@ -627,10 +635,10 @@ unsafe fn sendrecv_replace_any(
             return unsafe { replace_from_stash(e, buf, c, datatype, dest, sendtag, comm, status) };
         }
     }
-    let layout = Layout::of(buf, count, datatype, comm_hints::path(comm), &|| super::shares_node(comm, dest))
+    let layout = Layout::of(buf, count, &t, comm_hints::path(comm), &|| super::shares_node(comm, dest))
         .filter(|_| !(is_proc_null(dest) && is_proc_null(source)));
     if layout.is_none() {
-        if let Some(d) = direct_landing(buf, count, datatype, source, comm) {
+        if let Some(d) = direct_landing(buf, count, &t, source, comm) {
             // The posting describes the same bytes in the same order, so the message sent from
             // it is the application's too.
             // SAFETY: forwarded contract.
@@ -735,22 +743,23 @@ pub mod large_count {
         comm: Comm,
         status: *mut Status,
     ) -> c_int {
+        let t = TypeArg::new(datatype);
         if let Some(e) = stashed(source, tag, comm) {
             // SAFETY: forwarded contract.
             return unsafe { pipeline::serve::blocking(e, buf, count, datatype, comm, status) };
         }
-        match recv_layout(buf, count, datatype, source, comm, comm_hints::path(comm)) {
+        match recv_layout(buf, count, &t, source, comm, comm_hints::path(comm)) {
             // SAFETY: as in `recv`.
             Some(l) => unsafe {
                 let pipe = pipe_for(l.bytes(), source, comm);
                 blocking(l, buf, status, pipe, |p, n, s| next::MPI_Recv(p, n, consts::packed(), source, tag, comm, s))
             },
-            None => match direct_landing(buf, count, datatype, source, comm) {
+            None => match direct_landing(buf, count, &t, source, comm) {
                 // SAFETY: forwarded contract; the posting describes the application's buffer.
                 Some(d) => unsafe { direct_blocking(d, status, |p, s| next::MPI_Recv_c(p.buf, p.count, p.datatype, source, tag, comm, s)) },
                 // SAFETY: forwarded unchanged.
                 None => unsafe {
-                    let p = plain_posting(buf, count, datatype);
+                    let p = plain_posting(buf, count, &t);
                     next::MPI_Recv_c(p.buf, p.count, p.datatype, source, tag, comm, status)
                 },
             },
@@ -834,17 +843,18 @@ pub mod large_count {
         message: *mut mpi::MPI_Message,
         status: *mut Status,
     ) -> c_int {
+        let t = TypeArg::new(datatype);
         let path = super::matched_path(message);
         // SAFETY: forwarded contract.
         if let Some(rc) = unsafe { mrecv_stashed(buf, count, datatype, message, status, std::ptr::null_mut()) } {
             return rc;
         }
-        match Layout::of(buf, count, datatype, path, &|| true).filter(|_| message_ok(message)) {
+        match Layout::of(buf, count, &t, path, &|| true).filter(|_| message_ok(message)) {
             // SAFETY: as in `mrecv`.
             Some(l) => unsafe { blocking(l, buf, status, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
             // SAFETY: forwarded unchanged.
             None => unsafe {
-                let p = plain_posting(buf, count, datatype);
+                let p = plain_posting(buf, count, &t);
                 next::MPI_Mrecv_c(p.buf, p.count, p.datatype, message, status)
             },
         }
@@ -861,17 +871,18 @@ pub mod large_count {
         message: *mut mpi::MPI_Message,
         request: *mut Req,
     ) -> c_int {
+        let t = TypeArg::new(datatype);
         let path = super::matched_path(message);
         // SAFETY: forwarded contract.
         if let Some(rc) = unsafe { mrecv_stashed(buf, count, datatype, message, std::ptr::null_mut(), request) } {
             return rc;
         }
-        match Layout::of(buf, count, datatype, path, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
+        match Layout::of(buf, count, &t, path, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
             // SAFETY: as in `irecv`.
             Some(l) => with_request(l, buf, request, false, None, |p, n, t| unsafe { next::MPI_Imrecv(p, n, t, message, request) }),
             // SAFETY: forwarded unchanged.
             None => unsafe {
-                let p = plain_posting(buf, count, datatype);
+                let p = plain_posting(buf, count, &t);
                 next::MPI_Imrecv_c(p.buf, p.count, p.datatype, message, request)
             },
         }

@@ -12,6 +12,7 @@ use super::pipeline::{self, send::Arriving, send::PostFn, send::Source};
 use super::{is_proc_null, Layout};
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::protocol::comm_hints::{self, P2pPath};
+use crate::protocol::datatype::TypeArg;
 use crate::transfer::netpath;
 use crate::transfer::staging::{self, Staging};
 
@@ -43,10 +44,11 @@ unsafe fn blocking(
 ) -> c_int {
     let path = comm_hints::path(comm);
     let shares = || super::shares_node(comm, dest);
-    let layout = Layout::of(buf, count, datatype, path, &shares).filter(|_| !is_proc_null(dest));
-    let (layout, turn) = contested(layout, buf, count, datatype, dest, path, timed, &shares);
+    let t = TypeArg::new(datatype);
+    let layout = Layout::of(buf, count, &t, path, &shares).filter(|_| !is_proc_null(dest));
+    let (layout, turn) = contested(layout, buf, count, &t, dest, path, timed, &shares);
     // SAFETY: forwarded contract.
-    let rc = unsafe { blocking_on(layout, buf, count, datatype, dest, tag, comm, path, mpi_send, post, forward) };
+    let rc = unsafe { blocking_on(layout, buf, count, &t, dest, tag, comm, path, mpi_send, post, forward) };
     if let Some(t) = turn {
         note_decision(t.done(rc == errclass::SUCCESS));
     }
@@ -62,7 +64,7 @@ unsafe fn blocking_on(
     layout: Option<Layout>,
     buf: *const c_void,
     count: i64,
-    datatype: Dt,
+    datatype: &TypeArg,
     dest: c_int,
     tag: c_int,
     comm: Comm,
@@ -139,12 +141,13 @@ unsafe fn with_request(
 ) -> c_int {
     let path = comm_hints::path(comm);
     let shares = || super::shares_node(comm, dest);
-    let layout = Layout::of(buf, count, datatype, path, &shares).filter(|_| !is_proc_null(dest));
+    let t = TypeArg::new(datatype);
+    let layout = Layout::of(buf, count, &t, path, &shares).filter(|_| !is_proc_null(dest));
     // Only a decided contest applies here (a nonblocking send is not timed).
-    let (layout, _) = contested(layout, buf, count, datatype, dest, path, false, &shares);
+    let (layout, _) = contested(layout, buf, count, &t, dest, path, false, &shares);
     let Some(layout) = layout.filter(|_| !request.is_null()) else {
         if !persistent && !request.is_null() {
-            if let Some(r) = reserved_size(buf, count, datatype, dest, comm) {
+            if let Some(r) = reserved_size(buf, count, &t, dest, comm) {
                 // SAFETY: forwarded contract; `request` is the application's non-null pointer.
                 return unsafe { pipelined_request(r.source(), pipeline::reserved(), dest, tag, comm, mpi_send, request, path) };
             }
@@ -200,7 +203,7 @@ fn contested(
     layout: Option<Layout>,
     buf: *const c_void,
     count: i64,
-    datatype: Dt,
+    datatype: &TypeArg,
     dest: c_int,
     path: P2pPath,
     timed: bool,
@@ -216,7 +219,7 @@ fn contested(
         None => match pipeline::bytes_if_large(count, datatype) {
             Some(n) => n,
             // (Below the reserved size the hint's size, when the type has one there.)
-            None => match crate::protocol::datatype::hint(datatype) {
+            None => match datatype.hint() {
                 Some(h) => h.size.saturating_mul(count.max(0) as usize),
                 None => return (layout, None),
             },
@@ -230,7 +233,7 @@ fn contested(
     }
     let (id, served) = match &layout {
         Some(l) => (l.compiled().id(), true),
-        None => match crate::protocol::datatype::lookup(datatype) {
+        None => match datatype.compiled() {
             Some(ct) => {
                 let dl = ct.dataloop();
                 let contiguous = dl.contiguous && dl.extent == dl.size as i64;
@@ -280,13 +283,13 @@ fn pipelines(bytes: usize, comm: Comm, path: P2pPath) -> bool {
 /// A send of exactly the reserved size that sluice's engine path does not serve (a contiguous
 /// type, or large blocks left to the MPI): it must travel pipelined, so that no ordinary
 /// message from sluice has that size (docs/protocol.md). `None` for every other send.
-fn reserved_size(buf: *const c_void, count: i64, datatype: Dt, dest: c_int, comm: Comm) -> Option<Reserved> {
+fn reserved_size(buf: *const c_void, count: i64, datatype: &TypeArg, dest: c_int, comm: Comm) -> Option<Reserved> {
     let n = pipeline::bytes_if_large(count, datatype)?;
     if n != pipeline::reserved() || buf.is_null() || is_proc_null(dest) || !pipeline::send::applies(n, comm) {
         return None;
     }
     if pipeline::is_contiguous(datatype) {
-        Some(Reserved::Bytes(buf.cast::<u8>().wrapping_offset(pipeline::true_lb(datatype))))
+        Some(Reserved::Bytes(buf.cast::<u8>().wrapping_offset(pipeline::true_lb(datatype.handle()))))
     } else {
         Layout::any_compiled(buf, count, datatype).map(|l| Reserved::Engine(l, buf))
     }

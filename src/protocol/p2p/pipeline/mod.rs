@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::ffi::{consts, errclass, mpi};
+use crate::protocol::datatype::TypeArg;
 use crate::protocol::limits;
 pub use crate::protocol::limits::{reserved, small_count, WIDEST_PREDEFINED};
 
@@ -307,16 +308,15 @@ pub fn is_inter(comm: mpi::MPI_Comm) -> bool {
 /// small message: predefined types are at most 32 bytes, and a derived type's size comes from
 /// its compiled form, without an MPI call), else `None`.
 #[inline]
-pub fn bytes_if_large(count: i64, datatype: mpi::MPI_Datatype) -> Option<usize> {
+pub fn bytes_if_large(count: i64, t: &TypeArg) -> Option<usize> {
     let s = reserved();
     if s == 0 || count <= 0 {
         return None;
     }
-    let size = match crate::protocol::datatype::size_hint(datatype) {
-        Some(n) => n as u64,
-        None if (count as u64).saturating_mul(WIDEST_PREDEFINED) < s as u64 && crate::protocol::datatype::lookup(datatype).is_none() => {
-            return None
-        }
+    let datatype = t.handle();
+    let size = match t.hint() {
+        Some(h) => h.size as u64,
+        None if (count as u64).saturating_mul(WIDEST_PREDEFINED) < s as u64 && t.compiled().is_none() => return None,
         None => {
             let mut size: mpi::MPI_Count = 0;
             // SAFETY: writes one count; an invalid type returns an error and leaves 0.
@@ -335,11 +335,12 @@ pub fn bytes_if_large(count: i64, datatype: mpi::MPI_Datatype) -> Option<usize> 
 /// fill its extent without a hole yet list its bytes in another order (an indexed type with
 /// permuted or negative displacements), so a derived type must be one sluice's dataloop calls
 /// contiguous, and a type sluice did not compile must be predefined.
-pub fn is_contiguous(datatype: mpi::MPI_Datatype) -> bool {
+pub fn is_contiguous(t: &TypeArg) -> bool {
+    let datatype = t.handle();
     if !fills_its_extent(datatype) {
         return false;
     }
-    if let Some(ct) = crate::protocol::datatype::lookup(datatype) {
+    if let Some(ct) = t.compiled() {
         return ct.dataloop().contiguous;
     }
     let (mut ni, mut na, mut nt, mut combiner) = (0, 0, 0, -1);

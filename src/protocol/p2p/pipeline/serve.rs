@@ -10,6 +10,7 @@ use super::placeholder::Placeholder;
 use super::stash::Stashed;
 use super::{is_contiguous, m0_data, true_lb};
 use crate::ffi::{errclass, mpi};
+use crate::protocol::datatype::TypeArg;
 use crate::protocol::p2p::ops::{Dir, Op};
 use crate::protocol::p2p::Layout;
 
@@ -22,23 +23,24 @@ type Dt = mpi::MPI_Datatype;
 /// # Safety
 /// The receive buffer is valid for its typemap.
 pub(super) unsafe fn start(e: Stashed, buf: *mut c_void, count: i64, datatype: Dt, comm: Comm) -> Result<Incoming, Outcome> {
+    let t = TypeArg::new(datatype);
     let origin = Some((e.source, e.tag));
     let n = if e.header.is_some() { m0_data() } else { e.m0.bytes().len() };
     let (dest, cap) = if let Some(l) =
-        Layout::of(buf, count, datatype, crate::protocol::comm_hints::path(comm), &|| crate::protocol::p2p::shares_node(comm, e.source))
+        Layout::of(buf, count, &t, crate::protocol::comm_hints::path(comm), &|| crate::protocol::p2p::shares_node(comm, e.source))
     {
         let cap = l.bytes();
         (Dest::Engine(Op { dir: Dir::Recv, layout: l, user: buf as usize, staging: e.m0, persistent: false, active: true, gap_at: 0 }), cap)
     } else if count <= 0 || buf.is_null() {
         (Dest::Bytes(std::ptr::null_mut()), 0)
-    } else if is_contiguous(datatype) {
-        let cap = super::bytes_if_large(count, datatype).unwrap_or_else(|| size_of(count, datatype));
+    } else if is_contiguous(&t) {
+        let cap = super::bytes_if_large(count, &t).unwrap_or_else(|| size_of(count, datatype));
         let base = buf.cast::<u8>().wrapping_offset(true_lb(datatype));
         // SAFETY: the stream's first bytes go to the start of the application's contiguous
         // buffer of `cap` bytes.
         unsafe { std::ptr::copy_nonoverlapping(e.m0.bytes().as_ptr(), base, n.min(cap)) };
         (Dest::Bytes(base), cap)
-    } else if let Some(l) = Layout::any_compiled(buf, count, datatype) {
+    } else if let Some(l) = Layout::any_compiled(buf, count, &t) {
         let cap = l.bytes();
         // SAFETY: the range lies inside the receive's stream.
         unsafe { l.unpack_range(&e.m0.bytes()[..n.min(cap)], 0, buf) };
