@@ -1,0 +1,225 @@
+//! The machine a mapping is for: a network of nodes (a switch tree whose leaves are the nodes)
+//! and, inside every node, a tree of CPU cores and a tree of GPUs (the paper's Fig. 1 and 2).
+//! Nodes are alike. A topology comes from a file (TOML, below), from the built-in models of the
+//! paper's two clusters, or from this host (hwloc, `detect`).
+//!
+//! ```toml
+//! name = "magc-cluster-a"
+//! nodes = 4                    # or hosts = ["a0", "a1", "a2", "a3"] (names for the rankfile)
+//!
+//! [network]                    # one switch, every node's uplink at `gbs` GB/s ...
+//! gbs = 4.0
+//! # levels = [{ name = "leaf", arity = 2, gbs = 8.0 }, { name = "node", arity = 2, gbs = 4.0 }]
+//! #                            # ... or a switch tree whose leaves are the nodes
+//!
+//! [cpu]                        # root: the node (its memory and network card)
+//! levels = [{ name = "package", arity = 2, gbs = 16.0 }, { name = "core", arity = 12, gbs = 10.0 }]
+//!
+//! [gpu]                        # optional: a node without GPUs has no [gpu]
+//! levels = [{ name = "package", arity = 2, gbs = 16.0 }, { name = "gpu", arity = 8, gbs = 12.0 }]
+//! ```
+//!
+//! Bandwidths are in GB/s (10^9 bytes per second) and describe a link in either direction
+//! together: a link's load is the bytes crossing it both ways. Traffic between nodes runs from
+//! the processing element up its node's tree to the root, across the network, and down.
+//! Unknown keys are errors.
+
+use std::fmt;
+
+use serde::Deserialize;
+
+use super::tree::{Level, Tree};
+
+/// The trees inside one node.
+#[derive(Clone, Debug)]
+pub struct NodeTopology {
+    pub cpu: Tree,
+    /// `None`: no GPUs.
+    pub gpu: Option<Tree>,
+}
+
+/// A cluster of alike nodes joined by a network tree.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    pub name: String,
+    /// Host names, one per network leaf.
+    pub hosts: Vec<String>,
+    pub network: Tree,
+    pub node: NodeTopology,
+}
+
+/// What is wrong with a topology.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopologyError(pub String);
+
+impl fmt::Display for TopologyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "topology: {}", self.0)
+    }
+}
+
+impl std::error::Error for TopologyError {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    nodes: Option<u32>,
+    #[serde(default)]
+    hosts: Option<Vec<String>>,
+    network: Network,
+    cpu: Levels,
+    #[serde(default)]
+    gpu: Option<Levels>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Network {
+    #[serde(default)]
+    gbs: Option<f64>,
+    #[serde(default)]
+    levels: Option<Vec<LevelEntry>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Levels {
+    levels: Vec<LevelEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LevelEntry {
+    name: String,
+    arity: u32,
+    gbs: f64,
+}
+
+fn levels(what: &str, entries: &[LevelEntry]) -> Result<Vec<Level>, TopologyError> {
+    if entries.is_empty() {
+        return Err(TopologyError(format!("[{what}] needs at least one level")));
+    }
+    let mut out = Vec::new();
+    let mut leaves = 1u64;
+    for e in entries {
+        if e.arity == 0 || !(e.gbs.is_finite() && e.gbs > 0.0) {
+            return Err(TopologyError(format!("[{what}] level {:?}: arity must be >= 1 and gbs a bandwidth > 0", e.name)));
+        }
+        leaves *= u64::from(e.arity);
+        if leaves > 1 << 20 {
+            return Err(TopologyError(format!("[{what}] has more than 2^20 leaves")));
+        }
+        out.push(Level { name: e.name.clone(), arity: e.arity, gbs: e.gbs });
+    }
+    Ok(out)
+}
+
+impl Cluster {
+    /// A cluster from the text of a topology file (module docs).
+    pub fn from_toml_str(text: &str) -> Result<Cluster, TopologyError> {
+        let f: File = toml::from_str(text).map_err(|e| TopologyError(e.to_string()))?;
+        let network = match (&f.network.gbs, &f.network.levels) {
+            (Some(gbs), None) => {
+                let n = match (&f.nodes, &f.hosts) {
+                    (Some(n), _) => *n,
+                    (None, Some(h)) => h.len() as u32,
+                    (None, None) => {
+                        return Err(TopologyError("give the number of nodes (nodes = N) or their names (hosts = [...])".into()))
+                    }
+                };
+                levels("network", &[LevelEntry { name: "node".into(), arity: n, gbs: *gbs }])?
+            }
+            (None, Some(l)) => levels("network", l)?,
+            _ => return Err(TopologyError("[network] takes either gbs (one switch) or levels (a switch tree)".into())),
+        };
+        let network = Tree::from_levels(&network);
+        let count = network.leaf_count();
+        if f.nodes.is_some_and(|n| n as usize != count) {
+            return Err(TopologyError(format!("nodes = {} but the network tree has {count} leaves", f.nodes.unwrap_or(0))));
+        }
+        let hosts = match f.hosts {
+            Some(h) if h.len() != count => return Err(TopologyError(format!("{} hosts named for {count} nodes", h.len()))),
+            Some(h) => h,
+            None => (0..count).map(|i| format!("node{i}")).collect(),
+        };
+        let cpu = Tree::from_levels(&levels("cpu", &f.cpu.levels)?);
+        let gpu = match &f.gpu {
+            Some(g) => Some(Tree::from_levels(&levels("gpu", &g.levels)?)),
+            None => None,
+        };
+        Ok(Cluster { name: f.name.unwrap_or_else(|| "cluster".into()), hosts, network, node: NodeTopology { cpu, gpu } })
+    }
+
+    /// One of the built-in models (`magc-a`, `magc-b`: the paper's Cluster A and B; docs/mapping.md
+    /// says where their bandwidths come from).
+    pub fn builtin(name: &str) -> Option<Cluster> {
+        let text = match name {
+            "magc-a" => include_str!("topologies/magc-a.toml"),
+            "magc-b" => include_str!("topologies/magc-b.toml"),
+            _ => return None,
+        };
+        Some(Cluster::from_toml_str(text).expect("built-in topology parses"))
+    }
+
+    /// The same cluster with `n` nodes on one switch with the uplink bandwidth of the first
+    /// node (`sluice-map --nodes`).
+    pub fn with_nodes(&self, n: usize) -> Cluster {
+        let gbs = self.network.bandwidth(self.network.leaf(0)) / 1e9;
+        let network = Tree::from_levels(&[Level { name: "node".into(), arity: n as u32, gbs }]);
+        let hosts = (0..n).map(|i| self.hosts.get(i).cloned().unwrap_or_else(|| format!("node{i}"))).collect();
+        Cluster { name: self.name.clone(), hosts, network, node: self.node.clone() }
+    }
+
+    pub fn nodes(&self) -> usize {
+        self.network.leaf_count()
+    }
+
+    /// Processes a node can hold: one per core, and one per GPU when GPUs are assigned.
+    pub fn slots_per_node(&self, with_gpus: bool) -> usize {
+        let cores = self.node.cpu.leaf_count();
+        match (&self.node.gpu, with_gpus) {
+            (Some(g), true) => cores.min(g.leaf_count()),
+            _ => cores,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_clusters_match_the_paper() {
+        let a = Cluster::builtin("magc-a").unwrap();
+        assert_eq!((a.nodes(), a.node.cpu.leaf_count(), a.node.gpu.as_ref().unwrap().leaf_count()), (4, 24, 16));
+        let b = Cluster::builtin("magc-b").unwrap();
+        assert_eq!((b.nodes(), b.node.cpu.leaf_count(), b.node.gpu.as_ref().unwrap().leaf_count()), (8, 20, 8));
+        assert_eq!(a.slots_per_node(true), 16);
+        assert_eq!(a.slots_per_node(false), 24);
+        assert_eq!(a.with_nodes(64).nodes(), 64);
+        assert!(Cluster::builtin("nope").is_none());
+    }
+
+    #[test]
+    fn files_are_checked() {
+        let ok = "nodes = 2\n[network]\ngbs = 1.0\n[cpu]\nlevels = [{ name = \"core\", arity = 4, gbs = 5.0 }]\n";
+        let c = Cluster::from_toml_str(ok).unwrap();
+        assert_eq!(c.hosts, ["node0", "node1"]);
+        assert!(c.node.gpu.is_none());
+        let bad = [
+            ("nodes = 2\n[network]\ngbs = 1.0\n", "missing field `cpu`"),
+            ("nodes = 2\n[network]\ngbs = 1.0\nlevels = []\n[cpu]\nlevels = [{ name = \"c\", arity = 1, gbs = 1.0 }]\n", "either gbs"),
+            ("[network]\ngbs = 1.0\n[cpu]\nlevels = [{ name = \"c\", arity = 1, gbs = 1.0 }]\n", "number of nodes"),
+            ("nodes = 2\n[network]\ngbs = 1.0\n[cpu]\nlevels = [{ name = \"c\", arity = 0, gbs = 1.0 }]\n", "arity"),
+            ("hosts = [\"a\"]\nnodes = 2\n[network]\ngbs = 1.0\n[cpu]\nlevels = [{ name = \"c\", arity = 1, gbs = 1.0 }]\n", "1 hosts"),
+            ("nodes = 2\ncolour = 1\n[network]\ngbs = 1.0\n[cpu]\nlevels = [{ name = \"c\", arity = 1, gbs = 1.0 }]\n", "unknown field"),
+        ];
+        for (text, want) in bad {
+            let e = Cluster::from_toml_str(text).unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+}
