@@ -105,7 +105,7 @@ proptest! {
             Level { name: "b".into(), arity: u32::from(a2) * 2, gbs: 1.0 },
         ]);
         let leaves = t.leaf_count();
-        let cap = ((n + leaves - 1) / leaves).max(usize::from(cap)) as u32;
+        let cap = n.div_ceil(leaves).max(usize::from(cap)) as u32;
         let capacity = vec![cap; leaves];
         let ext: Vec<f64> = (0..n).map(|i| (i % 3) as f64 * 10.0).collect();
         let p = Problem { graph: &g, external: &ext, tree: &t, capacity: &capacity };

@@ -1,0 +1,92 @@
+//! Runs the built `sluice-map` binary: matrices and topologies from files, the launch files it
+//! writes, and its errors.
+
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> (Output, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice-map")).args(args).output().expect("sluice-map runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out, text)
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("sluice-map-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+/// Two nodes of two cores; ranks 0-3 in heavy pairs (0,2) and (1,3): the default mapping puts
+/// both pairs across the network, MAGC neither.
+const TOPOLOGY: &str =
+    "hosts = [\"left\", \"right\"]\n[network]\ngbs = 1.0\n[cpu]\nlevels = [{ name = \"core\", arity = 2, gbs = 10.0 }]\n";
+const MATRIX: &str = "sluice-matrix 1\nranks 4\ncpu 0 2 1000000 1\ncpu 2 0 1000000 1\ncpu 1 3 1000000 1\ncpu 0 1 10 1\n";
+
+#[test]
+fn maps_a_matrix_file_and_writes_launch_files() {
+    let (topo, matrix) = (tmp("t.toml"), tmp("m.txt"));
+    std::fs::write(&topo, TOPOLOGY).unwrap();
+    std::fs::write(&matrix, MATRIX).unwrap();
+    let (rf, hosts, map) = (tmp("rf"), tmp("hosts"), tmp("map"));
+    let (out, text) = run(&[
+        matrix.to_str().unwrap(),
+        "--topology",
+        topo.to_str().unwrap(),
+        "--rankfile",
+        rf.to_str().unwrap(),
+        "--hostfile",
+        hosts.to_str().unwrap(),
+        "--assignment",
+        map.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for s in ["default", "strategy1", "strategy2", "magc", "<- written"] {
+        assert!(text.contains(s), "{s}: {text}");
+    }
+    // rank -> host from the assignment table: the heavy pairs share a host.
+    let table = std::fs::read_to_string(&map).unwrap();
+    let host: Vec<String> =
+        table.lines().filter(|l| !l.starts_with('#')).map(|l| l.split_whitespace().nth(1).unwrap().to_string()).collect();
+    assert_eq!(host.len(), 4, "{table}");
+    assert_eq!(host[0], host[2], "{table}");
+    assert_eq!(host[1], host[3], "{table}");
+    assert_ne!(host[0], host[1], "{table}");
+    let rankfile = std::fs::read_to_string(&rf).unwrap();
+    assert!(rankfile.contains(&format!("rank 2={} slot=", host[2])), "{rankfile}");
+    let hostfile = std::fs::read_to_string(&hosts).unwrap();
+    let lines: Vec<&str> = hostfile.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(lines, host.iter().map(|h| format!("{h}:1")).collect::<Vec<_>>(), "{hostfile}");
+}
+
+#[test]
+fn patterns_write_matrices_that_read_back() {
+    let m = tmp("col.txt");
+    let (out, text) = run(&["--pattern", "col-2d-w", "--ranks", "64", "--cluster", "magc-b", "--write-matrix", m.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let (out, text2) = run(&[m.to_str().unwrap(), "--cluster", "magc-b"]);
+    assert_eq!(out.status.code(), Some(0), "{text2}");
+    let magc = |t: &str| t.lines().find(|l| l.starts_with("magc")).map(|l| l.split_whitespace().nth(1).unwrap().to_string());
+    assert_eq!(magc(&text), magc(&text2), "{text}\n{text2}");
+}
+
+#[test]
+fn bad_input_is_reported_with_its_place() {
+    let bad = tmp("bad.txt");
+    std::fs::write(&bad, "sluice-matrix 1\nranks 4\ncpu 0 9 10 1\n").unwrap();
+    let (out, text) = run(&[bad.to_str().unwrap(), "--cluster", "magc-a"]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("line 3") && text.contains("not in 0..4"), "{text}");
+    let topo = tmp("bad.toml");
+    std::fs::write(&topo, "nodes = 2\n[network]\ngbs = 1.0\n[cpu]\nlevels = [{ name = \"core\", arity = 2, gbs = 10.0 }]\ncolour = 3\n")
+        .unwrap();
+    let (out, text) = run(&["--pattern", "2d-2d", "--ranks", "4", "--topology", topo.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("unknown field") && text.contains("line"), "{text}");
+    let (out, text) = run(&["--pattern", "2d-2d", "--ranks", "65", "--cluster", "magc-a"]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("do not fit"), "{text}");
+    let (out, text) = run(&["--pattern", "2d-4d", "--ranks", "4"]);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("usage"), "{text}");
+    let (out, _) = run(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+}
