@@ -1,4 +1,4 @@
-//! Hardware detection for `sluice-info` (and later the path planner): CPU topology through
+//! Hardware detection for `sluice-info`, the mapper's `--cluster host` (and later the path planner): CPU topology through
 //! hwloc, CUDA devices through the driver API (loaded at run time), RDMA devices through
 //! libibverbs.
 //!
@@ -21,6 +21,8 @@ pub struct CpuTopology {
     pub pus: usize,
     /// NUMA nodes.
     pub numa_nodes: usize,
+    /// Packages (sockets).
+    pub packages: usize,
 }
 
 /// One CUDA device.
@@ -62,14 +64,19 @@ fn guarded<T>(what: &str, probe: impl FnOnce() -> Probe<T> + UnwindSafe) -> Prob
     })
 }
 
-/// Cores, PUs and NUMA nodes as hwloc reports them.
+/// Cores, PUs, NUMA nodes and packages as hwloc reports them.
 pub fn detect_cpu() -> Probe<CpuTopology> {
     use hwlocality::object::types::ObjectType;
     use hwlocality::Topology;
 
     let topology = Topology::new().map_err(|e| format!("hwloc topology discovery failed: {e}"))?;
     let count = |t: ObjectType| topology.objects_with_type(t).count();
-    Ok(CpuTopology { cores: count(ObjectType::Core), pus: count(ObjectType::PU), numa_nodes: count(ObjectType::NUMANode) })
+    Ok(CpuTopology {
+        cores: count(ObjectType::Core),
+        pus: count(ObjectType::PU),
+        numa_nodes: count(ObjectType::NUMANode),
+        packages: count(ObjectType::Package).max(1),
+    })
 }
 
 fn detect_cuda() -> Probe<Vec<CudaDevice>> {

@@ -68,6 +68,14 @@ fn patterns_write_matrices_that_read_back() {
     assert_eq!(magc(&text), magc(&text2), "{text}\n{text2}");
 }
 
+/// `--cluster host`: this machine's cores (hwloc), on as many nodes as asked.
+#[test]
+fn maps_onto_this_host() {
+    let (out, text) = run(&["--pattern", "3d-3d", "--ranks", "2", "--cluster", "host", "--nodes", "2", "--network-gbs", "1.25"]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("on this-host (2 nodes x"), "{text}");
+}
+
 #[test]
 fn bad_input_is_reported_with_its_place() {
     let bad = tmp("bad.txt");
@@ -87,6 +95,9 @@ fn bad_input_is_reported_with_its_place() {
     let (out, text) = run(&["--pattern", "2d-4d", "--ranks", "4"]);
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("usage"), "{text}");
+    let (out, text) = run(&["--pattern", "2d-2d", "--ranks", "4"]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("--cluster"), "{text}");
     let (out, _) = run(&["--help"]);
     assert_eq!(out.status.code(), Some(0));
 }

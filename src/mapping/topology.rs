@@ -164,6 +164,27 @@ impl Cluster {
         Some(Cluster::from_toml_str(text).expect("built-in topology parses"))
     }
 
+    /// `nodes` nodes like this host (`--cluster host`): cores grouped by package as hwloc
+    /// finds them (cores divided evenly among the packages), the CUDA devices on one level under
+    /// the node, and nominal bandwidths, since hwloc measures none: 16 GB/s between packages,
+    /// 10 GB/s per core, 12 GB/s per GPU (PCIe 3.0 x16), `network_gbs` per node uplink on one
+    /// switch. A topology file describes a machine better.
+    pub fn this_host(nodes: usize, network_gbs: f64) -> Result<Cluster, TopologyError> {
+        let report = crate::hw::detect();
+        let cpu = report.cpu.map_err(TopologyError)?;
+        let packages = cpu.packages.clamp(1, cpu.cores.max(1));
+        let mut levels = Vec::new();
+        if packages > 1 {
+            levels.push(Level { name: "package".into(), arity: packages as u32, gbs: 16.0 });
+        }
+        levels.push(Level { name: "core".into(), arity: (cpu.cores / packages).max(1) as u32, gbs: 10.0 });
+        let gpus = report.cuda.map_or(0, |d| d.len());
+        let gpu = (gpus > 0).then(|| Tree::from_levels(&[Level { name: "gpu".into(), arity: gpus as u32, gbs: 12.0 }]));
+        let network = Tree::from_levels(&[Level { name: "node".into(), arity: nodes.max(1) as u32, gbs: network_gbs }]);
+        let hosts = (0..nodes.max(1)).map(|i| format!("node{i}")).collect();
+        Ok(Cluster { name: "this-host".into(), hosts, network, node: NodeTopology { cpu: Tree::from_levels(&levels), gpu } })
+    }
+
     /// The same cluster with `n` nodes on one switch with the uplink bandwidth of the first
     /// node (`sluice-map --nodes`).
     pub fn with_nodes(&self, n: usize) -> Cluster {
@@ -201,6 +222,15 @@ mod tests {
         assert_eq!(a.slots_per_node(false), 24);
         assert_eq!(a.with_nodes(64).nodes(), 64);
         assert!(Cluster::builtin("nope").is_none());
+    }
+
+    #[test]
+    fn this_host_has_its_cores() {
+        let c = Cluster::this_host(3, 1.25).unwrap();
+        let cores = crate::hw::detect_cpu().unwrap().cores;
+        assert_eq!(c.nodes(), 3);
+        assert!(c.node.cpu.leaf_count() >= 1 && c.node.cpu.leaf_count() <= cores, "{} of {cores}", c.node.cpu.leaf_count());
+        assert_eq!(c.network.bandwidth(c.network.leaf(0)), 1.25e9);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! mapping (docs/mapping.md).
 //!
 //! ```text
-//! sluice-map MATRIX [--topology FILE | --cluster magc-a|magc-b] [--nodes N]
+//! sluice-map MATRIX [--topology FILE | --cluster magc-a|magc-b|host] [--nodes N] [--network-gbs G]
 //!            [--strategy magc|strategy1|strategy2|default] [--no-refine]
 //!            [--rankfile FILE] [--hostfile FILE] [--assignment FILE] [--plot PNG]
 //! sluice-map --pattern CPU-GPU --ranks N [--bytes B] [--write-matrix FILE] ...
@@ -23,7 +23,7 @@ use sluice::mapping::patterns::{combination, Pattern};
 use sluice::mapping::placement::{Congestion, Placement};
 use sluice::mapping::topology::Cluster;
 
-const USAGE: &str = "usage: sluice-map MATRIX [--topology FILE | --cluster magc-a|magc-b] [--nodes N]
+const USAGE: &str = "usage: sluice-map MATRIX [--topology FILE | --cluster magc-a|magc-b|host] [--nodes N] [--network-gbs G]
                   [--strategy magc|strategy1|strategy2|default] [--no-refine]
                   [--rankfile FILE] [--hostfile FILE] [--assignment FILE] [--plot PNG]
        sluice-map --pattern CPU-GPU --ranks N [--bytes B] [--write-matrix FILE] [same options]
@@ -40,6 +40,7 @@ struct Args {
     topology: Option<String>,
     cluster: Option<String>,
     nodes: Option<usize>,
+    network_gbs: f64,
     strategy: Option<Strategy>,
     refine: bool,
     rankfile: Option<String>,
@@ -55,7 +56,7 @@ fn parse_combination(s: &str) -> Option<(Pattern, Pattern)> {
 }
 
 fn parse_args(argv: &[String]) -> Result<Args, String> {
-    let mut a = Args { bytes: 1048576.0, refine: true, ..Args::default() };
+    let mut a = Args { bytes: 1048576.0, refine: true, network_gbs: 1.25, ..Args::default() };
     let mut it = argv.iter();
     while let Some(arg) = it.next() {
         let mut value = |what: &str| it.next().cloned().ok_or_else(|| format!("{arg} needs {what}"));
@@ -73,6 +74,10 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
             "--topology" => a.topology = Some(value("FILE")?),
             "--cluster" => a.cluster = Some(value("NAME")?),
             "--nodes" => a.nodes = Some(value("N")?.parse().ok().filter(|&n| n > 0).ok_or("--nodes needs a count >= 1")?),
+            "--network-gbs" => {
+                a.network_gbs =
+                    value("GB/s")?.parse().ok().filter(|b: &f64| b.is_finite() && *b > 0.0).ok_or("--network-gbs needs a bandwidth > 0")?
+            }
             "--strategy" => {
                 let v = value("NAME")?;
                 a.strategy = Some(Strategy::ALL.into_iter().find(|s| s.name() == v).ok_or_else(|| format!("unknown strategy {v:?}"))?);
@@ -105,10 +110,9 @@ fn cluster(a: &Args) -> Result<Cluster, String> {
             let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
             Cluster::from_toml_str(&text).map_err(|e| format!("{path}: {e}"))?
         }
-        (None, name) => {
-            let name = name.as_deref().unwrap_or("magc-a");
-            Cluster::builtin(name).ok_or_else(|| format!("unknown cluster {name:?} (built in: magc-a, magc-b)"))?
-        }
+        (None, Some(name)) if name == "host" => return Cluster::this_host(a.nodes.unwrap_or(1), a.network_gbs).map_err(|e| e.to_string()),
+        (None, Some(name)) => Cluster::builtin(name).ok_or_else(|| format!("unknown cluster {name:?} (built in: magc-a, magc-b, host)"))?,
+        (None, None) => return Err("give --topology FILE or --cluster magc-a|magc-b|host".into()),
     };
     Ok(match a.nodes {
         Some(n) => c.with_nodes(n),

@@ -441,9 +441,15 @@ pub unsafe fn request_free(request: *mut Req) -> c_int {
     let r = unsafe { *request };
     match take(r) {
         Some(op) if op.active => {
-            DETACHED.lock().unwrap_or_else(|e| e.into_inner()).push((request_key(r), op));
+            let mut g = DETACHED.lock().unwrap_or_else(|e| e.into_inner());
+            // Counted under the lock, before another thread's `poll_freed` can see the entry:
+            // counted after, that thread could complete it and take both counts off first, and
+            // the pending-work sum (the completion calls' fast path) would dip below the truth
+            // for a moment (as in `pipeline::send::hold`).
             COUNT.fetch_add(1, Ordering::AcqRel);
             FREED.add(1);
+            g.push((request_key(r), op));
+            drop(g);
             // SAFETY: the application's handle: freed, from its point of view.
             unsafe { *request = consts::request_null() };
             errclass::SUCCESS

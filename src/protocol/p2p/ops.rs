@@ -206,9 +206,15 @@ pub fn restore(request: mpi::MPI_Request, op: Entry) {
 
 /// Keeps finishing `op` after the application freed its request.
 pub fn detach(request: mpi::MPI_Request, op: Entry) {
-    DETACHED.lock().unwrap_or_else(|e| e.into_inner()).push((request_key(request), op));
+    let mut g = DETACHED.lock().unwrap_or_else(|e| e.into_inner());
+    // Counted before another thread's progress can see it (under the lock), as in
+    // `pipeline::send::hold`: counted after, a `progress_detached` that found the request
+    // complete would take both counts off first, and the pending-work sum (the completion
+    // calls' fast path) and `any()` (`take`) would dip below the truth for a moment, letting a
+    // concurrent completion skip a request sluice tracks.
     TRACKED.add(1);
     DETACHED_N.add(1);
+    g.push((request_key(request), op));
 }
 
 /// Requests the application freed while active that sluice still finishes.

@@ -206,8 +206,12 @@ pub unsafe fn probe(source: c_int, tag: c_int, comm: Comm, flag: *mut c_int, sta
         if f != 0 {
             // SAFETY: the matched message.
             let e = unsafe { receive(&mut msg, &st, comm) };
-            BY_MATCH.lock().unwrap_or_else(|e| e.into_inner()).push_back(e);
+            // Counted under the lock, as `take` uncounts: counted after, another thread's `take`
+            // of it could lower the count first, and `any()` could read 0 with another entry
+            // still stashed (a receive matching that one would then skip the stash).
+            let mut g = BY_MATCH.lock().unwrap_or_else(|e| e.into_inner());
             BY_MATCH_N.fetch_add(1, Ordering::AcqRel);
+            g.push_back(e);
         }
         // Report it (or, if another thread took it meanwhile, probe again).
     }
