@@ -25,6 +25,8 @@ pub fn map(p: &Problem) -> Vec<u32> {
     let mut scratch = vec![0.0; p.tree.vertices()];
     let mut touched: Vec<Vertex> = Vec::new();
     let mut cur_max = 0.0f64;
+    let mut empty_seen = vec![false; p.tree.vertices()];
+    let mut seen_list: Vec<usize> = Vec::new();
     for step in 0..n {
         let pick = if step == 0 {
             (0..n).max_by(|&x, &y| (open_w[x] + external(p, x)).total_cmp(&(open_w[y] + external(p, y))).then(y.cmp(&x)))
@@ -41,6 +43,17 @@ pub fn map(p: &Problem) -> Vec<u32> {
             if a.used[l as usize] >= p.capacity[l as usize] {
                 continue;
             }
+            // Empty leaves under one parent are alike (no load on their own uplinks, the same
+            // path beyond it): only the first is evaluated, the one ties would pick anyway.
+            let v = p.tree.leaf(l as usize);
+            if a.used[l as usize] == 0 && v != p.tree.root() {
+                let parent = p.tree.parent(v) as usize;
+                if empty_seen[parent] {
+                    continue;
+                }
+                empty_seen[parent] = true;
+                seen_list.push(parent);
+            }
             let (max, dsq) = a.try_place(q, l, cur_max, &mut scratch, &mut touched);
             let better = match best {
                 None => true,
@@ -49,6 +62,9 @@ pub fn map(p: &Problem) -> Vec<u32> {
             if better {
                 best = Some((max, dsq, l));
             }
+        }
+        for v in seen_list.drain(..) {
+            empty_seen[v] = false;
         }
         let (max, _, l) = best.expect("a free leaf (capacity checked by Assignment::new)");
         a.place(q, l);

@@ -121,14 +121,22 @@ impl CommMatrix {
     /// The symmetric graph of the kinds in `kinds` (CPU, GPU, or both added: the combined
     /// pattern of the first phase).
     pub fn graph(&self, kinds: &[Kind]) -> Graph {
-        let mut both: BTreeMap<(u32, u32), f64> = BTreeMap::new();
-        for (&(k, f, t), v) in &self.entries {
-            if kinds.contains(&k) && v.bytes > 0.0 {
-                *both.entry((f.min(t), f.max(t))).or_default() += v.bytes;
-            }
-        }
+        let mut pairs: Vec<(u32, u32, f64)> = self
+            .entries
+            .iter()
+            .filter(|(k, v)| kinds.contains(&k.0) && v.bytes > 0.0)
+            .map(|(&(_, f, t), v)| (f.min(t), f.max(t), v.bytes))
+            .collect();
+        pairs.sort_unstable_by_key(|&(a, b, _)| (a, b));
         let mut adj = vec![Vec::new(); self.ranks];
-        for ((a, b), w) in both {
+        let mut k = 0;
+        while k < pairs.len() {
+            let (a, b, mut w) = pairs[k];
+            k += 1;
+            while k < pairs.len() && (pairs[k].0, pairs[k].1) == (a, b) {
+                w += pairs[k].2;
+                k += 1;
+            }
             adj[a as usize].push((b, w));
             adj[b as usize].push((a, w));
         }
