@@ -26,7 +26,9 @@
 # hangs in MPI_Finalize in about 1 of 10 jobs of 4 ranks here, bare MPICH as well (one rank in
 # ucp_worker_progress, the others in the PMI barrier): the benchmarks (2 ranks) use it, the
 # tests do not. Open MPI uses its own TCP transport between nodes either way. `run` places ranks round-robin over the nodes (rank r on node r mod N); a launcher
-# argument --map-by (Open MPI) or -ppn (MPICH) takes precedence.
+# argument --map-by (Open MPI) or -ppn (MPICH) takes precedence, and a placement of the user's
+# own (Open MPI --rankfile/-rf/--hostfile/--host, MPICH -f/-hostfile/-machinefile/-hosts: e.g.
+# sluice-map's files) replaces the cluster's host list.
 # Environment:
 #   SLUICE_CLUSTER_PREFIX  names of namespaces, hosts and links (default "sl-"; at most 5 chars)
 #   SLUICE_CLUSTER_NET     the nodes' /24 (default 10.211.0; node i is .(10+i)); it must not be
@@ -275,16 +277,23 @@ cmd_run() {
     *) die "cannot tell the MPI of $launcher (use mpirun.openmpi or mpiexec.mpich)" ;;
   esac
   local user=" $* "
+  # A placement of the user's own (a rankfile or host file, e.g. from sluice-map) replaces the
+  # cluster's host list and round-robin mapping.
+  local own=0
   if [ $flavor = openmpi ]; then
+    [[ $user == *" --rankfile "* || $user == *" -rf "* || $user == *" --hostfile "* || $user == *" --host "* ]] && own=1
     for ((i = 1; i <= n; i++)); do hosts+="${hosts:+,}$(node_name "$i"):64"; done
-    args=(--host "$hosts" --mca plm_rsh_agent "$here/cluster-agent.sh"
+    ((own)) || args=(--host "$hosts")
+    args+=(--mca plm_rsh_agent "$here/cluster-agent.sh"
       --mca oob_tcp_if_include "$net.0/24" --mca btl_tcp_if_include "$net.0/24" --mca btl tcp,self,vader)
-    [[ $user == *" --map-by "* || $user == *" -npernode "* || $user == *" --npernode "* ]] || args+=(--map-by node)
+    ((own)) || [[ $user == *" --map-by "* || $user == *" -npernode "* || $user == *" --npernode "* ]] || args+=(--map-by node)
   else
+    [[ $user == *" -f "* || $user == *" -hostfile "* || $user == *" -machinefile "* || $user == *" -hosts "* ]] && own=1
     for ((i = 1; i <= n; i++)); do hosts+="${hosts:+,}$(node_name "$i")"; done
+    ((own)) || args=(-hosts "$hosts")
     # MPICH here is ch4:ucx: its network transport between nodes is UCX's TCP on the cluster's
     # interface (not the loopback, which every node has).
-    args=(-hosts "$hosts" -launcher ssh -launcher-exec "$here/cluster-agent.sh" -iface "$iface"
+    args+=(-launcher ssh -launcher-exec "$here/cluster-agent.sh" -iface "$iface"
       -genv UCX_NET_DEVICES "$iface")
   fi
   exec "$here/cluster-agent.sh" "$(node_name 1)" "$(printf '%q ' "$launcher" "${args[@]}" "$@")"
