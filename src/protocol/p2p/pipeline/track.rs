@@ -280,21 +280,27 @@ pub enum Gate {
 /// second freeing the handle again, or a new request that the MPI gave the value to meanwhile).
 /// It is then reported as hidden: no application call can name a freed request.
 fn gate(req: Req) -> Gate {
+    gate_or_busy(req).unwrap_or(Gate::Hidden)
+}
+
+/// [`gate`], or `None` while another thread holds the entry (its progress or completion call is
+/// working on it for a moment).
+fn gate_or_busy(req: Req) -> Option<Gate> {
     let mut e = match take(req) {
-        Taken::No => return Gate::Plain,
-        Taken::InUse => return Gate::Hidden,
+        Taken::No => return Some(Gate::Plain),
+        Taken::InUse => return None,
         Taken::Yes(e) => e,
     };
     if urgency::sweep_skips(e.priority) && !matches!(e.state, State::Done(_)) {
         restore(req, e); // a receive of higher priority completed in this pass: the next one
-        return Gate::Hidden;
+        return Some(Gate::Hidden);
     }
     // SAFETY: a tracked receive is live; its buffers are valid until it completes.
     let g = unsafe { advance(req, &mut e) };
     if e.freed && !matches!(g, Gate::Hidden) {
         forget(req); // the slot this thread holds: nobody else can have taken it
         release_freed(req, g);
-        return Gate::Hidden;
+        return Some(Gate::Hidden);
     }
     if matches!(g, Gate::Plain) && !e.persistent {
         forget(req); // an ordinary message: the MPI finishes it
@@ -304,7 +310,7 @@ fn gate(req: Req) -> Gate {
         }
         restore(req, e);
     }
-    g
+    Some(g)
 }
 
 /// Whether `req` is a persistent receive that `MPI_Start` served from the probe stash (inactive
@@ -673,7 +679,17 @@ pub unsafe fn get_status(
     inner: impl FnOnce(Req, *mut c_int, *mut Status) -> c_int,
 ) -> c_int {
     progress_all();
-    match gate(request) {
+    // A request found complete stays complete for the application: while another thread (the
+    // progress thread's poll, say) holds the entry for a moment, wait for it rather than answer
+    // "not complete" (a second MPI_Request_get_status after one that said complete returned
+    // flag 0 under MPICH with SLUICE_PROGRESS_THREAD=1, across nodes).
+    let g = loop {
+        match gate_or_busy(request) {
+            Some(g) => break g,
+            None => std::thread::yield_now(),
+        }
+    };
+    match g {
         Gate::Hidden => {
             // SAFETY: the application's flag.
             unsafe { *flag = 0 };
