@@ -30,6 +30,12 @@ pub fn less(a: f64, b: f64) -> bool {
     a < b - EPS * a.abs().max(b.abs())
 }
 
+/// Score `a` beats score `b`: a lower maximum congestion, or an equal one (within rounding) and a
+/// lower sum of squares.
+pub fn better(a: (f64, f64), b: (f64, f64)) -> bool {
+    less(a.0, b.0) || (!less(b.0, a.0) && less(a.1, b.1))
+}
+
 /// A (partial) placement and its link loads.
 pub struct Assignment<'a> {
     pub p: &'a Problem<'a>,

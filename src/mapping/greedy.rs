@@ -9,7 +9,7 @@
 //! communicating one) is the one with the most traffic; ties between leaves go to the one
 //! that adds the least to the sum of squared congestions, then to the lowest leaf index.
 
-use super::assign::{less, Assignment, Problem, UNPLACED};
+use super::assign::{better, Assignment, Problem, UNPLACED};
 use super::tree::Vertex;
 
 /// Algorithm 1: the leaf of every process.
@@ -55,11 +55,7 @@ pub fn map(p: &Problem) -> Vec<u32> {
                 seen_list.push(parent);
             }
             let (max, dsq) = a.try_place(q, l, cur_max, &mut scratch, &mut touched);
-            let better = match best {
-                None => true,
-                Some((bm, bs, _)) => less(max, bm) || (!less(bm, max) && less(dsq, bs)),
-            };
-            if better {
+            if best.is_none_or(|(bm, bs, _)| better((max, dsq), (bm, bs))) {
                 best = Some((max, dsq, l));
             }
         }

@@ -14,7 +14,7 @@
 
 use std::fmt;
 
-use super::assign::{less, Assignment, Problem};
+use super::assign::{better, Assignment, Problem};
 use super::matrix::{CommMatrix, Graph, Kind};
 use super::placement::Placement;
 use super::topology::Cluster;
@@ -156,7 +156,6 @@ fn solve(g: &Graph, external: &[f64], tree: &Tree, cap: u32, mut starts: Vec<Vec
     // of the others only where it starts better than the refined greedy one ends. The result is
     // never worse than any start.
     let score = |l: &[u32]| Assignment::with(&p, l).score();
-    let better = |x: (f64, f64), y: (f64, f64)| less(x.0, y.0) || (!less(y.0, x.0) && less(x.1, y.1));
     let mut other = starts.swap_remove(0);
     let mut other_score = score(&other);
     for s in starts {

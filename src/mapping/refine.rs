@@ -8,7 +8,7 @@
 //! per look at the link, and the most promising moves are tried first.
 //! It stops when no such change is left or after `budget` evaluated moves.
 
-use super::assign::{less, Assignment, Problem};
+use super::assign::{better, Assignment, Problem};
 use super::tree::{Tree, Vertex};
 
 /// Above this many leaves a process is only tried on leaves that hold one of its neighbours.
@@ -100,7 +100,7 @@ pub fn refine(p: &Problem, leaf_of: &mut [u32], budget: usize) -> usize {
                     tried += 1;
                     exchange(&mut a, i, from, j, to);
                     let s = a.score();
-                    if less(s.0, cur.0) || (!less(cur.0, s.0) && less(s.1, cur.1)) {
+                    if better(s, cur) {
                         cur = s;
                         kept += 1;
                         members[from as usize].retain(|&k| k != i);

@@ -93,5 +93,6 @@ pub fn plot(c: &Cluster, m: &CommMatrix, rows: &[(String, Placement)], png: &str
     if !status.success() {
         return Err(format!("the plot failed (python3 with matplotlib needed; data left in {data})"));
     }
+    let _ = std::fs::remove_file(&data);
     Ok(())
 }
