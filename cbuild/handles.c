@@ -33,5 +33,7 @@ MPI_Fint *sluice_c_f_status_ignore(void) { return MPI_F_STATUS_IGNORE; }
 MPI_Fint *sluice_c_f_statuses_ignore(void) { return MPI_F_STATUSES_IGNORE; }
 void *sluice_c_in_place(void) { return MPI_IN_PLACE; }
 void *sluice_c_bottom(void) { return MPI_BOTTOM; }
+int *sluice_c_unweighted(void) { return MPI_UNWEIGHTED; }
+int *sluice_c_weights_empty(void) { return MPI_WEIGHTS_EMPTY; }
 
 _Static_assert(sizeof(MPI_Fint) == sizeof(int), "sluice assumes MPI_Fint is C int");

@@ -40,6 +40,8 @@ MPI_Fint *sluice_c_f_status_ignore(void);
 MPI_Fint *sluice_c_f_statuses_ignore(void);
 void *sluice_c_in_place(void);
 void *sluice_c_bottom(void);
+int *sluice_c_unweighted(void);
+int *sluice_c_weights_empty(void);
 
 /* Combiner values under one name for both MPIs: MPICH declares them in a named enum
  * (MPIR_Combiner_enum) that bindgen would export under flavor-specific names. */

@@ -3,7 +3,8 @@
 # Every CPU-GPU combination of the micro-benchmark patterns (2d, 2d-w, 3d, 3d-w, col), 64
 # processes, 1 MiB messages, on the built-in models of the paper's Cluster A and B: maximum link
 # congestion of the default mapping, Strategy 1, Strategy 2 and MAGC, and MAGC's mapping time
-# (median of 21); then 1,024 processes on 64 nodes. One process, no MPI.
+# (median of 21), MAGC with greedy, Scotch and both in phases 2 and 3 side by side; then 1,024
+# processes on 64 nodes. One process, no MPI.
 #
 #   scripts/bench-map.sh [OUTDIR]          (default bench-out/map)
 # Writes map.md (verdicts and tables), map.csv and map.png; copies them to docs/data/map/ and

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what sluice needs on a fresh Debian 12 machine: both MPIs side by side, their
-# Fortran wrappers, libclang for bindgen, the hardware-detection libraries, matplotlib for
+# Fortran wrappers, libclang for bindgen, the hardware-detection libraries, Scotch (the
+# mapper's graph mapping: sluice-map --heuristic), matplotlib for
 # benchmark plots, and iproute2/util-linux for the emulated cluster (scripts/cluster.sh). Skips apt entirely when everything is already present.
 set -euo pipefail
 
@@ -10,6 +11,7 @@ PKGS=(
   libmpich-dev mpich
   libclang-dev
   libhwloc-dev libudev-dev
+  libscotch-dev
   libibverbs-dev librdmacm-dev rdma-core
   python3-matplotlib
   iproute2 util-linux

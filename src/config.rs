@@ -36,6 +36,12 @@ pub const PARAMS: &[Param] = &[
         doc: "Count calls, bytes and time per call family; rank 0 prints the job-wide table at MPI_Finalize.",
     },
     Param {
+        name: "SLUICE_PROFILE",
+        default: "",
+        accepted: "a path prefix (empty: off)",
+        doc: "Record bytes and messages each rank sends to every other (world ranks), CPU and GPU traffic apart, from point-to-point calls and the collectives of fixed pattern; at MPI_Finalize rank 0 writes the job's communication matrix to <prefix>.matrix (docs/mapping.md), which sluice-map reads.",
+    },
+    Param {
         name: "SLUICE_LOG",
         default: "warn",
         accepted: "off, error, warn, info, debug, trace; plus `plan`, alone or after a comma (plan, debug,plan)",
@@ -76,6 +82,12 @@ pub const PARAMS: &[Param] = &[
         default: "64",
         accepted: "a byte count with optional K, M or G suffix (powers of 1024), e.g. 64",
         doc: "Smallest contiguous block (bytes) that makes a large message go to the MPI's engine (see SLUICE_P2P_MPI_ABOVE).",
+    },
+    Param {
+        name: "SLUICE_REORDER",
+        default: "1",
+        accepted: BOOL,
+        doc: "MPI_Cart_create, MPI_Graph_create, MPI_Dist_graph_create and MPI_Dist_graph_create_adjacent with reorder = true place the virtual topology's ranks so that its edges (weighted where the call gives weights) cross between nodes as little as possible (docs/mapping.md); only when the communicator spans nodes; otherwise the MPI's constructor runs with reorder = false. 0 passes such calls to the MPI unchanged.",
     },
     Param {
         name: "SLUICE_COLL_MPI_BLOCK",
@@ -249,6 +261,8 @@ pub struct Config {
     pub disable: bool,
     /// `SLUICE_STATS`.
     pub stats: bool,
+    /// `SLUICE_PROFILE`: the path prefix of the communication matrix (`None`: not profiling).
+    pub profile: Option<String>,
     /// `SLUICE_LOG`: the level.
     pub log: LogLevel,
     /// `SLUICE_LOG` holds `plan`: log each new plan once.
@@ -259,6 +273,8 @@ pub struct Config {
     pub p2p: bool,
     /// `SLUICE_COLL`.
     pub coll: bool,
+    /// `SLUICE_REORDER`.
+    pub reorder: bool,
     /// `SLUICE_P2P_MPI_ABOVE`, bytes (`usize::MAX`: off).
     pub p2p_mpi_above: usize,
     /// `SLUICE_P2P_MPI_ABOVE=auto` (on MPICH a rule by size, block and peer instead of
@@ -500,11 +516,13 @@ impl Config {
             return Ok(Config {
                 disable,
                 stats: false,
+                profile: None,
                 log: LogLevel::Warn,
                 log_plans: false,
                 datatype_engine: false,
                 p2p: false,
                 coll: false,
+                reorder: false,
                 p2p_mpi_above: usize::MAX,
                 p2p_mpi_auto: false,
                 p2p_learn: false,
@@ -537,11 +555,13 @@ impl Config {
         Ok(Config {
             disable,
             stats: parse_bool(param("SLUICE_STATS"), &value("SLUICE_STATS"))?,
+            profile: Some(value("SLUICE_PROFILE")).filter(|v| !v.trim().is_empty()),
             log,
             log_plans,
             datatype_engine: parse_bool(param("SLUICE_DATATYPE"), &value("SLUICE_DATATYPE"))?,
             p2p: parse_bool(param("SLUICE_P2P"), &value("SLUICE_P2P"))?,
             coll: parse_bool(param("SLUICE_COLL"), &value("SLUICE_COLL"))?,
+            reorder: parse_bool(param("SLUICE_REORDER"), &value("SLUICE_REORDER"))?,
             p2p_mpi_above: parse_mpi_above(param("SLUICE_P2P_MPI_ABOVE"), &value("SLUICE_P2P_MPI_ABOVE"))?,
             p2p_mpi_auto: value("SLUICE_P2P_MPI_ABOVE").trim().eq_ignore_ascii_case("auto"),
             p2p_learn: parse_bool(param("SLUICE_P2P_LEARN"), &value("SLUICE_P2P_LEARN"))?,
@@ -613,11 +633,13 @@ mod tests {
         let want = Config {
             disable: false,
             stats: false,
+            profile: None,
             log: LogLevel::Warn,
             log_plans: false,
             datatype_engine: true,
             p2p: true,
             coll: true,
+            reorder: true,
             p2p_mpi_above: MPI_ABOVE_AUTO,
             p2p_mpi_auto: true,
             p2p_learn: true,
@@ -712,6 +734,9 @@ mod tests {
         assert_eq!(c.log, LogLevel::Debug);
         assert!(!c.log_plans);
         assert_eq!(c.test_panic.as_deref(), Some("MPI_Send"));
+        assert_eq!(c.profile, None);
+        assert_eq!(parse(&[("SLUICE_PROFILE", "/tmp/app")]).unwrap().profile.as_deref(), Some("/tmp/app"));
+        assert_eq!(parse(&[("SLUICE_PROFILE", " ")]).unwrap().profile, None);
         for (v, level, plans) in [
             ("plan", LogLevel::Warn, true),
             ("debug, Plan", LogLevel::Debug, true),

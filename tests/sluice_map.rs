@@ -101,3 +101,47 @@ fn bad_input_is_reported_with_its_place() {
     let (out, _) = run(&["--help"]);
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// `--heuristic` picks what places processes inside the nodes; every choice maps (and says so),
+/// and an unknown one is a usage error.
+#[test]
+fn heuristics_of_phases_2_and_3() {
+    let mut magc = Vec::new();
+    for h in ["greedy", "scotch", "both"] {
+        let (out, text) = run(&["--pattern", "3d-w-col", "--ranks", "64", "--cluster", "magc-a", "--heuristic", h]);
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        assert!(text.contains(&format!("phases 2-3: {h} + refinement")), "{text}");
+        let line = text.lines().find(|l| l.starts_with("magc")).unwrap_or_else(|| panic!("{text}")).to_string();
+        magc.push(line.split_whitespace().nth(1).unwrap().parse::<f64>().unwrap());
+    }
+    // The busiest link of this pattern is a network link, placed by phase 1 (the same for all).
+    assert!(magc.iter().all(|&x| x == magc[0]), "{magc:?}");
+    let (out, text) = run(&["--pattern", "2d-2d", "--ranks", "4", "--cluster", "magc-b", "--heuristic", "scotch", "--no-refine"]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("phases 2-3: scotch;"), "{text}");
+    let (out, text) = run(&["--pattern", "2d-2d", "--ranks", "4", "--cluster", "magc-b", "--heuristic", "metis"]);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("unknown heuristic") && text.contains("usage"), "{text}");
+    let (out, text) = run(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text.contains("--heuristic greedy|scotch|both"), "{text}");
+}
+
+/// The shim preloaded into every MPI program must not load libscotch: only the mapper (this
+/// tool) calls Scotch, and the linker (--as-needed) leaves libsluice.so without a NEEDED entry
+/// for it as long as nothing its exports reach does.
+#[test]
+fn the_shim_does_not_need_libscotch() {
+    let exe = std::env::current_exe().unwrap();
+    let so = exe.parent().unwrap().parent().unwrap().join("libsluice.so");
+    assert!(so.exists(), "{} missing: build the cdylib first", so.display());
+    let out = Command::new("readelf").arg("-d").arg(&so).output().expect("readelf (binutils) runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dynamic = String::from_utf8_lossy(&out.stdout);
+    let needed: Vec<&str> = dynamic.lines().filter(|l| l.contains("(NEEDED)")).collect();
+    assert!(!needed.is_empty(), "{dynamic}");
+    assert!(needed.iter().all(|l| !l.contains("scotch")), "{}", needed.join("\n"));
+    // The tool itself does use it.
+    let out = Command::new("readelf").arg("-d").arg(env!("CARGO_BIN_EXE_sluice-map")).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("libscotch"));
+}

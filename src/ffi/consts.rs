@@ -80,4 +80,8 @@ accessor! {
     in_place -> *mut std::ffi::c_void = sluice_c_in_place;
     /// `MPI_BOTTOM`.
     bottom -> *mut std::ffi::c_void = sluice_c_bottom;
+    /// `MPI_UNWEIGHTED`.
+    unweighted -> *mut std::ffi::c_int = sluice_c_unweighted;
+    /// `MPI_WEIGHTS_EMPTY`.
+    weights_empty -> *mut std::ffi::c_int = sluice_c_weights_empty;
 }

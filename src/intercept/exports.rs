@@ -10,6 +10,7 @@ use std::ffi::{c_char, c_int, c_void};
 use crate::ffi::mpi::*;
 use crate::ffi::{consts, next};
 use crate::intercept::guard::{self, FnInfo};
+use crate::intercept::profile::profile_hook;
 use crate::stats::Family;
 
 macro_rules! err_comm {
@@ -116,6 +117,8 @@ macro_rules! dispatch {
             move || unsafe { next::$name($($arg),*) },
             // SAFETY: protocol handlers take the same contract as the C function.
             move || unsafe { handler!($handler, $name $(, $arg)*) },
+            // Only while profiling (`Instrumented` mode): `run` calls the handler above.
+            move |run: &mut dyn FnMut() -> c_int| -> c_int { profile_hook!($name, run $(, $arg)*) },
         )
     }};
 }

@@ -29,6 +29,9 @@ pub struct FnInfo {
 /// - `bytes`: payload bytes, evaluated only after a successful call with statistics on (so an
 ///   invalid datatype is never queried before the MPI itself has validated it).
 /// - `pass`: the call forwarded unchanged; `handle`: the protocol handler.
+/// - `profile`: the call as `SLUICE_PROFILE` sees it (`intercept::profile`): given a function
+///   that runs `handle`, runs it and counts what the call sent. Only the instrumented branch
+///   calls it: in `Active` mode it is never built.
 #[inline(always)]
 pub fn call(
     info: &'static FnInfo,
@@ -36,11 +39,12 @@ pub fn call(
     bytes: impl FnOnce() -> u64,
     pass: impl FnOnce() -> c_int,
     handle: impl FnOnce() -> c_int,
+    profile: impl FnOnce(&mut dyn FnMut() -> c_int) -> c_int,
 ) -> c_int {
     let result = match runtime::mode() {
         Mode::Active => catch_unwind(AssertUnwindSafe(handle)),
         Mode::PassThrough => catch_unwind(AssertUnwindSafe(pass)),
-        mode => catch_unwind(AssertUnwindSafe(|| slow_path(info, mode, bytes, pass, handle))),
+        mode => catch_unwind(AssertUnwindSafe(|| slow_path(info, mode, bytes, pass, handle, profile))),
     };
     match result {
         Ok(rc) => rc,
@@ -49,7 +53,7 @@ pub fn call(
 }
 
 /// Whether the exported functions' fast path may run: sluice is active without
-/// instrumentation (statistics and fault injection need the full path).
+/// instrumentation (statistics, profiling and fault injection need the full path).
 #[inline(always)]
 pub fn fast_path_open() -> bool {
     runtime::mode() == Mode::Active
@@ -63,6 +67,7 @@ fn slow_path(
     bytes: impl FnOnce() -> u64,
     pass: impl FnOnce() -> c_int,
     handle: impl FnOnce() -> c_int,
+    profile: impl FnOnce(&mut dyn FnMut() -> c_int) -> c_int,
 ) -> c_int {
     let mode = if mode == Mode::Uninit { lazy_start(info) } else { mode };
     match mode {
@@ -74,7 +79,7 @@ fn slow_path(
             }
         }
         Mode::Active => handle(),
-        Mode::Instrumented => instrumented(info, bytes, handle),
+        Mode::Instrumented => instrumented(info, bytes, handle, profile),
     }
 }
 
@@ -90,17 +95,31 @@ fn lazy_start(info: &FnInfo) -> Mode {
     runtime::mode()
 }
 
-fn instrumented(info: &'static FnInfo, bytes: impl FnOnce() -> u64, handle: impl FnOnce() -> c_int) -> c_int {
+fn instrumented(
+    info: &'static FnInfo,
+    bytes: impl FnOnce() -> u64,
+    handle: impl FnOnce() -> c_int,
+    profile: impl FnOnce(&mut dyn FnMut() -> c_int) -> c_int,
+) -> c_int {
     let cfg = runtime::config();
     if cfg.and_then(|c| c.test_panic.as_deref()) == Some(info.name) {
         panic!("SLUICE_TEST_PANIC: injected panic in {}", info.name);
     }
+    // Profiling: the handler runs inside the call's hook, which counts what it sent.
+    let run = || {
+        if crate::protocol::profile::on() {
+            let mut handle = Some(handle);
+            profile(&mut || handle.take().map_or(errclass::ERR_INTERN, |h| h()))
+        } else {
+            handle()
+        }
+    };
     if !cfg.is_some_and(|c| c.stats) {
-        return handle();
+        return run();
     }
     let mpi0 = stats::thread_mpi_ns();
     let t0 = stats::now_ns();
-    let rc = handle();
+    let rc = run();
     let total = stats::now_ns() - t0;
     let mpi = stats::thread_mpi_ns() - mpi0;
     let b = if rc == errclass::SUCCESS { bytes() } else { 0 };

@@ -7,4 +7,5 @@ pub mod api;
 pub mod exports;
 pub mod fortran;
 pub mod guard;
+pub mod profile;
 pub mod registry;

@@ -156,6 +156,23 @@ macro_rules! for_each_interposed {
                 => { $crate::protocol::comm_hints::comm_set_info };
             Comm fn MPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm)
                 err(comm) => { $crate::protocol::comm_hints::comm_dup_with_info };
+            // Topology constructors: `reorder = true` places the virtual topology's ranks
+            // (protocol::reorder).
+            Comm fn MPI_Cart_create(comm_old: MPI_Comm, ndims: c_int, dims: *const c_int,
+                periods: *const c_int, reorder: c_int, comm_cart: *mut MPI_Comm) err(comm_old)
+                => { $crate::protocol::reorder::cart_create };
+            Comm fn MPI_Graph_create(comm_old: MPI_Comm, nnodes: c_int, index: *const c_int,
+                edges: *const c_int, reorder: c_int, comm_graph: *mut MPI_Comm) err(comm_old)
+                => { $crate::protocol::reorder::graph_create };
+            Comm fn MPI_Dist_graph_create_adjacent(comm_old: MPI_Comm, indegree: c_int,
+                sources: *const c_int, sourceweights: *const c_int, outdegree: c_int,
+                destinations: *const c_int, destweights: *const c_int, info: MPI_Info,
+                reorder: c_int, comm_dist_graph: *mut MPI_Comm) err(comm_old)
+                => { $crate::protocol::reorder::dist_graph_create_adjacent };
+            Comm fn MPI_Dist_graph_create(comm_old: MPI_Comm, n: c_int, sources: *const c_int,
+                degrees: *const c_int, destinations: *const c_int, weights: *const c_int,
+                info: MPI_Info, reorder: c_int, comm_dist_graph: *mut MPI_Comm) err(comm_old)
+                => { $crate::protocol::reorder::dist_graph_create };
 
             // ---- collectives (data movement; reductions are not intercepted) -----------------
             Coll fn MPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root:

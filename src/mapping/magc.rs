@@ -10,7 +10,9 @@
 //!    the i-th process of a node gets GPU i).
 //!
 //! Each phase runs the greedy heuristic (Algorithm 1) and then, unless turned off, the
-//! refinement pass, which never raises the phase's maximum congestion.
+//! refinement pass, which never raises the phase's maximum congestion. Phases 2 and 3 can start
+//! from Scotch's graph mapping instead, or from both ([`Heuristic`]; phase 1 always uses the
+//! greedy heuristic).
 
 use std::fmt;
 
@@ -19,7 +21,7 @@ use super::matrix::{CommMatrix, Graph, Kind};
 use super::placement::Placement;
 use super::topology::Cluster;
 use super::tree::Tree;
-use super::{greedy, refine};
+use super::{greedy, refine, scotch};
 
 /// How ranks are placed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,18 +49,47 @@ impl Strategy {
     }
 }
 
+/// What builds the placement that phases 2 and 3 refine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Heuristic {
+    /// The paper's congestion-based greedy heuristic (Algorithm 1).
+    Greedy,
+    /// Scotch's graph mapping onto the node's tree ([`scotch`]).
+    Scotch,
+    /// Both, each refined; the better wins.
+    Both,
+}
+
+impl Heuristic {
+    pub const ALL: [Heuristic; 3] = [Heuristic::Greedy, Heuristic::Scotch, Heuristic::Both];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Heuristic::Greedy => "greedy",
+            Heuristic::Scotch => "scotch",
+            Heuristic::Both => "both",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Heuristic> {
+        Heuristic::ALL.into_iter().find(|h| h.name() == s)
+    }
+}
+
 /// Tuning of the phases.
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
-    /// Run the refinement pass after the greedy heuristic.
+    /// Run the refinement pass after the heuristic.
     pub refine: bool,
     /// Moves the refinement may try per problem.
     pub budget: usize,
+    /// The heuristic of phases 2 and 3.
+    pub phase: Heuristic,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { refine: true, budget: 200_000 }
+        Options { refine: true, budget: 200_000, phase: Heuristic::Greedy }
     }
 }
 
@@ -110,10 +141,10 @@ pub fn map(c: &Cluster, m: &CommMatrix, s: Strategy, o: Options) -> Result<Place
         // summands is a natural start for their sum, and so phase 1 never ends with more network
         // congestion than a mapping that saw only one of them.
         let both = m.graph(&[Kind::Cpu, Kind::Gpu]);
-        let alone = [&cpu, &gpu].map(|g| solve(g, &[], &c.network, per as u32, Vec::new(), o));
-        solve(&both, &[], &c.network, per as u32, alone.to_vec(), o)
+        let alone = [&cpu, &gpu].map(|g| solve(g, &[], &c.network, per as u32, Vec::new(), o, Heuristic::Greedy));
+        solve(&both, &[], &c.network, per as u32, alone.into_iter().collect::<Result<_, _>>()?, o, Heuristic::Greedy)?
     } else {
-        solve(&cpu, &[], &c.network, per as u32, Vec::new(), o)
+        solve(&cpu, &[], &c.network, per as u32, Vec::new(), o, Heuristic::Greedy)?
     };
     // Phases 2 and 3, node by node.
     let mut p = Placement { node, core: vec![0; n], gpu: vec![None; n] };
@@ -123,7 +154,7 @@ pub fn map(c: &Cluster, m: &CommMatrix, s: Strategy, o: Options) -> Result<Place
             continue;
         }
         let (g, ext) = induced(&cpu, &members, &p.node);
-        for (i, core) in solve(&g, &ext, &c.node.cpu, 1, Vec::new(), o).into_iter().enumerate() {
+        for (i, core) in solve(&g, &ext, &c.node.cpu, 1, Vec::new(), o, o.phase)?.into_iter().enumerate() {
             p.core[members[i]] = core;
         }
         if let Some(t) = &c.node.gpu {
@@ -131,7 +162,7 @@ pub fn map(c: &Cluster, m: &CommMatrix, s: Strategy, o: Options) -> Result<Place
                 (0..members.len() as u32).collect()
             } else {
                 let (g, ext) = induced(&gpu, &members, &p.node);
-                solve(&g, &ext, t, 1, Vec::new(), o)
+                solve(&g, &ext, t, 1, Vec::new(), o, o.phase)?
             };
             for (i, g) in gpus.into_iter().enumerate() {
                 p.gpu[members[i]] = Some(g);
@@ -143,18 +174,32 @@ pub fn map(c: &Cluster, m: &CommMatrix, s: Strategy, o: Options) -> Result<Place
 }
 
 /// One phase's problem: `g` onto `tree`'s leaves, `cap` processes each. The search starts
-/// from the greedy heuristic's placement and from the best (by `g`'s congestion) of the block
-/// placement (processes in order, leaf by leaf: the default mapping) and `starts`; the better
-/// result wins. So a phase never ends worse than the default placement
-/// of its processes, nor than any of `starts`.
-fn solve(g: &Graph, external: &[f64], tree: &Tree, cap: u32, mut starts: Vec<Vec<u32>>, o: Options) -> Vec<u32> {
+/// from the placement of heuristic `h` (greedy, Scotch, or both) and from the best (by `g`'s
+/// congestion) of the block placement (processes in order, leaf by leaf: the default mapping)
+/// and `starts`; the better result wins. So a phase never ends worse than the default placement
+/// of its processes, nor than any of `starts`, nor than its heuristic's own placement.
+fn solve(
+    g: &Graph,
+    external: &[f64],
+    tree: &Tree,
+    cap: u32,
+    mut starts: Vec<Vec<u32>>,
+    o: Options,
+    h: Heuristic,
+) -> Result<Vec<u32>, MapError> {
     let capacity = vec![cap; tree.leaf_count()];
     let p = Problem { graph: g, external, tree, capacity: &capacity };
-    let greedy = greedy::map(&p);
+    let mut primary = Vec::with_capacity(2);
+    if h != Heuristic::Scotch {
+        primary.push(greedy::map(&p));
+    }
+    if h != Heuristic::Greedy {
+        primary.push(scotch::map(&p)?);
+    }
     starts.push((0..g.len() as u32).map(|i| i / cap).collect());
-    // Refining costs more than every start together: refine the greedy placement, and the best
-    // of the others only where it starts better than the refined greedy one ends. The result is
-    // never worse than any start.
+    // Refining costs more than every start together: refine the heuristics' placements, and the
+    // best of the others only where it starts better than the best refined one ends. The result
+    // is never worse than any start.
     let score = |l: &[u32]| Assignment::with(&p, l).score();
     let mut other = starts.swap_remove(0);
     let mut other_score = score(&other);
@@ -164,11 +209,17 @@ fn solve(g: &Graph, external: &[f64], tree: &Tree, cap: u32, mut starts: Vec<Vec
             (other, other_score) = (s, sc);
         }
     }
-    let mut leaf_of = greedy;
-    if o.refine {
-        refine::refine(&p, &mut leaf_of, o.budget);
+    let mut best: Option<((f64, f64), Vec<u32>)> = None;
+    for mut leaf_of in primary {
+        if o.refine {
+            refine::refine(&p, &mut leaf_of, o.budget);
+        }
+        let sc = score(&leaf_of);
+        if best.as_ref().is_none_or(|(b, _)| better(sc, *b)) {
+            best = Some((sc, leaf_of));
+        }
     }
-    let mut best = (score(&leaf_of), leaf_of);
+    let mut best = best.expect("one heuristic at least");
     if better(other_score, best.0) {
         if o.refine {
             refine::refine(&p, &mut other, o.budget);
@@ -178,7 +229,7 @@ fn solve(g: &Graph, external: &[f64], tree: &Tree, cap: u32, mut starts: Vec<Vec
             best = (sc, other);
         }
     }
-    best.1
+    Ok(best.1)
 }
 
 /// The subgraph of `g` among `members` (renumbered 0..) and each member's traffic with

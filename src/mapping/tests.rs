@@ -3,13 +3,13 @@
 use proptest::prelude::*;
 
 use super::assign::{Assignment, Problem};
-use super::magc::{self, Options, Strategy};
+use super::magc::{self, Heuristic, Options, Strategy};
 use super::matrix::{CommMatrix, Kind};
 use super::patterns::{combination, Pattern};
 use super::placement::Placement;
 use super::topology::Cluster;
 use super::tree::{Level, Tree};
-use super::{greedy, refine};
+use super::{greedy, refine, scotch};
 
 /// Every CPU-GPU combination of the paper's patterns (weighted and not) on both clusters, 64
 /// processes, 1 MiB messages: MAGC's maximum congestion is at most the default's and at most
@@ -120,6 +120,65 @@ proptest! {
         if after.0 >= before.0 * (1.0 - 1e-9) {
             prop_assert!(after.1 <= before.1 * (1.0 + 1e-9) + 1e-12);
         }
+        for leaf in 0..leaves as u32 {
+            prop_assert!(l.iter().filter(|&&x| x == leaf).count() <= cap as usize);
+        }
+    }
+}
+
+/// Phases 2 and 3 with Scotch, and with both heuristics: valid placements, never worse than the
+/// default mapping on the paper's combinations.
+#[test]
+fn scotch_phases_are_valid_and_beat_the_default() {
+    for cluster in ["magc-a", "magc-b"] {
+        let c = Cluster::builtin(cluster).unwrap();
+        for (cpu, gpu) in [
+            (Pattern::SubcommAlltoall, Pattern::Stencil3d { weighted: true }),
+            (Pattern::Stencil2d { weighted: false }, Pattern::SubcommAlltoall),
+        ] {
+            let m = combination(64, cpu, gpu, 1048576.0);
+            let d = magc::map(&c, &m, Strategy::Default, Options::default()).unwrap().congestion(&c, &m).max;
+            for phase in [Heuristic::Scotch, Heuristic::Both] {
+                let p = magc::map(&c, &m, Strategy::Magc, Options { phase, ..Options::default() }).unwrap();
+                p.check(&c).unwrap();
+                let g = p.congestion(&c, &m).max;
+                assert!(g <= d * (1.0 + 1e-9), "{cluster} {phase:?}: default {d:e}, magc {g:e}");
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// On random graphs and trees: Scotch's (repaired) placement respects every capacity and
+    /// places every process once, and refining it never raises its maximum congestion.
+    #[test]
+    fn scotch_is_valid_and_refinement_never_worsens_it((edges, a1, a2, cap) in random_problem()) {
+        let n = 12usize;
+        let mut m = CommMatrix::new(n);
+        for (i, j, w) in edges {
+            m.add(Kind::Cpu, i as usize, j as usize, f64::from(w), 1);
+        }
+        let g = m.graph(&[Kind::Cpu]);
+        let t = Tree::from_levels(&[
+            Level { name: "a".into(), arity: u32::from(a1), gbs: 2.0 },
+            Level { name: "b".into(), arity: u32::from(a2) * 2, gbs: 1.0 },
+        ]);
+        let leaves = t.leaf_count();
+        let cap = n.div_ceil(leaves).max(usize::from(cap)) as u32;
+        let capacity = vec![cap; leaves];
+        let ext: Vec<f64> = (0..n).map(|i| (i % 3) as f64 * 10.0).collect();
+        let p = Problem { graph: &g, external: &ext, tree: &t, capacity: &capacity };
+        let mut l = scotch::map(&p).unwrap();
+        prop_assert_eq!(l.len(), n);
+        for leaf in 0..leaves as u32 {
+            prop_assert!(l.iter().filter(|&&x| x == leaf).count() <= cap as usize);
+        }
+        let before = Assignment::with(&p, &l).score();
+        refine::refine(&p, &mut l, 10_000);
+        let after = Assignment::with(&p, &l).score();
+        prop_assert!(after.0 <= before.0 * (1.0 + 1e-9) + 1e-12, "{before:?} -> {after:?}");
         for leaf in 0..leaves as u32 {
             prop_assert!(l.iter().filter(|&&x| x == leaf).count() <= cap as usize);
         }

@@ -33,7 +33,7 @@ fn after_init(rc: c_int, t0: u64, mpi_ns: u64) -> c_int {
 /// The mode a started, enabled sluice runs in. Device buffers (`transfer::gpu` armed) need the
 /// full path too: the fast path would hand them to the MPI unchecked.
 fn active_mode(c: &Config) -> Mode {
-    if c.stats || c.test_panic.is_some() || crate::transfer::gpu::armed() {
+    if c.stats || c.profile.is_some() || c.test_panic.is_some() || crate::transfer::gpu::armed() {
         Mode::Instrumented
     } else {
         Mode::Active
@@ -71,6 +71,9 @@ pub fn start() -> Result<(), crate::config::ConfigError> {
         }
     }
     stats::set_timing(cfg.stats);
+    if let Some(prefix) = cfg.profile.as_deref() {
+        super::profile::start(prefix);
+    }
     crate::transfer::staging::set_budget(cfg.staging_cache);
     super::hints::create_keyvals();
     super::comm_hints::create_keyval();
@@ -217,6 +220,9 @@ pub unsafe fn finalize() -> c_int {
     progress::thread::stop();
     if runtime::config().is_some_and(|c| c.stats) && errors::mpi_is_active() {
         gather_and_print_stats();
+    }
+    if crate::protocol::profile::on() && errors::mpi_is_active() {
+        crate::protocol::profile::finish();
     }
     crate::protocol::device::pending::finalize();
     finish_p2p();

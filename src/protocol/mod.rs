@@ -7,6 +7,7 @@
 //! typed buffer, shared by both protocols.
 //! `device` stages device (GPU) buffers through host memory around the handlers of both.
 //! `byte_twin` gives a compiled type's layout as `MPI_BYTE`s, for receives left to the MPI.
+//! `reorder` places the ranks of topology constructors called with `reorder = true`.
 //! `hints` (the datatype attribute keyvals) and `parallel` (when MPI_Pack/MPI_Unpack run on
 //! several workers) serve `datatype`. `pack_engine` runs a whole-element pack or unpack on the
 //! engine chosen for the type (sluice's kernel or the MPI's), for `MPI_Pack`/`MPI_Unpack` and,
@@ -26,4 +27,6 @@ pub mod limits;
 pub mod p2p;
 pub mod pack_engine;
 pub mod parallel;
+pub mod profile;
+pub mod reorder;
 pub mod type_prefix;

@@ -77,6 +77,13 @@ pub fn spans_nodes() -> bool {
     NODES.get().is_some_and(|n| n.spans)
 }
 
+/// The node of each world rank in `world_ranks` (named by the node's lowest world rank), or
+/// `None` before [`start`] or for a rank outside the world.
+pub fn nodes_of(world_ranks: &[c_int]) -> Option<Vec<c_int>> {
+    let n = NODES.get()?;
+    world_ranks.iter().map(|&r| usize::try_from(r).ok().and_then(|r| n.of.get(r).copied())).collect()
+}
+
 /// Translates `ranks` of `comm` into `MPI_COMM_WORLD` ranks (`MPI_UNDEFINED` where a rank is
 /// not in the world, e.g. a spawned process; `MPI_PROC_NULL` stays itself); `None` if the MPI
 /// refuses.

@@ -5,8 +5,8 @@
 //!
 //! ```text
 //! sluice-map MATRIX [--topology FILE | --cluster magc-a|magc-b|host] [--nodes N] [--network-gbs G]
-//!            [--strategy magc|strategy1|strategy2|default] [--no-refine]
-//!            [--rankfile FILE] [--hostfile FILE] [--assignment FILE] [--plot PNG]
+//!            [--strategy magc|strategy1|strategy2|default] [--heuristic greedy|scotch|both]
+//!            [--no-refine] [--rankfile FILE] [--hostfile FILE] [--assignment FILE] [--plot PNG]
 //! sluice-map --pattern CPU-GPU --ranks N [--bytes B] [--write-matrix FILE] ...
 //! sluice-map --bench OUTDIR
 //! ```
@@ -17,18 +17,20 @@ mod output;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use sluice::mapping::magc::{self, Options, Strategy};
+use sluice::mapping::magc::{self, Heuristic, Options, Strategy};
 use sluice::mapping::matrix::CommMatrix;
 use sluice::mapping::patterns::{combination, Pattern};
 use sluice::mapping::placement::{Congestion, Placement};
 use sluice::mapping::topology::Cluster;
 
 const USAGE: &str = "usage: sluice-map MATRIX [--topology FILE | --cluster magc-a|magc-b|host] [--nodes N] [--network-gbs G]
-                  [--strategy magc|strategy1|strategy2|default] [--no-refine]
-                  [--rankfile FILE] [--hostfile FILE] [--assignment FILE] [--plot PNG]
+                  [--strategy magc|strategy1|strategy2|default] [--heuristic greedy|scotch|both]
+                  [--no-refine] [--rankfile FILE] [--hostfile FILE] [--assignment FILE] [--plot PNG]
        sluice-map --pattern CPU-GPU --ranks N [--bytes B] [--write-matrix FILE] [same options]
                   (patterns: 2d 2d-w 3d 3d-w col; e.g. --pattern col-2d-w)
-       sluice-map --bench OUTDIR";
+       sluice-map --bench OUTDIR
+--heuristic: what places processes on cores and GPUs inside each node (phases 2 and 3) before the
+refinement: the paper's greedy heuristic (default), Scotch's graph mapping, or both (the better wins)";
 
 #[derive(Default)]
 struct Args {
@@ -42,6 +44,7 @@ struct Args {
     nodes: Option<usize>,
     network_gbs: f64,
     strategy: Option<Strategy>,
+    heuristic: Option<Heuristic>,
     refine: bool,
     rankfile: Option<String>,
     hostfile: Option<String>,
@@ -81,6 +84,10 @@ fn parse_args(argv: &[String]) -> Result<Args, String> {
             "--strategy" => {
                 let v = value("NAME")?;
                 a.strategy = Some(Strategy::ALL.into_iter().find(|s| s.name() == v).ok_or_else(|| format!("unknown strategy {v:?}"))?);
+            }
+            "--heuristic" => {
+                let v = value("greedy|scotch|both")?;
+                a.heuristic = Some(Heuristic::parse(&v).ok_or_else(|| format!("unknown heuristic {v:?} (greedy, scotch, both)"))?);
             }
             "--no-refine" => a.refine = false,
             "--rankfile" => a.rankfile = Some(value("FILE")?),
@@ -144,7 +151,8 @@ struct Outcome {
 fn run(a: &Args) -> Result<(), String> {
     let c = cluster(a)?;
     let m = matrix(a)?;
-    let o = Options { refine: a.refine, ..Options::default() };
+    let d = Options::default();
+    let o = Options { refine: a.refine, phase: a.heuristic.unwrap_or(d.phase), ..d };
     let mut outcomes = Vec::new();
     for s in Strategy::ALL {
         let t = Instant::now();
@@ -155,12 +163,14 @@ fn run(a: &Args) -> Result<(), String> {
     }
     let chosen = a.strategy.unwrap_or(Strategy::Magc);
     println!(
-        "{} ranks on {} ({} nodes x {} cores{}); congestion = the busiest link's bytes / bandwidth",
+        "{} ranks on {} ({} nodes x {} cores{}); phases 2-3: {}{}; congestion = the busiest link's bytes / bandwidth",
         m.ranks(),
         c.name,
         c.nodes(),
         c.node.cpu.leaf_count(),
-        c.node.gpu.as_ref().map_or(String::new(), |g| format!(", {} GPUs", g.leaf_count()))
+        c.node.gpu.as_ref().map_or(String::new(), |g| format!(", {} GPUs", g.leaf_count())),
+        o.phase.name(),
+        if o.refine { " + refinement" } else { "" }
     );
     println!(
         "{:<10} {:>14} {:>12} {:>12} {:>12} {:>16} {:>10}",
@@ -188,6 +198,16 @@ fn run(a: &Args) -> Result<(), String> {
     }
     if let Some(path) = &a.hostfile {
         std::fs::write(path, output::hostfile(&c, pick)).map_err(|e| format!("{path}: {e}"))?;
+        let runs = 1 + pick.node.windows(2).filter(|w| w[0] != w[1]).count();
+        let nodes = pick.node.iter().collect::<std::collections::BTreeSet<_>>().len();
+        if runs > nodes {
+            eprintln!(
+                "sluice-map: warning: {path}: the ranks of a node are not consecutive ({runs} runs of lines for {nodes} nodes); \
+                 hydra starts a proxy per run and MPICH then takes each for a node of its own, without shared memory \
+                 between them (docs/mapping.md): prefer reordering inside the application (MPI_Cart_create/\
+                 MPI_Dist_graph_create with reorder = true under sluice)"
+            );
+        }
     }
     if let Some(path) = &a.assignment {
         std::fs::write(path, output::assignment(&c, pick)).map_err(|e| format!("{path}: {e}"))?;

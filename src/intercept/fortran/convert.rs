@@ -315,3 +315,43 @@ impl Requests {
         }
     }
 }
+
+/// Converts the first `n` Fortran LOGICALs at `p` to C ints (any nonzero value is `.TRUE.`, as
+/// Open MPI's own bindings read them); empty for a non-positive `n`.
+///
+/// # Safety
+/// `p` points to at least `n` LOGICALs when `n > 0`.
+pub unsafe fn logicals(p: *const Fint, n: c_int) -> Vec<c_int> {
+    (0..usize::try_from(n).unwrap_or(0))
+        // SAFETY: caller's contract, `k < n`.
+        .map(|k| c_int::from(unsafe { *p.add(k) } != 0))
+        .collect()
+}
+
+/// A LOGICAL passed by reference as a C flag.
+///
+/// # Safety
+/// `p` points to a Fortran LOGICAL.
+pub unsafe fn logical(p: *const Fint) -> c_int {
+    // SAFETY: caller's contract.
+    c_int::from(unsafe { *p } != 0)
+}
+
+/// A weights array: Fortran's `MPI_UNWEIGHTED` and `MPI_WEIGHTS_EMPTY` become the C sentinels
+/// (Open MPI: its common blocks; MPICH: its `mpi_f08` module's constants, the only MPICH
+/// binding sluice exports these calls for).
+pub fn weights(p: *const Fint) -> *const c_int {
+    #[cfg(sluice_mpi = "openmpi")]
+    const NAMES: [&CStr; 2] = [c"mpi_fortran_unweighted_", c"mpi_fortran_weights_empty_"];
+    #[cfg(sluice_mpi = "mpich")]
+    const NAMES: [&CStr; 2] = [c"__mpi_f08_link_constants_MOD_mpi_unweighted", c"__mpi_f08_link_constants_MOD_mpi_weights_empty"];
+    static S: OnceLock<[usize; 2]> = OnceLock::new();
+    let [unweighted, empty] = *S.get_or_init(|| NAMES.map(lookup));
+    if is(p.cast(), unweighted) {
+        consts::unweighted()
+    } else if is(p.cast(), empty) {
+        consts::weights_empty()
+    } else {
+        p
+    }
+}

@@ -9,12 +9,14 @@
 //! call the Fortran PMPI symbol (`pmpi_test_`) instead: for those sluice also exports the
 //! `mpi_f08` procedure itself (`mpi_test_f08_`).
 //!
-//! The data-movement collectives (`coll`) are exported the same way on Open MPI only.
+//! The data-movement collectives (`coll`) are exported the same way on Open MPI only; the
+//! topology constructors (`topology`) on Open MPI and as MPICH's `mpi_f08` procedures.
 //!
 //! **MPICH** (`sluice_mpi = "mpich"`): `mpif.h` and `use mpi` call the C `MPI_*` symbols, which
 //! are intercepted already. `mpi_f08` (MPICH 4.0) calls the C `MPI_*` for the calls with a
 //! buffer argument, but `PMPI_*` for init/finalize, completion, probes, `MPI_Start*`, datatype
-//! and communicator calls: sluice exports those `mpi_f08` procedures (`mpi_wait_f08_`, ...).
+//! and communicator calls (topology constructors included): sluice exports those `mpi_f08`
+//! procedures (`mpi_wait_f08_`, ...).
 //!
 //! An `mpi_f08` procedure has the `mpif.h` ABI (everything by reference, handles and statuses
 //! laid out as INTEGERs) except that its `ierror` is OPTIONAL: NULL when absent. Each export
@@ -50,3 +52,4 @@ mod bindings;
 mod coll;
 mod convert;
 pub mod copy_api;
+mod topology;

@@ -56,6 +56,13 @@ pub fn degrees(comm: Comm) -> Option<(usize, usize)> {
     topology(comm).map(|(indegree, outdegree, _)| (indegree, outdegree))
 }
 
+/// This rank's out-neighbors in `comm`'s topology, in the MPI's order (`MPI_PROC_NULL` at
+/// Cartesian borders); `None` as for [`neighbors`]. For the profiler (`protocol::profile`).
+pub fn out_neighbors(comm: Comm) -> Option<Vec<c_int>> {
+    let nb = neighbors(comm)?;
+    neighbor_ranks(comm, &nb).map(|(_, destinations)| destinations)
+}
+
 /// In-degree, out-degree and whether the topology is Cartesian.
 fn topology(comm: Comm) -> Option<(usize, usize, bool)> {
     let (_, rank) = super::intracomm(comm)?;
