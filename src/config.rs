@@ -85,9 +85,9 @@ pub const PARAMS: &[Param] = &[
     },
     Param {
         name: "SLUICE_REORDER",
-        default: "1",
-        accepted: BOOL,
-        doc: "MPI_Cart_create, MPI_Graph_create, MPI_Dist_graph_create and MPI_Dist_graph_create_adjacent with reorder = true place the virtual topology's ranks so that its edges (weighted where the call gives weights) cross between nodes as little as possible (docs/mapping.md); only when the communicator spans nodes; otherwise the MPI's constructor runs with reorder = false. 0 passes such calls to the MPI unchanged.",
+        default: "cart",
+        accepted: "cart, all, off (also 1/on/yes/true = all, 0/no/false = off)",
+        doc: "Topology constructors called with reorder = true on a communicator that spans nodes: sluice places the topology's vertices so that its edges (weighted where the call gives weights) cross between nodes as little as possible (docs/mapping.md). cart: MPI_Cart_create and MPI_Graph_create; all: also MPI_Dist_graph_create and MPI_Dist_graph_create_adjacent (vertex v goes to new rank v with the edges it was given: a program that keeps its data by process instead of by rank gets another vertex's neighbours). Where sluice does not reorder, the MPI's constructor runs with reorder = false. off passes such calls to the MPI unchanged.",
     },
     Param {
         name: "SLUICE_COLL_MPI_BLOCK",
@@ -274,7 +274,7 @@ pub struct Config {
     /// `SLUICE_COLL`.
     pub coll: bool,
     /// `SLUICE_REORDER`.
-    pub reorder: bool,
+    pub reorder: Reorder,
     /// `SLUICE_P2P_MPI_ABOVE`, bytes (`usize::MAX`: off).
     pub p2p_mpi_above: usize,
     /// `SLUICE_P2P_MPI_ABOVE=auto` (on MPICH a rule by size, block and peer instead of
@@ -357,6 +357,28 @@ fn parse_bool(p: &'static Param, v: &str) -> Result<bool, ConfigError> {
     match v.trim().to_ascii_lowercase().as_str() {
         "1" | "yes" | "true" | "on" => Ok(true),
         "0" | "no" | "false" | "off" => Ok(false),
+        _ => Err(ConfigError { name: p.name, value: v.to_string(), accepted: p.accepted }),
+    }
+}
+
+/// `SLUICE_REORDER`: which topology constructors sluice reorders (`protocol::reorder`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Reorder {
+    /// None: every constructor goes to the MPI unchanged.
+    Off,
+    /// `MPI_Cart_create` and `MPI_Graph_create`, whose arguments describe the whole topology
+    /// the same on every process: reordering is unambiguous.
+    Cart,
+    /// Also the distributed graphs, where each process gives edges: vertex `v` (the edges
+    /// given by old rank `v`) goes to new rank `v`.
+    All,
+}
+
+fn parse_reorder(p: &'static Param, v: &str) -> Result<Reorder, ConfigError> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "cart" => Ok(Reorder::Cart),
+        "all" | "1" | "yes" | "true" | "on" => Ok(Reorder::All),
+        "off" | "0" | "no" | "false" => Ok(Reorder::Off),
         _ => Err(ConfigError { name: p.name, value: v.to_string(), accepted: p.accepted }),
     }
 }
@@ -522,7 +544,7 @@ impl Config {
                 datatype_engine: false,
                 p2p: false,
                 coll: false,
-                reorder: false,
+                reorder: Reorder::Off,
                 p2p_mpi_above: usize::MAX,
                 p2p_mpi_auto: false,
                 p2p_learn: false,
@@ -561,7 +583,7 @@ impl Config {
             datatype_engine: parse_bool(param("SLUICE_DATATYPE"), &value("SLUICE_DATATYPE"))?,
             p2p: parse_bool(param("SLUICE_P2P"), &value("SLUICE_P2P"))?,
             coll: parse_bool(param("SLUICE_COLL"), &value("SLUICE_COLL"))?,
-            reorder: parse_bool(param("SLUICE_REORDER"), &value("SLUICE_REORDER"))?,
+            reorder: parse_reorder(param("SLUICE_REORDER"), &value("SLUICE_REORDER"))?,
             p2p_mpi_above: parse_mpi_above(param("SLUICE_P2P_MPI_ABOVE"), &value("SLUICE_P2P_MPI_ABOVE"))?,
             p2p_mpi_auto: value("SLUICE_P2P_MPI_ABOVE").trim().eq_ignore_ascii_case("auto"),
             p2p_learn: parse_bool(param("SLUICE_P2P_LEARN"), &value("SLUICE_P2P_LEARN"))?,
@@ -628,6 +650,15 @@ mod tests {
     }
 
     #[test]
+    fn reorder_levels() {
+        for (v, want) in [("cart", Reorder::Cart), ("ALL", Reorder::All), ("1", Reorder::All), ("off", Reorder::Off), ("0", Reorder::Off)] {
+            assert_eq!(parse(&[("SLUICE_REORDER", v)]).unwrap().reorder, want, "{v}");
+        }
+        assert_eq!(parse(&[("SLUICE_REORDER", "maybe")]).unwrap_err().name, "SLUICE_REORDER");
+        assert!(Reorder::Off < Reorder::Cart && Reorder::Cart < Reorder::All);
+    }
+
+    #[test]
     fn defaults() {
         let c = parse(&[]).unwrap();
         let want = Config {
@@ -639,7 +670,7 @@ mod tests {
             datatype_engine: true,
             p2p: true,
             coll: true,
-            reorder: true,
+            reorder: Reorder::Cart,
             p2p_mpi_above: MPI_ABOVE_AUTO,
             p2p_mpi_auto: true,
             p2p_learn: true,

@@ -145,3 +145,23 @@ fn the_shim_does_not_need_libscotch() {
     let out = Command::new("readelf").arg("-d").arg(env!("CARGO_BIN_EXE_sluice-map")).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("libscotch"));
 }
+
+mod common;
+
+/// `scripts/sluice-gpu-bind` gives each rank its assigned GPU as `CUDA_VISIBLE_DEVICES`, under
+/// the flavor's real launcher (the rank comes from the launcher's environment), leaves a rank
+/// without a GPU alone, and stops a rank the assignment does not list.
+#[test]
+fn gpu_bind_exports_each_ranks_device() {
+    let asg = tmp("gpu-assignment");
+    std::fs::write(&asg, "# rank host core gpu\n0 h 0 3\n1 h 1 -\n2 h 0 5\n").unwrap();
+    let bind = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/sluice-gpu-bind");
+    let show = "echo \"gpu ${OMPI_COMM_WORLD_RANK:-$PMI_RANK} ${CUDA_VISIBLE_DEVICES:-none}\"";
+    let job = common::launch_args(3, &bind, &[asg.to_str().unwrap(), "sh", "-c", show], &[], None);
+    assert!(job.ok, "{}", job.all());
+    for want in ["gpu 0 3", "gpu 1 none", "gpu 2 5"] {
+        assert!(job.stdout.lines().any(|l| l == want), "missing '{want}':\n{}", job.all());
+    }
+    let job = common::launch_args(4, &bind, &[asg.to_str().unwrap(), "true"], &[], None);
+    assert!(!job.ok && job.all().contains("rank 3 is not in"), "{}", job.all());
+}

@@ -18,6 +18,9 @@ fn improvable(np: u32) -> bool {
 /// no-op.
 const TOPO: (&str, &str) = ("OMPI_MCA_topo", "basic");
 
+/// Reordering of every constructor, distributed graphs included (the default is `cart`).
+const ALL: (&str, &str) = ("SLUICE_REORDER", "all");
+
 fn error_class(job: &Job) -> Option<&str> {
     job.stdout.lines().find(|l| l.starts_with("cart error class"))
 }
@@ -28,9 +31,13 @@ fn c_topologies_are_exact_and_cross_nodes_less() {
     let so = shim();
     for np in [2u32, 4] {
         let args: &[&str] = if improvable(np) { &["improve"] } else { &[] };
-        let job = launch_args(np, &exe, args, &[TOPO], Some(so.to_str().unwrap()));
+        let job = launch_args(np, &exe, args, &[TOPO, ALL], Some(so.to_str().unwrap()));
         job.assert_pass("topo_reorder");
         eprintln!("np={np}:\n{}", job.stdout);
+        // The default (`cart`): the distributed graphs keep their ranks.
+        let args: &[&str] = if improvable(np) { &["improve-cart"] } else { &[] };
+        let cart = launch_args(np, &exe, args, &[TOPO], Some(so.to_str().unwrap()));
+        cart.assert_pass("topo_reorder");
         // Bare MPI: the whole program on one node; across nodes only the refused call (Open
         // MPI's treematch component aborts on reorder = true there: docs/mapping.md).
         let bare_args: &[&str] = if cluster_nodes() > 0 { &["error-only"] } else { &[] };
@@ -40,7 +47,7 @@ fn c_topologies_are_exact_and_cross_nodes_less() {
         assert_eq!(error_class(&job), error_class(&bare), "np={np}\n{}\n{}", job.all(), bare.all());
         assert!(error_class(&job).is_some(), "{}", job.all());
         // SLUICE_REORDER=0 leaves the calls to the MPI: as bare.
-        let off = launch_args(np, &exe, bare_args, &[("SLUICE_REORDER", "0"), TOPO], Some(so.to_str().unwrap()));
+        let off = launch_args(np, &exe, bare_args, &[("SLUICE_REORDER", "off"), TOPO], Some(so.to_str().unwrap()));
         off.assert_pass("topo_reorder");
     }
 }
@@ -52,7 +59,7 @@ fn fortran_topologies_reach_the_reordering() {
         let exe = compile_fortran("topology.F90", defines);
         for np in [2u32, 4] {
             let args: &[&str] = if improvable(np) { &["improve"] } else { &[] };
-            let job = launch_args(np, &exe, args, &[TOPO], Some(so.to_str().unwrap()));
+            let job = launch_args(np, &exe, args, &[TOPO, ALL], Some(so.to_str().unwrap()));
             assert!(job.ok && job.stdout.lines().any(|l| l.trim() == "PASS"), "{defines:?} np={np}:\n{}", job.all());
             eprintln!("{defines:?} np={np}:\n{}", job.stdout);
             if cluster_nodes() == 0 {

@@ -28,6 +28,8 @@
 use std::collections::BTreeMap;
 use std::ffi::c_int;
 
+use super::coll::intracomm;
+use crate::config::Reorder;
 use crate::errors;
 use crate::ffi::{consts, errclass, mpi, next, UNDEFINED};
 use crate::mapping::matrix::Graph;
@@ -52,25 +54,15 @@ struct Old {
 }
 
 impl Old {
-    /// `None`: reordering is off, `comm` is not a valid intracommunicator, or it lies on one
-    /// node.
-    fn of(comm: Comm) -> Option<Old> {
-        if !runtime::config().is_some_and(|c| c.reorder) || comm == consts::comm_null() {
+    /// `None`: reordering is off for this constructor (`dist`: a distributed graph's), `comm`
+    /// is not a valid intracommunicator, or it lies on one node.
+    fn of(comm: Comm, dist: bool) -> Option<Old> {
+        let wanted = if dist { Reorder::All } else { Reorder::Cart };
+        if runtime::config().is_none_or(|c| c.reorder < wanted) {
             return None;
         }
-        let (mut inter, mut size, mut rank) = (0, 0, 0);
-        // SAFETY: queries of a communicator handle the application passed; an invalid one makes
-        // them fail (the MPI then reports it from the forwarded call).
-        let ok = unsafe {
-            mpi::PMPI_Comm_test_inter(comm, &mut inter) == errclass::SUCCESS
-                && inter == 0
-                && mpi::PMPI_Comm_size(comm, &mut size) == errclass::SUCCESS
-                && mpi::PMPI_Comm_rank(comm, &mut rank) == errclass::SUCCESS
-        };
-        if !ok || size < 2 {
-            return None;
-        }
-        let world = node::world_ranks(comm, &(0..size).collect::<Vec<c_int>>())?;
+        let (size, rank) = intracomm(comm).filter(|&(size, _)| size >= 2)?;
+        let world = node::world_ranks(comm, &(0..size as c_int).collect::<Vec<c_int>>())?;
         let nodes = node::nodes_of(&world)?;
         let mut dense: BTreeMap<c_int, u32> = BTreeMap::new();
         let mut node_of = Vec::with_capacity(nodes.len());
@@ -78,7 +70,7 @@ impl Old {
             let next = dense.len() as u32;
             node_of.push(*dense.entry(x).or_insert(next));
         }
-        (dense.len() > 1).then_some(Old { comm, size: size as usize, rank: rank as usize, node_of })
+        (dense.len() > 1).then_some(Old { comm, size, rank, node_of })
     }
 
     /// The new rank of every process for the virtual topology `g`, the same on every process
@@ -131,11 +123,11 @@ impl Old {
 }
 
 /// The `reorder` flag a constructor passes on to the MPI: with `SLUICE_REORDER` on, sluice
-/// decides and the MPI keeps the ranks (`false` is always allowed; Open MPI 4.1's `treematch`
+/// decides (or leaves the ranks: distributed graphs under `cart`) and the MPI keeps the ranks (`false` is always allowed; Open MPI 4.1's `treematch`
 /// component, which `true` selects, aborts across the emulated cluster's nodes and hangs now
 /// and then on one node); with it off, the application's flag.
 fn passed(reorder: c_int) -> c_int {
-    if runtime::config().is_some_and(|c| c.reorder) {
+    if runtime::config().is_some_and(|c| c.reorder != Reorder::Off) {
         0
     } else {
         reorder
@@ -215,7 +207,7 @@ pub unsafe fn cart_create(comm: Comm, ndims: c_int, dims: *const c_int, periods:
         // SAFETY: the application's arguments.
         unsafe { next::MPI_Cart_create(comm, ndims, dims, periods, passed(reorder), out) }
     };
-    let Some(old) = (reorder != 0 && ndims > 0 && !out.is_null()).then(|| Old::of(comm)).flatten() else {
+    let Some(old) = (reorder != 0 && ndims > 0 && !out.is_null()).then(|| Old::of(comm, false)).flatten() else {
         return forward();
     };
     // SAFETY: MPI_Cart_create's arrays have `ndims` entries.
@@ -240,7 +232,7 @@ pub unsafe fn graph_create(comm: Comm, nnodes: c_int, index: *const c_int, edges
         // SAFETY: the application's arguments.
         unsafe { next::MPI_Graph_create(comm, nnodes, index, edges, passed(reorder), out) }
     };
-    let Some(old) = (reorder != 0 && nnodes > 0 && !out.is_null()).then(|| Old::of(comm)).flatten() else {
+    let Some(old) = (reorder != 0 && nnodes > 0 && !out.is_null()).then(|| Old::of(comm, false)).flatten() else {
         return forward();
     };
     let n = nnodes as usize;
@@ -382,7 +374,7 @@ pub unsafe fn dist_graph_create_adjacent(
             )
         }
     };
-    let Some(old) = (reorder != 0 && !out.is_null()).then(|| Old::of(comm)).flatten() else {
+    let Some(old) = (reorder != 0 && !out.is_null()).then(|| Old::of(comm, true)).flatten() else {
         return forward();
     };
     // SAFETY: the arrays have `indegree` and `outdegree` entries (MPI's contract); the weight
@@ -458,7 +450,7 @@ pub unsafe fn dist_graph_create(
         // SAFETY: the application's arguments.
         unsafe { next::MPI_Dist_graph_create(comm, n, sources, degrees, destinations, weights_arg, info, passed(reorder), out) }
     };
-    let Some(old) = (reorder != 0 && !out.is_null()).then(|| Old::of(comm)).flatten() else {
+    let Some(old) = (reorder != 0 && !out.is_null()).then(|| Old::of(comm, true)).flatten() else {
         return forward();
     };
     // SAFETY: `sources` and `degrees` have `n` entries, `destinations` and the weights the sum

@@ -55,7 +55,7 @@ fn any_noncontiguous(types: &[mpi::MPI_Datatype]) -> bool {
 
 /// Size of and rank in an intracommunicator; `None` for `MPI_COMM_NULL`, intercommunicators
 /// (left to the MPI) and failed queries.
-fn intracomm(comm: mpi::MPI_Comm) -> Option<(usize, usize)> {
+pub(crate) fn intracomm(comm: mpi::MPI_Comm) -> Option<(usize, usize)> {
     if comm == consts::comm_null() {
         return None;
     }
