@@ -10,7 +10,13 @@
  *             of ranks of equal parity (MPI_Comm_split by rank mod 2, as a 2-D decomposition's
  *             column communicators): the block placement splits each across the nodes.
  *
- * Usage: map_run PATTERN ITERS [BIG]  (BIG default 262144). Rank 0 prints one line
+ * With "cart" after BIG, each pattern runs on a Cartesian communicator made with reorder = true,
+ * as a 2-D code would make it (stencil: the 2 x (N/2) grid, periodic along the rows;
+ * subcomm: the (N/2) x 2 grid's column communicators from MPI_Cart_sub): where the processes
+ * land is then the reordering's choice (scripts/bench-map-run.sh times SLUICE_REORDER=off
+ * against reordering weighed by a profile, SLUICE_REORDER_MATRIX).
+ *
+ * Usage: map_run PATTERN ITERS [BIG [cart]]  (BIG default 262144). Rank 0 prints one line
  * "PATTERN seconds_per_iteration" (the slowest rank's time over ITERS iterations after two
  * warm-up iterations). The data are checked: every received byte carries its sender's rank. */
 #include <mpi.h>
@@ -18,7 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int rank, size;
+static int rank, size; /* in comm */
+static MPI_Comm comm;
+static int cart;
 
 static int check(const unsigned char *b, size_t n, int from) {
     for (size_t i = 0; i < n; i++)
@@ -47,8 +55,8 @@ static double stencil(int iters, size_t big) {
         for (int k = 0; k < 3; k++) {
             /* Receive from the opposite direction of the send (row: left/right swapped). */
             int from = k == 0 ? peer[1] : k == 1 ? peer[0] : peer[2];
-            MPI_Irecv(in[k], (int)len[k], MPI_BYTE, from, k, MPI_COMM_WORLD, &r[k]);
-            MPI_Isend(out[k], (int)len[k], MPI_BYTE, peer[k], k, MPI_COMM_WORLD, &r[3 + k]);
+            MPI_Irecv(in[k], (int)len[k], MPI_BYTE, from, k, comm, &r[k]);
+            MPI_Isend(out[k], (int)len[k], MPI_BYTE, peer[k], k, comm, &r[3 + k]);
         }
         MPI_Waitall(6, r, MPI_STATUSES_IGNORE);
         if (it == -1) bad += check(in[0], len[0], peer[1]) + check(in[1], len[1], peer[0]) + check(in[2], len[2], peer[2]);
@@ -62,7 +70,12 @@ static double stencil(int iters, size_t big) {
 static double subcomm(int iters, size_t big) {
     MPI_Comm sub;
     int n, me;
-    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &sub);
+    if (cart) {
+        int keep[2] = {1, 0};
+        MPI_Cart_sub(comm, keep, &sub); /* rank = row * 2 + column: the column's ranks */
+    } else {
+        MPI_Comm_split(comm, rank % 2, rank, &sub);
+    }
     MPI_Comm_size(sub, &n);
     MPI_Comm_rank(sub, &me);
     size_t block = big / 4;
@@ -92,14 +105,23 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc < 3 || size < 4 || size % 2) {
-        if (!rank) fprintf(stderr, "usage: map_run stencil|subcomm ITERS [BIG] (an even number of ranks >= 4)\n");
+        if (!rank) fprintf(stderr, "usage: map_run stencil|subcomm ITERS [BIG [cart]] (an even number of ranks >= 4)\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int iters = atoi(argv[2]);
     size_t big = argc > 3 ? (size_t)atol(argv[3]) : 262144;
+    cart = argc > 4 && !strcmp(argv[4], "cart");
+    comm = MPI_COMM_WORLD;
+    if (cart) {
+        int stencil = !strcmp(argv[1], "stencil");
+        int dims[2] = {stencil ? 2 : size / 2, stencil ? size / 2 : 2}, periods[2] = {0, stencil};
+        MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 1, &comm);
+        MPI_Comm_rank(comm, &rank);
+    }
     double t = !strcmp(argv[1], "stencil") ? stencil(iters, big) : subcomm(iters, big), worst;
-    MPI_Reduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
     if (!rank) printf("%s %.9f\n", argv[1], worst);
+    if (cart) MPI_Comm_free(&comm);
     MPI_Finalize();
     return 0;
 }

@@ -12,10 +12,16 @@
 #      rank's seconds per iteration.
 # Verdict per case: the median over pairs of 1 - mapped/default, with the pairs' range; target
 # >= 30% where the default puts the heavy edges across nodes, and never worse.
+# The "-reorder" cases keep the block placement and let sluice reorder instead: the patterns run
+# on Cartesian communicators made with reorder = true (map_run's "cart"); default is
+# SLUICE_REORDER=off, mapped is sluice's reordering weighed by the profile of an off run
+# (SLUICE_REORDER_MATRIX). This is the way around hydra's one-proxy-per-host-run (a rank-ordered
+# host file of a non-block mapping splits MPICH's nodes: docs/mapping.md).
 #
 #   scripts/bench-map-run.sh [OUTDIR]        (default bench-out/map-run)
 # Environment: PAIRS (default 7), RATE (default 1gbit), ITERS (default 20), BIG (bytes of a
-# heavy stencil edge, default 262144), MPIS (default "openmpi mpich").
+# heavy stencil edge, default 262144), MPIS (default "openmpi mpich"), MODES (default
+# "launch reorder").
 # Writes OUTDIR/map-run.{md,csv,png}; copies them to docs/data/map-run/ and docs/img/map-run.png
 # when OUTDIR is the default.
 set -euo pipefail
@@ -23,7 +29,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 out=${1:-$root/bench-out/map-run}
 pairs=${PAIRS:-7} rate=${RATE:-1gbit} iters=${ITERS:-20} big=${BIG:-262144}
-mpis=${MPIS:-openmpi mpich}
+mpis=${MPIS:-openmpi mpich} modes=${MODES:-launch reorder}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
@@ -49,17 +55,37 @@ EOF
 
 # One job; prints the seconds per iteration (rank 0's line; a job that hangs in MPI_Finalize
 # after printing still counts: MPICH's UCX over TCP does that now and then, see cluster.sh).
+# PROFILE: record a profile; ENVS: more NAME=VALUE pairs for the ranks; CART=cart: map_run's
+# Cartesian variant.
 job() { # MPI SO PATTERN [launcher args...]
   local f=$1 so=$2 pattern=$3
   shift 3
-  local cmd
+  local cmd e
+  local -a envs=(LD_PRELOAD="$so" ${PROFILE:+SLUICE_PROFILE="$PROFILE"} ${ENVS:-})
   if [ "$f" = openmpi ]; then
-    cmd=(mpirun.openmpi --oversubscribe --allow-run-as-root -np 4 "$@" -x "LD_PRELOAD=$so" ${PROFILE:+-x "SLUICE_PROFILE=$PROFILE"})
+    cmd=(mpirun.openmpi --oversubscribe --allow-run-as-root -np 4 "$@")
+    for e in "${envs[@]}"; do cmd+=(-x "$e"); done
   else
-    cmd=(mpiexec.mpich -np 4 "$@" -env LD_PRELOAD "$so" ${PROFILE:+-env SLUICE_PROFILE "$PROFILE"})
+    cmd=(mpiexec.mpich -np 4 "$@")
+    for e in "${envs[@]}"; do cmd+=(-env "${e%%=*}" "${e#*=}"); done
   fi
-  timeout 120 "$here/cluster.sh" run -- "${cmd[@]}" "$out/map_run_$f" "$pattern" "$iters" "$big" 2>>"$out/stderr.log" |
+  timeout 120 "$here/cluster.sh" run -- "${cmd[@]}" "$out/map_run_$f" "$pattern" "$iters" "$big" ${CART:-} 2>>"$out/stderr.log" |
     awk -v p="$pattern" '$1 == p { print $2 }' || true
+}
+
+# PAIRS pairs of runs of CASE, alternating which goes first: `run_default` and `run_mapped`
+# print one time each.
+pairs_of() { # MPI CASE
+  local p d m
+  for p in $(seq 1 "$pairs"); do
+    if ((p % 2)); then
+      d=$(run_default) m=$(run_mapped)
+    else
+      m=$(run_mapped) d=$(run_default)
+    fi
+    echo "$1,$2,$p,${d:-nan},${m:-nan}" >>"$csv"
+    echo "$1 $2 pair $p: default ${d:-?} s, mapped ${m:-?} s" >&2
+  done
 }
 
 csv=$out/map-run.csv
@@ -67,6 +93,7 @@ echo "mpi,pattern,pair,default_s,mapped_s" >"$csv"
 for f in $mpis; do
   so=$root/target/$f/release/libsluice.so
   for pattern in stencil subcomm; do
+    [[ " $modes " == *" launch "* ]] || continue
     prefix=$out/$f-$pattern
     # The default placement's launch files come from sluice-map's block strategy (any matrix).
     printf 'sluice-matrix 1\nranks 4\n' >"$out/empty.matrix"
@@ -82,17 +109,25 @@ for f in $mpis; do
     [ -s "$prefix.matrix" ] || { echo "no profile written for $f $pattern (see $out/stderr.log)" >&2; exit 1; }
     "$root/target/$f/release/sluice-map" "$prefix.matrix" --topology "$out/cluster.toml" \
       --rankfile "$prefix.rankfile" --hostfile "$prefix.hosts" --assignment "$prefix.assignment" >"$prefix.map.txt"
-    for p in $(seq 1 "$pairs"); do
-      if ((p % 2)); then
-        d=$(job "$f" "$so" "$pattern" "${default[@]}")
-        m=$(job "$f" "$so" "$pattern" "${mapped[@]}")
-      else
-        m=$(job "$f" "$so" "$pattern" "${mapped[@]}")
-        d=$(job "$f" "$so" "$pattern" "${default[@]}")
-      fi
-      echo "$f,$pattern,$p,${d:-nan},${m:-nan}" >>"$csv"
-      echo "$f $pattern pair $p: default ${d:-?} s, mapped ${m:-?} s" >&2
-    done
+    run_default() { job "$f" "$so" "$pattern" "${default[@]}"; }
+    run_mapped() { job "$f" "$so" "$pattern" "${mapped[@]}"; }
+    pairs_of "$f" "$pattern"
+  done
+  # Reordering: the block placement for both; the profile of an unreordered run weighs sluice's
+  # choice of ranks in MPI_Cart_create.
+  for pattern in stencil subcomm; do
+    [[ " $modes " == *" reorder "* ]] || continue
+    prefix=$out/$f-$pattern-reorder
+    printf 'sluice-matrix 1\nranks 4\n' >"$out/empty.matrix"
+    "$root/target/$f/release/sluice-map" "$out/empty.matrix" --topology "$out/cluster.toml" --strategy default \
+      --rankfile "$out/default.rankfile" --hostfile "$out/default.hosts" >/dev/null
+    if [ "$f" = openmpi ]; then block=(--rankfile "$out/default.rankfile"); else block=(-f "$out/default.hosts"); fi
+    rm -f "$prefix.matrix"
+    CART=cart ENVS="SLUICE_REORDER=off" PROFILE=$prefix job "$f" "$so" "$pattern" "${block[@]}" >/dev/null
+    [ -s "$prefix.matrix" ] || { echo "no profile written for $f $pattern (see $out/stderr.log)" >&2; exit 1; }
+    run_default() { CART=cart ENVS="SLUICE_REORDER=off" job "$f" "$so" "$pattern" "${block[@]}"; }
+    run_mapped() { CART=cart ENVS="SLUICE_REORDER_MATRIX=$prefix.matrix" job "$f" "$so" "$pattern" "${block[@]}"; }
+    pairs_of "$f" "$pattern-reorder"
   done
 done
 

@@ -90,6 +90,12 @@ pub const PARAMS: &[Param] = &[
         doc: "Topology constructors called with reorder = true on a communicator that spans nodes: sluice places the topology's vertices so that its edges (weighted where the call gives weights) cross between nodes as little as possible (docs/mapping.md). cart: MPI_Cart_create and MPI_Graph_create; all: also MPI_Dist_graph_create and MPI_Dist_graph_create_adjacent (vertex v goes to new rank v with the edges it was given: a program that keeps its data by process instead of by rank gets another vertex's neighbours). Where sluice does not reorder, the MPI's constructor runs with reorder = false. off passes such calls to the MPI unchanged.",
     },
     Param {
+        name: "SLUICE_REORDER_MATRIX",
+        default: "",
+        accepted: "a path to a communication matrix (sluice-matrix 1, as SLUICE_PROFILE writes it; empty: none)",
+        doc: "Reordering in the topology constructors weighs the pairs of the communicator by the bytes this matrix records between their world ranks instead of by the call's edges (when it records any traffic among them): profile a run with SLUICE_REORDER=off and SLUICE_PROFILE, then pass its .matrix here. Read by the communicator's rank 0 at each reordering call; a file that cannot be read or parsed, or whose rank count is not the job's, is reported in a warning and the call's edges are used.",
+    },
+    Param {
         name: "SLUICE_COLL_MPI_BLOCK",
         default: "64",
         accepted: "off, or a byte count with optional K, M or G suffix (powers of 1024), e.g. 512",
@@ -275,6 +281,9 @@ pub struct Config {
     pub coll: bool,
     /// `SLUICE_REORDER`.
     pub reorder: Reorder,
+    /// `SLUICE_REORDER_MATRIX`: a communication matrix that weighs reordering (`None`: the
+    /// call's edges).
+    pub reorder_matrix: Option<String>,
     /// `SLUICE_P2P_MPI_ABOVE`, bytes (`usize::MAX`: off).
     pub p2p_mpi_above: usize,
     /// `SLUICE_P2P_MPI_ABOVE=auto` (on MPICH a rule by size, block and peer instead of
@@ -545,6 +554,7 @@ impl Config {
                 p2p: false,
                 coll: false,
                 reorder: Reorder::Off,
+                reorder_matrix: None,
                 p2p_mpi_above: usize::MAX,
                 p2p_mpi_auto: false,
                 p2p_learn: false,
@@ -584,6 +594,7 @@ impl Config {
             p2p: parse_bool(param("SLUICE_P2P"), &value("SLUICE_P2P"))?,
             coll: parse_bool(param("SLUICE_COLL"), &value("SLUICE_COLL"))?,
             reorder: parse_reorder(param("SLUICE_REORDER"), &value("SLUICE_REORDER"))?,
+            reorder_matrix: Some(value("SLUICE_REORDER_MATRIX")).filter(|v| !v.trim().is_empty()),
             p2p_mpi_above: parse_mpi_above(param("SLUICE_P2P_MPI_ABOVE"), &value("SLUICE_P2P_MPI_ABOVE"))?,
             p2p_mpi_auto: value("SLUICE_P2P_MPI_ABOVE").trim().eq_ignore_ascii_case("auto"),
             p2p_learn: parse_bool(param("SLUICE_P2P_LEARN"), &value("SLUICE_P2P_LEARN"))?,
@@ -671,6 +682,7 @@ mod tests {
             p2p: true,
             coll: true,
             reorder: Reorder::Cart,
+            reorder_matrix: None,
             p2p_mpi_above: MPI_ABOVE_AUTO,
             p2p_mpi_auto: true,
             p2p_learn: true,

@@ -69,3 +69,41 @@ fn fortran_topologies_reach_the_reordering() {
         }
     }
 }
+
+/// A profile of 4 world ranks whose only traffic is between ranks v and v ^ x.
+fn pairs_matrix(x: usize) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("sluice-reorder-{}-{x}.matrix", std::process::id()));
+    let mut text = String::from("sluice-matrix 1\nranks 4\n");
+    for v in 0..4 {
+        text += &format!("cpu {v} {} 1048576 16\n", v ^ x);
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_profile_weighs_the_reordering() {
+    // Only where reordering acts and a ring's neighbours start on different nodes (4 ranks
+    // round-robin over 2 emulated nodes: world ranks 0 and 2 on one node, 1 and 3 on the other).
+    if !improvable(4) {
+        return;
+    }
+    let exe = compile_c("topo_reorder");
+    let so = shim();
+    let so = so.to_str().unwrap();
+    for x in [1usize, 2] {
+        let m = pairs_matrix(x);
+        let arg = x.to_string();
+        let job = launch_args(4, &exe, &["profile", &arg], &[TOPO, ("SLUICE_REORDER_MATRIX", m.to_str().unwrap())], Some(so));
+        job.assert_pass("topo_reorder");
+        eprintln!("x={x}:\n{}", job.stdout);
+        std::fs::remove_file(m).ok();
+    }
+    // Without the profile the ring's edges decide, and the ring's best placement separates
+    // ranks 0 and 2: the check above can fail.
+    let job = launch_args(4, &exe, &["profile", "2"], &[TOPO], Some(so));
+    assert!(!job.ok && job.all().contains("heavy pair"), "{}", job.all());
+    // A matrix that cannot be used is reported and the call's edges weigh the mapping.
+    let job = launch_args(4, &exe, &["profile", "1"], &[TOPO, ("SLUICE_REORDER_MATRIX", "/nonexistent/x.matrix")], Some(so));
+    assert!(job.all().contains("SLUICE_REORDER_MATRIX=/nonexistent/x.matrix"), "{}", job.all());
+}

@@ -65,6 +65,21 @@ impl Graph {
     pub fn volume(&self, i: usize) -> f64 {
         self.adj[i].iter().map(|&(_, w)| w).sum()
     }
+
+    /// The graph among `vertices` only (distinct vertices of this graph): vertex `i` of the
+    /// result is `vertices[i]`, with its edges to the others in the list. Reordering a
+    /// sub-communicator's topology reads the job's profile (world ranks) this way.
+    pub fn induced(&self, vertices: &[usize]) -> Graph {
+        let mut index = vec![u32::MAX; self.len()];
+        for (i, &v) in vertices.iter().enumerate() {
+            index[v] = i as u32;
+        }
+        let adj = vertices
+            .iter()
+            .map(|&v| self.adj[v].iter().filter(|&&(u, _)| index[u as usize] != u32::MAX).map(|&(u, w)| (index[u as usize], w)).collect())
+            .collect();
+        Graph { adj }
+    }
 }
 
 /// What is wrong with a matrix file.
@@ -236,6 +251,9 @@ mod tests {
         let all = m.graph(&[Kind::Cpu, Kind::Gpu]);
         assert_eq!(all.adj[1], vec![(0, 16.0), (2, 4.0)]);
         assert_eq!(all.volume(1), 20.0);
+        // Among ranks 2 and 1 (in that order): one edge, renumbered.
+        let sub = all.induced(&[2, 1]);
+        assert_eq!(sub.adj, vec![vec![(1, 4.0)], vec![(0, 4.0)]]);
     }
 
     #[test]

@@ -139,8 +139,18 @@ impl Peers {
         usize::try_from(r).ok().and_then(|r| self.world.get(r).copied()).filter(|&w| w != u32::MAX)
     }
 
-    fn len(&self) -> usize {
-        self.world.len()
+    /// Records `block(i)` bytes (one message) to every peer `i` but this process, from `buf`.
+    fn send_to_each(&self, buf: *const c_void, block: impl Fn(usize) -> u64) {
+        let g = gpu(buf);
+        for i in 0..self.world.len() {
+            if Some(i) == self.rank {
+                continue;
+            }
+            let b = block(i);
+            if let (Some(w), true) = (self.world(i as c_int), b > 0) {
+                add(w, b, 1, g);
+            }
+        }
     }
 }
 
@@ -369,18 +379,8 @@ fn rooted_out_each(buf: *const c_void, root: c_int, comm: Comm, block: impl Fn(u
             Some(me) => root >= 0 && me == root as usize,
             None => root == mpi::MPI_ROOT as c_int,
         };
-        if !sending {
-            return;
-        }
-        let g = gpu(buf);
-        for i in 0..p.len() {
-            if Some(i) == p.rank {
-                continue;
-            }
-            let b = block(i);
-            if let (Some(w), true) = (p.world(i as c_int), b > 0) {
-                add(w, b, 1, g);
-            }
+        if sending {
+            p.send_to_each(buf, block);
         }
     });
 }
@@ -439,18 +439,7 @@ pub unsafe fn alltoallw(
 }
 
 fn every_peer(buf: *const c_void, comm: Comm, block: impl Fn(usize) -> u64) {
-    with_peers(comm, |p| {
-        let g = gpu(buf);
-        for i in 0..p.len() {
-            if Some(i) == p.rank {
-                continue;
-            }
-            let b = block(i);
-            if let (Some(w), true) = (p.world(i as c_int), b > 0) {
-                add(w, b, 1, g);
-            }
-        }
-    });
+    with_peers(comm, |p| p.send_to_each(buf, block));
 }
 
 /// Neighborhood collectives: out-neighbor slot j gets `block(j)` bytes.

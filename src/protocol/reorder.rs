@@ -21,6 +21,12 @@
 //! requires to be the same everywhere, the node table every process has (`transfer::node`),
 //! and, for the
 //! distributed graphs, on a validity flag gathered with the edges.
+//!
+//! The graph's weights are the call's edges (weights where it gives them), or, with
+//! `SLUICE_REORDER_MATRIX`, the bytes a profile of the job recorded between the processes of
+//! the vertices' ranks: a run with `SLUICE_REORDER=off` plays vertex `v` on rank `v` of the old
+//! communicator, so its traffic between world ranks is the traffic between vertices, collectives
+//! and other communicators included, which the topology alone does not show.
 
 // MPI signatures have as many arguments as the standard gives them.
 #![allow(clippy::too_many_arguments)]
@@ -32,7 +38,7 @@ use super::coll::intracomm;
 use crate::config::Reorder;
 use crate::errors;
 use crate::ffi::{consts, errclass, mpi, next, UNDEFINED};
-use crate::mapping::matrix::Graph;
+use crate::mapping::matrix::{CommMatrix, Graph, Kind};
 use crate::mapping::reorder::ranks_for;
 use crate::runtime;
 use crate::transfer::node;
@@ -49,6 +55,8 @@ struct Old {
     comm: Comm,
     size: usize,
     rank: usize,
+    /// World rank of each rank.
+    world: Vec<c_int>,
     /// Node of each rank, numbered 0.. in order of first appearance.
     node_of: Vec<u32>,
 }
@@ -70,7 +78,7 @@ impl Old {
             let next = dense.len() as u32;
             node_of.push(*dense.entry(x).or_insert(next));
         }
-        (dense.len() > 1).then_some(Old { comm, size, rank, node_of })
+        (dense.len() > 1).then_some(Old { comm, size, rank, world, node_of })
     }
 
     /// The new rank of every process for the virtual topology `g`, the same on every process
@@ -78,7 +86,11 @@ impl Old {
     /// `None` when the broadcast fails.
     fn ranks(&self, g: &Graph) -> Option<Vec<c_int>> {
         let mut new: Vec<c_int> = if self.rank == 0 {
-            ranks_for(g, &self.node_of, REFINE_BUDGET).into_iter().map(|r| r.map_or(UNDEFINED, |r| r as c_int)).collect()
+            let profiled = self.profiled(g.len());
+            ranks_for(profiled.as_ref().unwrap_or(g), &self.node_of, REFINE_BUDGET)
+                .into_iter()
+                .map(|r| r.map_or(UNDEFINED, |r| r as c_int))
+                .collect()
         } else {
             vec![0; self.size]
         };
@@ -86,6 +98,39 @@ impl Old {
         // constructor on; `size` ints.
         let rc = unsafe { mpi::PMPI_Bcast(new.as_mut_ptr().cast(), self.size as c_int, consts::int(), 0, self.comm) };
         (rc == errclass::SUCCESS).then_some(new)
+    }
+
+    /// The traffic `SLUICE_REORDER_MATRIX` records among the processes of ranks `0..n` (the
+    /// vertices), CPU and GPU together; `None` without a matrix, with one that cannot be used
+    /// (warned: the call's edges then weigh the mapping), or with no traffic among them.
+    fn profiled(&self, n: usize) -> Option<Graph> {
+        let path = runtime::config()?.reorder_matrix.as_deref()?;
+        let matrix = std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| CommMatrix::parse(&text).map_err(|e| e.to_string()))
+            .and_then(|m| match node::world_size() {
+                Some(w) if w != m.ranks() => Err(format!("records {} ranks, the job has {w}", m.ranks())),
+                _ => Ok(m),
+            });
+        let matrix = match matrix {
+            Ok(m) => m,
+            Err(e) => {
+                log::warn!("SLUICE_REORDER_MATRIX={path}: {e}; reordering by the topology's edges");
+                return None;
+            }
+        };
+        let vertices: Vec<usize> =
+            self.world[..n].iter().filter_map(|&w| usize::try_from(w).ok()).filter(|&w| w < matrix.ranks()).collect();
+        if vertices.len() != n {
+            log::warn!("SLUICE_REORDER_MATRIX={path}: the communicator has ranks outside the matrix; reordering by the topology's edges");
+            return None;
+        }
+        let g = matrix.graph(&[Kind::Cpu, Kind::Gpu]).induced(&vertices);
+        let any = g.adj.iter().any(|e| !e.is_empty());
+        if !any {
+            log::info!("SLUICE_REORDER_MATRIX={path}: no traffic among the topology's processes; reordering by its edges");
+        }
+        any.then_some(g)
     }
 
     /// The old communicator with ranks renumbered to `new` (`MPI_COMM_NULL` for a process left

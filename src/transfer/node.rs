@@ -77,6 +77,11 @@ pub fn spans_nodes() -> bool {
     NODES.get().is_some_and(|n| n.spans)
 }
 
+/// Ranks in `MPI_COMM_WORLD` (`None` before [`start`]).
+pub fn world_size() -> Option<usize> {
+    NODES.get().map(|n| n.of.len())
+}
+
 /// The node of each world rank in `world_ranks` (named by the node's lowest world rank), or
 /// `None` before [`start`] or for a rank outside the world.
 pub fn nodes_of(world_ranks: &[c_int]) -> Option<Vec<c_int>> {

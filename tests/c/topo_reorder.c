@@ -9,7 +9,10 @@
  * cross nodes strictly less often than with reorder = false; "improve-cart": the Cartesian and
  * graph rings must, the distributed graphs must not move (SLUICE_REORDER=cart); the test passes
  * them where the launch puts ring neighbours on different nodes. "error-only": only the refused
- * call. Rank 0 prints "cart error class N" for the bad call. */
+ * call. "profile X" (with SLUICE_REORDER_MATRIX naming a profile whose heavy pairs are the
+ * world ranks v and v ^ X): a periodic Cartesian ring with reorder = true must put the
+ * processes of ranks v and v ^ X on one node, whatever the ring's own edges suggest. Rank 0
+ * prints "cart error class N" for the bad call. */
 #include "check.h"
 #include <string.h>
 
@@ -298,6 +301,26 @@ static void topologies(int improve, int dist_improve) {
     dist_graph_cases(dist_improve);
 }
 
+/* The profile outweighs the topology's edges: the ranks of every heavy pair share a node. */
+static void profile_case(int x) {
+    int ring[1] = {wsize}, periodic[1] = {1}, v;
+    MPI_Comm c;
+    MPI_CHECK(MPI_Cart_create(MPI_COMM_WORLD, 1, ring, periodic, 1, &c));
+    same_processes(MPI_COMM_WORLD, c, 1, "profile");
+    exchange(c, "profile");
+    int *node = malloc(wsize * sizeof(int));
+    nodes_of(c, node);
+    MPI_CHECK(MPI_Comm_rank(c, &v));
+    EXPECT(node[v] == node[v ^ x], "profile: ranks %d and %d (a heavy pair) on different nodes", v, v ^ x);
+    if (wrank == 0) {
+        printf("profile %d: nodes", x);
+        for (int i = 0; i < wsize; i++) printf(" %d", node[i]);
+        printf("\n");
+    }
+    free(node);
+    MPI_CHECK(MPI_Comm_free(&c));
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
@@ -307,7 +330,10 @@ int main(int argc, char **argv) {
     int dist_improve = !strcmp(mode, "improve") ? 1 : !strcmp(mode, "improve-cart") ? 2 : 0;
     /* "error-only": the bare-MPI comparison across nodes, where Open MPI's treematch component
      * aborts on reorder = true (docs/mapping.md). */
-    if (!(argc > 1 && !strcmp(argv[1], "error-only"))) topologies(improve, dist_improve);
+    if (!strcmp(mode, "profile") && argc > 2)
+        profile_case(atoi(argv[2]));
+    else if (strcmp(mode, "error-only"))
+        topologies(improve, dist_improve);
 
     /* A grid larger than the communicator: the MPI's error, through the error handler. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
