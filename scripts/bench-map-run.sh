@@ -21,7 +21,7 @@
 #   scripts/bench-map-run.sh [OUTDIR]        (default bench-out/map-run)
 # Environment: PAIRS (default 7), RATE (default 1gbit), ITERS (default 20), BIG (bytes of a
 # heavy stencil edge, default 262144), MPIS (default "openmpi mpich"), MODES (default
-# "launch reorder").
+# "launch reorder"; a subset keeps the other modes' rows of the CSV already in OUTDIR).
 # Writes OUTDIR/map-run.{md,csv,png}; copies them to docs/data/map-run/ and docs/img/map-run.png
 # when OUTDIR is the default.
 set -euo pipefail
@@ -89,7 +89,13 @@ pairs_of() { # MPI CASE
 }
 
 csv=$out/map-run.csv
+# A run of some of the modes keeps the other modes' rows from an earlier run's CSV in OUTDIR.
+keep=
+if [ -f "$csv" ]; then
+  keep=$(awk -F, -v m=" $modes " 'NR > 1 { k = ($2 ~ /-reorder$/) ? "reorder" : "launch"; if (!index(m, " " k " ")) print }' "$csv")
+fi
 echo "mpi,pattern,pair,default_s,mapped_s" >"$csv"
+[ -z "$keep" ] || echo "$keep" >>"$csv"
 for f in $mpis; do
   so=$root/target/$f/release/libsluice.so
   for pattern in stencil subcomm; do

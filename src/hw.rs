@@ -1,9 +1,11 @@
 //! Hardware detection for `sluice-info`, the mapper's `--cluster host` (and later the path planner): CPU topology through
 //! hwloc, CUDA devices through the driver API (loaded at run time), RDMA devices through
-//! libibverbs.
+//! libibverbs, and the GPUs' PCIe/NVLink tree through hwloc's I/O objects ([`gpu_tree`]).
 //!
 //! Every probe is infallible from the caller's point of view: a missing library, a failing
 //! call or even a panic inside a binding becomes a message in the [`HardwareReport`].
+
+pub mod gpu_tree;
 
 use std::ffi::{c_int, CStr};
 use std::fmt;
@@ -37,7 +39,7 @@ pub struct CudaDevice {
 }
 
 /// Everything [`detect`] found.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct HardwareReport {
     /// Cores, PUs and NUMA nodes.
     pub cpu: Probe<CpuTopology>,
@@ -45,11 +47,18 @@ pub struct HardwareReport {
     pub cuda: Probe<Vec<CudaDevice>>,
     /// RDMA verbs device names (empty: verbs works, no device).
     pub rdma: Probe<Vec<String>>,
+    /// The GPUs' tree from hwloc's PCI objects ([`gpu_tree`]; no levels: no GPU).
+    pub gpu_tree: Probe<gpu_tree::GpuTree>,
 }
 
 /// Probes the machine. Never panics and never aborts.
 pub fn detect() -> HardwareReport {
-    HardwareReport { cpu: guarded("hwloc", detect_cpu), cuda: guarded("CUDA", detect_cuda), rdma: guarded("RDMA verbs", detect_rdma) }
+    HardwareReport {
+        cpu: guarded("hwloc", detect_cpu),
+        cuda: guarded("CUDA", detect_cuda),
+        rdma: guarded("RDMA verbs", detect_rdma),
+        gpu_tree: gpu_tree::probe_system(),
+    }
 }
 
 /// Runs a probe, turning a panic inside a binding into an error message.
@@ -62,6 +71,27 @@ fn guarded<T>(what: &str, probe: impl FnOnce() -> Probe<T> + UnwindSafe) -> Prob
             .unwrap_or_else(|| "unknown panic".to_string());
         Err(format!("{what} probe panicked: {msg}"))
     })
+}
+
+/// The core this process is bound to: hwloc's logical index among the cores (the order of the
+/// mapper's CPU tree, `mapping::topology::cpu_tree`), or `None` when the process may run on
+/// more than one core or hwloc cannot tell. Reordering in the topology constructors places
+/// virtual ranks on the cores of bound processes.
+pub fn bound_core() -> Option<u32> {
+    use hwlocality::cpu::binding::CpuBindingFlags;
+    use hwlocality::object::types::ObjectType;
+    use hwlocality::Topology;
+
+    let probe = || -> Probe<Option<u32>> {
+        let topology = Topology::new().map_err(|e| e.to_string())?;
+        let bound = topology.cpu_binding(CpuBindingFlags::PROCESS).map_err(|e| e.to_string())?;
+        if bound.is_empty() {
+            return Ok(None);
+        }
+        let core = topology.objects_with_type(ObjectType::Core).find(|c| c.cpuset().is_some_and(|s| s.includes(&bound)));
+        Ok(core.and_then(|c| u32::try_from(c.logical_index()).ok()))
+    };
+    guarded("hwloc binding", probe).ok().flatten()
 }
 
 /// Cores, PUs, NUMA nodes and packages as hwloc reports them.
@@ -179,7 +209,19 @@ impl fmt::Display for HardwareReport {
             Err(why) => writeln!(f, "  {:<7} unknown ({why})", "cores")?,
         }
         write_list(f, "CUDA", &self.cuda)?;
-        write_list(f, "RDMA", &self.rdma)
+        write_list(f, "RDMA", &self.rdma)?;
+        match &self.gpu_tree {
+            Err(why) => writeln!(f, "  {:<7} unknown ({why})", "GPUs"),
+            Ok(t) if t.gpus.is_empty() => writeln!(f, "  {:<7} none among hwloc's PCI devices", "GPUs"),
+            Ok(t) => {
+                writeln!(f, "  {:<7} tree {}", "GPUs", t.describe())?;
+                for g in &t.gpus {
+                    let how = if g.os_devices.is_empty() { "(by PCI class)".to_string() } else { g.os_devices.join(" ") };
+                    writeln!(f, "            {} {how}", g.bus_id)?;
+                }
+                t.notes.iter().try_for_each(|n| writeln!(f, "            note: {n}"))
+            }
+        }
     }
 }
 
@@ -199,18 +241,24 @@ mod tests {
     #[test]
     fn every_probe_is_reported() {
         let text = detect().to_string();
-        for label in ["cores", "CUDA", "RDMA"] {
+        for label in ["cores", "CUDA", "RDMA", "GPUs"] {
             assert!(text.contains(label), "{text}");
         }
     }
 
     #[test]
     fn failures_render_as_none_with_reason() {
-        let report = HardwareReport { cpu: Err("boom".into()), cuda: Err("no CUDA driver".into()), rdma: Ok(vec![]) };
+        let report = HardwareReport {
+            cpu: Err("boom".into()),
+            cuda: Err("no CUDA driver".into()),
+            rdma: Ok(vec![]),
+            gpu_tree: Err("no hwloc".into()),
+        };
         let text = report.to_string();
         assert!(text.contains("unknown (boom)"), "{text}");
         assert!(text.contains("none (no CUDA driver)"), "{text}");
         assert!(text.contains("none (no devices found)"), "{text}");
+        assert!(text.contains("GPUs    unknown (no hwloc)"), "{text}");
     }
 
     #[test]

@@ -34,6 +34,13 @@ fn c_topologies_are_exact_and_cross_nodes_less() {
         let job = launch_args(np, &exe, args, &[TOPO, ALL], Some(so.to_str().unwrap()));
         job.assert_pass("topo_reorder");
         eprintln!("np={np}:\n{}", job.stdout);
+        // Processes bound to cores (Open MPI; on MPICH a no-op): the reordering also places
+        // each node's vertices on its processes' cores.
+        if cluster_nodes() > 0 {
+            let bound =
+                launch_args(np, &exe, args, &[TOPO, ALL, ("OMPI_MCA_hwloc_base_binding_policy", "core")], Some(so.to_str().unwrap()));
+            bound.assert_pass("topo_reorder");
+        }
         // The default (`cart`): the distributed graphs keep their ranks.
         let args: &[&str] = if improvable(np) { &["improve-cart"] } else { &[] };
         let cart = launch_args(np, &exe, args, &[TOPO], Some(so.to_str().unwrap()));

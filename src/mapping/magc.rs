@@ -153,7 +153,7 @@ pub fn map(c: &Cluster, m: &CommMatrix, s: Strategy, o: Options) -> Result<Place
         if members.is_empty() {
             continue;
         }
-        let (g, ext) = induced(&cpu, &members, &p.node);
+        let (g, ext) = cpu.induced(&members);
         for (i, core) in solve(&g, &ext, &c.node.cpu, 1, Vec::new(), o, o.phase)?.into_iter().enumerate() {
             p.core[members[i]] = core;
         }
@@ -161,7 +161,7 @@ pub fn map(c: &Cluster, m: &CommMatrix, s: Strategy, o: Options) -> Result<Place
             let gpus: Vec<u32> = if s == Strategy::Strategy2 {
                 (0..members.len() as u32).collect()
             } else {
-                let (g, ext) = induced(&gpu, &members, &p.node);
+                let (g, ext) = gpu.induced(&members);
                 solve(&g, &ext, t, 1, Vec::new(), o, o.phase)?
             };
             for (i, g) in gpus.into_iter().enumerate() {
@@ -230,24 +230,4 @@ fn solve(
         }
     }
     Ok(best.1)
-}
-
-/// The subgraph of `g` among `members` (renumbered 0..) and each member's traffic with
-/// processes on other nodes.
-fn induced(g: &Graph, members: &[usize], node: &[u32]) -> (Graph, Vec<f64>) {
-    let mut local = vec![u32::MAX; node.len()];
-    for (i, &r) in members.iter().enumerate() {
-        local[r] = i as u32;
-    }
-    let mut sub = Graph { adj: vec![Vec::new(); members.len()] };
-    let mut ext = vec![0.0; members.len()];
-    for (i, &r) in members.iter().enumerate() {
-        for &(j, w) in &g.adj[r] {
-            match local[j as usize] {
-                u32::MAX => ext[i] += w,
-                lj => sub.adj[i].push((lj, w)),
-            }
-        }
-    }
-    (sub, ext)
 }

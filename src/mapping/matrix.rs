@@ -66,19 +66,26 @@ impl Graph {
         self.adj[i].iter().map(|&(_, w)| w).sum()
     }
 
-    /// The graph among `vertices` only (distinct vertices of this graph): vertex `i` of the
-    /// result is `vertices[i]`, with its edges to the others in the list. Reordering a
-    /// sub-communicator's topology reads the job's profile (world ranks) this way.
-    pub fn induced(&self, vertices: &[usize]) -> Graph {
-        let mut index = vec![u32::MAX; self.len()];
-        for (i, &v) in vertices.iter().enumerate() {
-            index[v] = i as u32;
+    /// The graph among `members` only (distinct vertices of this graph), renumbered: vertex `i`
+    /// of the result is `members[i]`; and each member's traffic with vertices outside the list.
+    /// The mapping phases solve one node at a time this way; reordering a sub-communicator's
+    /// topology reads the job's profile (world ranks) this way.
+    pub fn induced(&self, members: &[usize]) -> (Graph, Vec<f64>) {
+        let mut local = vec![u32::MAX; self.len()];
+        for (i, &v) in members.iter().enumerate() {
+            local[v] = i as u32;
         }
-        let adj = vertices
-            .iter()
-            .map(|&v| self.adj[v].iter().filter(|&&(u, _)| index[u as usize] != u32::MAX).map(|&(u, w)| (index[u as usize], w)).collect())
-            .collect();
-        Graph { adj }
+        let mut sub = Graph { adj: vec![Vec::new(); members.len()] };
+        let mut external = vec![0.0; members.len()];
+        for (i, &v) in members.iter().enumerate() {
+            for &(u, w) in &self.adj[v] {
+                match local[u as usize] {
+                    u32::MAX => external[i] += w,
+                    lu => sub.adj[i].push((lu, w)),
+                }
+            }
+        }
+        (sub, external)
     }
 }
 
@@ -252,8 +259,9 @@ mod tests {
         assert_eq!(all.adj[1], vec![(0, 16.0), (2, 4.0)]);
         assert_eq!(all.volume(1), 20.0);
         // Among ranks 2 and 1 (in that order): one edge, renumbered.
-        let sub = all.induced(&[2, 1]);
+        let (sub, external) = all.induced(&[2, 1]);
         assert_eq!(sub.adj, vec![vec![(1, 4.0)], vec![(0, 4.0)]]);
+        assert_eq!(external, [0.0, 16.0]);
     }
 
     #[test]

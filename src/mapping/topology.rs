@@ -164,25 +164,29 @@ impl Cluster {
         Some(Cluster::from_toml_str(text).expect("built-in topology parses"))
     }
 
-    /// `nodes` nodes like this host (`--cluster host`): cores grouped by package as hwloc
-    /// finds them (cores divided evenly among the packages), the CUDA devices on one level under
-    /// the node, and nominal bandwidths, since hwloc measures none: 16 GB/s between packages,
-    /// 10 GB/s per core, 12 GB/s per GPU (PCIe 3.0 x16), `network_gbs` per node uplink on one
-    /// switch. A topology file describes a machine better.
+    /// `nodes` nodes like this host (`--cluster host`), without the notes of
+    /// [`Cluster::this_host_with_notes`].
     pub fn this_host(nodes: usize, network_gbs: f64) -> Result<Cluster, TopologyError> {
+        Cluster::this_host_with_notes(nodes, network_gbs).map(|(c, _)| c)
+    }
+
+    /// `nodes` nodes like this host and what the model had to guess (`sluice-map` prints it):
+    /// cores grouped by package as hwloc finds them (cores divided evenly among the packages;
+    /// nominal 16 GB/s between packages, 10 GB/s per core), the GPUs' tree from hwloc's PCI
+    /// objects (`hw::gpu_tree`: packages, PCIe switches, NVLink groups, link speeds), and
+    /// `network_gbs` per node uplink on one switch. When the CUDA driver counts a different number
+    /// of devices than hwloc finds (`CUDA_VISIBLE_DEVICES`, no PCI access), the leaves could not
+    /// name the devices: the CUDA devices then sit on one level at a nominal 12 GB/s, as without
+    /// hwloc. A topology file describes a machine better.
+    pub fn this_host_with_notes(nodes: usize, network_gbs: f64) -> Result<(Cluster, Vec<String>), TopologyError> {
         let report = crate::hw::detect();
-        let cpu = report.cpu.map_err(TopologyError)?;
-        let packages = cpu.packages.clamp(1, cpu.cores.max(1));
-        let mut levels = Vec::new();
-        if packages > 1 {
-            levels.push(Level { name: "package".into(), arity: packages as u32, gbs: 16.0 });
-        }
-        levels.push(Level { name: "core".into(), arity: (cpu.cores / packages).max(1) as u32, gbs: 10.0 });
-        let gpus = report.cuda.map_or(0, |d| d.len());
-        let gpu = (gpus > 0).then(|| Tree::from_levels(&[Level { name: "gpu".into(), arity: gpus as u32, gbs: 12.0 }]));
+        let cpu = cpu_tree(&report.cpu.map_err(TopologyError)?);
+        let cuda = report.cuda.as_ref().ok().map(Vec::len);
+        let (gpu, notes) = host_gpus(report.gpu_tree, cuda);
         let network = Tree::from_levels(&[Level { name: "node".into(), arity: nodes.max(1) as u32, gbs: network_gbs }]);
         let hosts = (0..nodes.max(1)).map(|i| format!("node{i}")).collect();
-        Ok(Cluster { name: "this-host".into(), hosts, network, node: NodeTopology { cpu: Tree::from_levels(&levels), gpu } })
+        let cluster = Cluster { name: "this-host".into(), hosts, network, node: NodeTopology { cpu, gpu } };
+        Ok((cluster, notes))
     }
 
     /// The same cluster with `n` nodes on one switch with the uplink bandwidth of the first
@@ -205,6 +209,45 @@ impl Cluster {
             (Some(g), true) => cores.min(g.leaf_count()),
             _ => cores,
         }
+    }
+}
+
+/// The GPU tree of `--cluster host` from hwloc's probe and the CUDA driver's device count (`None`:
+/// no driver), with notes.
+/// A node's CPU tree from what hwloc counts: cores divided evenly among the packages (leaf `i`
+/// is the core of hwloc's logical index `i`), nominal 16 GB/s between packages and 10 GB/s per
+/// core, since hwloc measures none.
+pub fn cpu_tree(cpu: &crate::hw::CpuTopology) -> Tree {
+    let packages = cpu.packages.clamp(1, cpu.cores.max(1));
+    let mut levels = Vec::new();
+    if packages > 1 {
+        levels.push(Level { name: "package".into(), arity: packages as u32, gbs: 16.0 });
+    }
+    levels.push(Level { name: "core".into(), arity: (cpu.cores / packages).max(1) as u32, gbs: 10.0 });
+    Tree::from_levels(&levels)
+}
+
+fn host_gpus(probe: Result<crate::hw::gpu_tree::GpuTree, String>, cuda: Option<usize>) -> (Option<Tree>, Vec<String>) {
+    let flat = |n: usize| Tree::from_levels(&[Level { name: "gpu".into(), arity: n as u32, gbs: crate::hw::gpu_tree::NOMINAL_PCIE_GBS }]);
+    match (probe, cuda) {
+        (Ok(t), cuda) if !t.gpus.is_empty() && cuda.is_none_or(|n| n == 0 || n == t.gpus.len()) => {
+            let mut notes = vec![format!("GPU tree from hwloc: {}", t.describe())];
+            notes.extend(t.notes.iter().cloned());
+            (t.tree(), notes)
+        }
+        (Ok(t), Some(n)) if !t.gpus.is_empty() => (
+            Some(flat(n)),
+            vec![format!(
+                "hwloc finds {} GPUs, the CUDA driver {n} (CUDA_VISIBLE_DEVICES?): the CUDA devices on one level at a nominal {} GB/s",
+                t.gpus.len(),
+                crate::hw::gpu_tree::NOMINAL_PCIE_GBS
+            )],
+        ),
+        (probe, Some(n)) if n > 0 => {
+            let why = probe.err().unwrap_or_else(|| "no GPU among its PCI devices".into());
+            (Some(flat(n)), vec![format!("hwloc: {why}; the {n} CUDA devices on one level at a nominal 12 GB/s")])
+        }
+        _ => (None, Vec::new()),
     }
 }
 
@@ -231,6 +274,25 @@ mod tests {
         assert_eq!(c.nodes(), 3);
         assert!(c.node.cpu.leaf_count() >= 1 && c.node.cpu.leaf_count() <= cores, "{} of {cores}", c.node.cpu.leaf_count());
         assert_eq!(c.network.bandwidth(c.network.leaf(0)), 1.25e9);
+    }
+
+    #[test]
+    fn host_gpus_trusts_hwloc_unless_cuda_disagrees() {
+        use crate::hw::gpu_tree::{load_xml_file, probe};
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hwloc/2pkg-2switch-2gpu.xml");
+        let t = probe(&load_xml_file(&path).unwrap());
+        let (tree, notes) = host_gpus(Ok(t.clone()), Some(8));
+        assert_eq!(tree.unwrap().leaf_count(), 8);
+        assert!(notes[0].contains("package 2 x switch 2 x gpu 2"), "{notes:?}");
+        assert_eq!(host_gpus(Ok(t.clone()), None).0.unwrap().leaf_count(), 8);
+        let (tree, notes) = host_gpus(Ok(t), Some(2));
+        let tree = tree.unwrap();
+        assert_eq!((tree.leaf_count(), tree.bandwidth(tree.leaf(0))), (2, 12e9));
+        assert!(notes[0].contains("CUDA driver 2"), "{notes:?}");
+        let (tree, notes) = host_gpus(Err("no PCI".into()), Some(3));
+        assert_eq!(tree.unwrap().leaf_count(), 3);
+        assert!(notes[0].contains("no PCI"), "{notes:?}");
+        assert!(host_gpus(Err("no PCI".into()), None).0.is_none());
     }
 
     #[test]

@@ -19,8 +19,11 @@
 //! that keeps every rank where it is; with `SLUICE_REORDER` on, these get `reorder = false`
 //! ([`passed`]). The decision is the same on every process: it depends only on arguments MPI
 //! requires to be the same everywhere, the node table every process has (`transfer::node`),
-//! and, for the
-//! distributed graphs, on a validity flag gathered with the edges.
+//! and, for the distributed graphs, on a validity flag gathered with the edges.
+//!
+//! Inside a node whose processes are each bound to their own core (`hw::bound_core`, gathered
+//! on rank 0), the node's vertices go onto those cores by the node's CPU tree
+//! (`mapping::reorder::Cores`); unbound processes keep their order.
 //!
 //! The graph's weights are the call's edges (weights where it gives them), or, with
 //! `SLUICE_REORDER_MATRIX`, the bytes a profile of the job recorded between the processes of
@@ -39,7 +42,8 @@ use crate::config::Reorder;
 use crate::errors;
 use crate::ffi::{consts, errclass, mpi, next, UNDEFINED};
 use crate::mapping::matrix::{CommMatrix, Graph, Kind};
-use crate::mapping::reorder::ranks_for;
+use crate::mapping::reorder::{ranks_for, Cores};
+use crate::mapping::topology::cpu_tree;
 use crate::runtime;
 use crate::transfer::node;
 
@@ -85,9 +89,14 @@ impl Old {
     /// (rank 0 maps and broadcasts: one answer even if processes differed in floating point);
     /// `None` when the broadcast fails.
     fn ranks(&self, g: &Graph) -> Option<Vec<c_int>> {
+        let core_of = self.cores()?;
         let mut new: Vec<c_int> = if self.rank == 0 {
             let profiled = self.profiled(g.len());
-            ranks_for(profiled.as_ref().unwrap_or(g), &self.node_of, REFINE_BUDGET)
+            // The CPU tree of this node stands for every node's (nodes alike, as in sluice-map).
+            let cpu = crate::hw::detect_cpu().ok().map(|c| cpu_tree(&c));
+            log::debug!("reorder: processes bound to cores {core_of:?}");
+            let cores = cpu.as_ref().map(|cpu| Cores { cpu, core_of: &core_of });
+            ranks_for(profiled.as_ref().unwrap_or(g), &self.node_of, cores.as_ref(), REFINE_BUDGET)
                 .into_iter()
                 .map(|r| r.map_or(UNDEFINED, |r| r as c_int))
                 .collect()
@@ -98,6 +107,19 @@ impl Old {
         // constructor on; `size` ints.
         let rc = unsafe { mpi::PMPI_Bcast(new.as_mut_ptr().cast(), self.size as c_int, consts::int(), 0, self.comm) };
         (rc == errclass::SUCCESS).then_some(new)
+    }
+
+    /// The core each process is bound to (`hw::bound_core`), gathered on rank 0 (empty
+    /// elsewhere); `None` when the gather fails.
+    fn cores(&self) -> Option<Vec<Option<u32>>> {
+        let mine: c_int = crate::hw::bound_core().and_then(|c| c_int::try_from(c).ok()).unwrap_or(-1);
+        let mut all = vec![-1 as c_int; if self.rank == 0 { self.size } else { 0 }];
+        // SAFETY: collective over the old communicator (every process maps through here); one
+        // int from each, `size` ints received on rank 0.
+        let rc = unsafe {
+            mpi::PMPI_Gather((&mine as *const c_int).cast(), 1, consts::int(), all.as_mut_ptr().cast(), 1, consts::int(), 0, self.comm)
+        };
+        (rc == errclass::SUCCESS).then(|| all.into_iter().map(|c| u32::try_from(c).ok()).collect())
     }
 
     /// The traffic `SLUICE_REORDER_MATRIX` records among the processes of ranks `0..n` (the
@@ -125,7 +147,7 @@ impl Old {
             log::warn!("SLUICE_REORDER_MATRIX={path}: the communicator has ranks outside the matrix; reordering by the topology's edges");
             return None;
         }
-        let g = matrix.graph(&[Kind::Cpu, Kind::Gpu]).induced(&vertices);
+        let (g, _) = matrix.graph(&[Kind::Cpu, Kind::Gpu]).induced(&vertices);
         let any = g.adj.iter().any(|e| !e.is_empty());
         if !any {
             log::info!("SLUICE_REORDER_MATRIX={path}: no traffic among the topology's processes; reordering by its edges");

@@ -177,6 +177,10 @@ pub fn launch_args(np: u32, exe: &Path, args: &[&str], env: &[(&str, &str)], pre
         cmd.args(["mpirun.openmpi", "--oversubscribe", "--allow-run-as-root", "-np", &np.to_string()]);
         for (k, v) in &vars {
             cmd.arg("-x").arg(format!("{k}={v}"));
+            // MCA parameters reach mpirun too: some (binding, mapping) are the launcher's.
+            if k.starts_with("OMPI_MCA_") {
+                cmd.env(k, v);
+            }
         }
     } else {
         cmd.args(["mpiexec.mpich", "-np", &np.to_string()]);

@@ -117,7 +117,12 @@ fn cluster(a: &Args) -> Result<Cluster, String> {
             let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
             Cluster::from_toml_str(&text).map_err(|e| format!("{path}: {e}"))?
         }
-        (None, Some(name)) if name == "host" => return Cluster::this_host(a.nodes.unwrap_or(1), a.network_gbs).map_err(|e| e.to_string()),
+        (None, Some(name)) if name == "host" => {
+            let (c, notes) = Cluster::this_host_with_notes(a.nodes.unwrap_or(1), a.network_gbs).map_err(|e| e.to_string())?;
+            // What the host model guessed (nominal bandwidths, folded uneven levels) goes to stderr.
+            notes.iter().for_each(|n| eprintln!("sluice-map: note: {n}"));
+            return Ok(c);
+        }
         (None, Some(name)) => Cluster::builtin(name).ok_or_else(|| format!("unknown cluster {name:?} (built in: magc-a, magc-b, host)"))?,
         (None, None) => return Err("give --topology FILE or --cluster magc-a|magc-b|host".into()),
     };
