@@ -25,6 +25,8 @@ pub struct CpuTopology {
     pub numa_nodes: usize,
     /// Packages (sockets).
     pub packages: usize,
+    /// Level-3 caches (each shared by a group of cores; 0 when hwloc reports none).
+    pub l3_caches: usize,
 }
 
 /// One CUDA device.
@@ -94,19 +96,25 @@ pub fn bound_core() -> Option<u32> {
     guarded("hwloc binding", probe).ok().flatten()
 }
 
-/// Cores, PUs, NUMA nodes and packages as hwloc reports them.
+/// Cores, PUs, NUMA nodes, packages and L3 caches as hwloc reports them for this machine.
 pub fn detect_cpu() -> Probe<CpuTopology> {
-    use hwlocality::object::types::ObjectType;
-    use hwlocality::Topology;
+    let topology = hwlocality::Topology::new().map_err(|e| format!("hwloc topology discovery failed: {e}"))?;
+    Ok(cpu_topology_of(&topology))
+}
 
-    let topology = Topology::new().map_err(|e| format!("hwloc topology discovery failed: {e}"))?;
+/// What [`detect_cpu`] counts, in any hwloc topology (this machine's, an XML file's, a
+/// synthetic one's).
+pub fn cpu_topology_of(topology: &hwlocality::Topology) -> CpuTopology {
+    use hwlocality::object::types::ObjectType;
+
     let count = |t: ObjectType| topology.objects_with_type(t).count();
-    Ok(CpuTopology {
+    CpuTopology {
         cores: count(ObjectType::Core),
         pus: count(ObjectType::PU),
         numa_nodes: count(ObjectType::NUMANode),
         packages: count(ObjectType::Package).max(1),
-    })
+        l3_caches: count(ObjectType::L3Cache),
+    }
 }
 
 fn detect_cuda() -> Probe<Vec<CudaDevice>> {

@@ -214,16 +214,24 @@ impl Cluster {
 
 /// The GPU tree of `--cluster host` from hwloc's probe and the CUDA driver's device count (`None`:
 /// no driver), with notes.
-/// A node's CPU tree from what hwloc counts: cores divided evenly among the packages (leaf `i`
-/// is the core of hwloc's logical index `i`), nominal 16 GB/s between packages and 10 GB/s per
-/// core, since hwloc measures none.
+/// A node's CPU tree from what hwloc counts (leaf `i` is the core of hwloc's logical index `i`,
+/// hwloc's order follows the tree): packages, then NUMA nodes and then L3 caches where there are
+/// more of them than of the level above, then cores. A level is kept only where it divides the
+/// level above and the cores evenly (the mapper's trees are regular). hwloc measures no link,
+/// so the bandwidths are nominal: 16 GB/s between packages (QPI/UPI, Infinity Fabric between
+/// sockets), 32 GB/s for a NUMA node's or an L3 group's link inside a package (on-die fabric),
+/// 10 GB/s per core.
 pub fn cpu_tree(cpu: &crate::hw::CpuTopology) -> Tree {
-    let packages = cpu.packages.clamp(1, cpu.cores.max(1));
+    let cores = cpu.cores.max(1);
     let mut levels = Vec::new();
-    if packages > 1 {
-        levels.push(Level { name: "package".into(), arity: packages as u32, gbs: 16.0 });
+    let mut above = 1usize;
+    for (name, count, gbs) in [("package", cpu.packages, 16.0), ("numa", cpu.numa_nodes, 32.0), ("l3", cpu.l3_caches, 32.0)] {
+        if count > above && count % above == 0 && count <= cores && cores % count == 0 {
+            levels.push(Level { name: name.into(), arity: (count / above) as u32, gbs });
+            above = count;
+        }
     }
-    levels.push(Level { name: "core".into(), arity: (cpu.cores / packages).max(1) as u32, gbs: 10.0 });
+    levels.push(Level { name: "core".into(), arity: (cores / above) as u32, gbs: 10.0 });
     Tree::from_levels(&levels)
 }
 
@@ -274,6 +282,30 @@ mod tests {
         assert_eq!(c.nodes(), 3);
         assert!(c.node.cpu.leaf_count() >= 1 && c.node.cpu.leaf_count() <= cores, "{} of {cores}", c.node.cpu.leaf_count());
         assert_eq!(c.network.bandwidth(c.network.leaf(0)), 1.25e9);
+    }
+
+    #[test]
+    fn cpu_trees_follow_packages_numa_nodes_and_caches() {
+        let tree = |synthetic: &str| {
+            let t = hwlocality::Topology::builder().from_synthetic(synthetic).unwrap().build().unwrap();
+            cpu_tree(&crate::hw::cpu_topology_of(&t))
+        };
+        // Every level where it splits the one above.
+        let t = tree("package:2 numa:2 l3:2 core:4 pu:2");
+        assert_eq!(t.leaf_count(), 32);
+        assert_eq!(t.label(t.leaf(31)), "package1/numa1/l31/core3");
+        assert_eq!(t.bandwidth(t.leaf(0)), 10e9);
+        assert_eq!(t.bandwidth(t.parent(t.leaf(0))), 32e9);
+        // One L3 per package, one NUMA node per package: packages and cores only.
+        let t = tree("package:2 l3:1 core:6 pu:1");
+        assert_eq!(t.label(t.leaf(11)), "package1/core5");
+        // One package: no package level.
+        let t = tree("l3:3 core:4 pu:1");
+        assert_eq!(t.label(t.leaf(11)), "l32/core3");
+        // Groups that do not divide the cores evenly are left out.
+        let cpu = crate::hw::CpuTopology { cores: 8, pus: 8, numa_nodes: 3, packages: 1, l3_caches: 0 };
+        let t = cpu_tree(&cpu);
+        assert_eq!((t.leaf_count(), t.label(t.leaf(7))), (8, "core7"));
     }
 
     #[test]
