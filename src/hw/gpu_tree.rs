@@ -1,7 +1,9 @@
 //! The GPUs' tree inside one node, from hwloc's I/O objects (`sluice-map --cluster host`): which
 //! package each GPU hangs from, which PCIe switches GPUs share, the link speeds hwloc reports, and
 //! the NVLink groups of hwloc's NVML backend ("NVLinkBandwidth" distances). The result is a
-//! symmetric [`Tree`] (the mapper's trees are regular: one arity and one bandwidth per level).
+//! symmetric tree's levels ([`GpuLevel`]: one arity and one bandwidth per level, as the mapper's
+//! trees are regular; `mapping::topology` builds its tree from them: hardware detection stays
+//! below the mapping layer).
 //!
 //! [`probe`] reads a [`Topology`], from this system ([`load_system`]) or from an XML file
 //! (`lstopo --of xml`, [`load_xml_file`]): the tests load hand-made files of machines we do not
@@ -44,8 +46,6 @@ use hwlocality::object::TopologyObject;
 use hwlocality::topology::builder::TypeFilter;
 use hwlocality::Topology;
 
-use crate::mapping::tree::{Level, Tree};
-
 /// A PCIe 3.0 x16 link's data rate, about 12 GB/s: a GPU's or switch's link hwloc does not know.
 pub const NOMINAL_PCIE_GBS: f64 = 12.0;
 /// Between packages (QPI at 8 GT/s), as the CPU tree of `--cluster host` uses.
@@ -60,20 +60,33 @@ pub struct Gpu {
     pub os_devices: Vec<String>,
 }
 
+/// One level of the GPU tree: `arity` children per vertex of the level above, each joined by a
+/// link of `gbs` GB/s.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuLevel {
+    pub name: String,
+    pub arity: u32,
+    pub gbs: f64,
+}
+
 /// What [`probe`] found: the GPUs in the order of the tree's leaves and the tree's levels.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GpuTree {
     pub gpus: Vec<Gpu>,
     /// Root first; empty when there is no GPU.
-    pub levels: Vec<Level>,
+    pub levels: Vec<GpuLevel>,
     /// What was nominal, folded or approximated (one line each).
     pub notes: Vec<String>,
 }
 
 impl GpuTree {
-    /// The tree, `None` without GPUs.
-    pub fn tree(&self) -> Option<Tree> {
-        (!self.gpus.is_empty()).then(|| Tree::from_levels(&self.levels))
+    /// Leaves of the tree the levels describe (the GPUs' count when there are any; 0 without).
+    pub fn leaves(&self) -> usize {
+        if self.levels.is_empty() {
+            0
+        } else {
+            self.levels.iter().map(|l| l.arity as usize).product()
+        }
     }
 
     /// "package 2 x switch 2 x gpu 2 (16.0, 15.8, 15.8 GB/s)".
@@ -547,7 +560,7 @@ fn fold(node: &mut Node, d: usize) {
 }
 
 /// The levels of a regular tree and its GPUs in leaf order.
-fn levels(root: &Node, notes: &mut Vec<String>) -> (Vec<Level>, Vec<usize>) {
+fn levels(root: &Node, notes: &mut Vec<String>) -> (Vec<GpuLevel>, Vec<usize>) {
     let mut levels = Vec::new();
     for d in 1..=depth(root) {
         let mut arity = 0;
@@ -576,7 +589,7 @@ fn levels(root: &Node, notes: &mut Vec<String>) -> (Vec<Level>, Vec<usize>) {
             }
             kind.nominal()
         };
-        levels.push(Level { name: kind.name().into(), arity: arity as u32, gbs });
+        levels.push(GpuLevel { name: kind.name().into(), arity: arity as u32, gbs });
     }
     let mut order = Vec::new();
     fn leaves(n: &Node, out: &mut Vec<usize>) {

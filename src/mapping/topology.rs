@@ -235,13 +235,18 @@ pub fn cpu_tree(cpu: &crate::hw::CpuTopology) -> Tree {
     Tree::from_levels(&levels)
 }
 
+/// The mapper's tree of the GPU levels hwloc gave (`hw::gpu_tree`).
+fn gpu_tree(t: &crate::hw::gpu_tree::GpuTree) -> Tree {
+    Tree::from_levels(&t.levels.iter().map(|l| Level { name: l.name.clone(), arity: l.arity, gbs: l.gbs }).collect::<Vec<_>>())
+}
+
 fn host_gpus(probe: Result<crate::hw::gpu_tree::GpuTree, String>, cuda: Option<usize>) -> (Option<Tree>, Vec<String>) {
     let flat = |n: usize| Tree::from_levels(&[Level { name: "gpu".into(), arity: n as u32, gbs: crate::hw::gpu_tree::NOMINAL_PCIE_GBS }]);
     match (probe, cuda) {
         (Ok(t), cuda) if !t.gpus.is_empty() && cuda.is_none_or(|n| n == 0 || n == t.gpus.len()) => {
             let mut notes = vec![format!("GPU tree from hwloc: {}", t.describe())];
             notes.extend(t.notes.iter().cloned());
-            (t.tree(), notes)
+            (Some(gpu_tree(&t)), notes)
         }
         (Ok(t), Some(n)) if !t.gpus.is_empty() => (
             Some(flat(n)),
@@ -314,7 +319,9 @@ mod tests {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hwloc/2pkg-2switch-2gpu.xml");
         let t = probe(&load_xml_file(&path).unwrap());
         let (tree, notes) = host_gpus(Ok(t.clone()), Some(8));
-        assert_eq!(tree.unwrap().leaf_count(), 8);
+        let tree = tree.unwrap();
+        assert_eq!(tree.leaf_count(), 8);
+        assert_eq!(tree.label(tree.leaf(5)), "package1/switch0/gpu1");
         assert!(notes[0].contains("package 2 x switch 2 x gpu 2"), "{notes:?}");
         assert_eq!(host_gpus(Ok(t.clone()), None).0.unwrap().leaf_count(), 8);
         let (tree, notes) = host_gpus(Ok(t), Some(2));

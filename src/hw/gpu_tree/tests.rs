@@ -22,9 +22,7 @@ fn two_packages_two_switches_two_gpus() {
     assert_eq!(t.gpus[0], Gpu { bus_id: "0000:13:00.0".into(), os_devices: vec!["cuda0".into()] });
     assert_eq!(t.gpus[7].os_devices, ["cuda7"]);
     assert!(t.notes.is_empty(), "{:?}", t.notes);
-    let tree = t.tree().unwrap();
-    assert_eq!(tree.leaf_count(), 8);
-    assert_eq!(tree.label(tree.leaf(5)), "package1/switch0/gpu1");
+    assert_eq!(t.leaves(), 8);
 }
 
 #[test]
@@ -55,7 +53,7 @@ fn uneven_switches_fold_and_class_finds_gpus() {
     assert_eq!(shape(&t), [("gpu", 3, 7.877)], "{t:?}");
     assert!(t.gpus.iter().all(|g| g.os_devices.is_empty()));
     assert!(t.notes.iter().any(|n| n.contains("uneven switch groups")), "{:?}", t.notes);
-    assert_eq!(t.tree().unwrap().leaf_count(), 3);
+    assert_eq!(t.leaves(), 3);
 }
 
 #[test]
@@ -72,10 +70,7 @@ fn this_machine_probes_without_panicking() {
     // No GPU here; on a machine with GPUs the tree must hold them all.
     let topology = load_system().unwrap();
     let t = probe(&topology);
-    match t.tree() {
-        None => assert!(t.levels.is_empty() && t.gpus.is_empty()),
-        Some(tree) => assert_eq!(tree.leaf_count(), t.gpus.len()),
-    }
+    assert_eq!(t.leaves(), t.gpus.len(), "{t:?}");
 }
 
 fn node(kind: Kind, gbs: Option<f64>, children: Vec<Node>) -> Node {
