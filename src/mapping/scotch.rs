@@ -415,14 +415,7 @@ mod tests {
     fn heavy_pairs_share_a_package() {
         // Pairs (0,3) and (1,2) talk a lot, everything else a little; two packages of two cores:
         // the optimum puts each pair in one package.
-        let mut m = CommMatrix::new(4);
-        m.add(Kind::Cpu, 0, 3, 100.0, 1);
-        m.add(Kind::Cpu, 1, 2, 100.0, 1);
-        for (a, b) in [(0, 1), (2, 3), (0, 2)] {
-            m.add(Kind::Cpu, a, b, 1.0, 1);
-        }
-        let g = m.graph(&[Kind::Cpu]);
-        let t = packages(2, 2);
+        let (g, t) = crate::mapping::tests::heavy_pairs_on_two_packages();
         let cap = vec![1; 4];
         let l = map(&Problem { graph: &g, external: &[], tree: &t, capacity: &cap }).unwrap();
         assert_eq!(l[0] / 2, l[3] / 2, "{l:?}");
@@ -435,13 +428,7 @@ mod tests {
     #[test]
     fn capacities_are_respected_and_every_process_placed_once() {
         // A ring of 6 on 3 nodes of 2, and a clique of 5 on 8 single places (leaves > processes).
-        let mut m = CommMatrix::new(6);
-        for i in 0..6 {
-            m.add(Kind::Cpu, i, (i + 1) % 6, 10.0, 1);
-        }
-        let g = m.graph(&[Kind::Cpu]);
-        let t = Tree::from_levels(&[Level { name: "node".into(), arity: 3, gbs: 1.0 }]);
-        let cap = vec![2; 3];
+        let (g, t, cap) = crate::mapping::tests::ring_of_six_on_three_nodes();
         let l = map(&Problem { graph: &g, external: &[], tree: &t, capacity: &cap }).unwrap();
         for leaf in 0..3 {
             assert_eq!(l.iter().filter(|&&x| x == leaf).count(), 2, "{l:?}");

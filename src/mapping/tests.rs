@@ -4,7 +4,7 @@ use proptest::prelude::*;
 
 use super::assign::{Assignment, Problem};
 use super::magc::{self, Heuristic, Options, Strategy};
-use super::matrix::{CommMatrix, Kind};
+use super::matrix::{CommMatrix, Graph, Kind};
 use super::patterns::{combination, Pattern};
 use super::placement::Placement;
 use super::topology::Cluster;
@@ -82,8 +82,49 @@ fn a_thousand_processes_map() {
     assert!(p.congestion(&c, &m).max <= d.congestion(&c, &m).max);
 }
 
+/// Two packages of two cores; processes 0-3 where pairs (0,3) and (1,2) talk a lot and
+/// (0,1), (2,3), (0,2) a little: the optimum puts each heavy pair in one package. Shared by
+/// the heuristics' unit tests (greedy, Scotch).
+pub(super) fn heavy_pairs_on_two_packages() -> (Graph, Tree) {
+    let mut m = CommMatrix::new(4);
+    m.add(Kind::Cpu, 0, 3, 100.0, 1);
+    m.add(Kind::Cpu, 1, 2, 100.0, 1);
+    for (a, b) in [(0, 1), (2, 3), (0, 2)] {
+        m.add(Kind::Cpu, a, b, 1.0, 1);
+    }
+    let t = Tree::from_levels(&[Level { name: "p".into(), arity: 2, gbs: 1.0 }, Level { name: "c".into(), arity: 2, gbs: 10.0 }]);
+    (m.graph(&[Kind::Cpu]), t)
+}
+
+/// A ring of 6 processes and 3 nodes of capacity 2 (the heuristics' unit tests).
+pub(super) fn ring_of_six_on_three_nodes() -> (Graph, Tree, Vec<u32>) {
+    let mut m = CommMatrix::new(6);
+    for i in 0..6 {
+        m.add(Kind::Cpu, i, (i + 1) % 6, 10.0, 1);
+    }
+    (m.graph(&[Kind::Cpu]), Tree::from_levels(&[Level { name: "node".into(), arity: 3, gbs: 1.0 }]), vec![2; 3])
+}
+
 fn random_problem() -> impl proptest::strategy::Strategy<Value = (Vec<(u8, u8, u16)>, u8, u8, u8)> {
     (proptest::collection::vec((0u8..12, 0u8..12, 1u16..1000), 0..40), 1u8..4, 1u8..4, 1u8..3)
+}
+
+/// One of [`random_problem`]'s instances: 12 processes, the random edges, a two-level tree,
+/// a capacity per leaf that fits everyone, and some traffic leaving through the root.
+fn random_instance(edges: Vec<(u8, u8, u16)>, a1: u8, a2: u8, cap: u8) -> (Graph, Tree, Vec<u32>, Vec<f64>) {
+    let n = 12usize;
+    let mut m = CommMatrix::new(n);
+    for (i, j, w) in edges {
+        m.add(Kind::Cpu, i as usize, j as usize, f64::from(w), 1);
+    }
+    let t = Tree::from_levels(&[
+        Level { name: "a".into(), arity: u32::from(a1), gbs: 2.0 },
+        Level { name: "b".into(), arity: u32::from(a2) * 2, gbs: 1.0 },
+    ]);
+    let leaves = t.leaf_count();
+    let cap = n.div_ceil(leaves).max(usize::from(cap)) as u32;
+    let ext: Vec<f64> = (0..n).map(|i| (i % 3) as f64 * 10.0).collect();
+    (m.graph(&[Kind::Cpu]), t, vec![cap; leaves], ext)
 }
 
 proptest! {
@@ -94,20 +135,8 @@ proptest! {
     /// squares).
     #[test]
     fn greedy_is_valid_and_refinement_never_worsens((edges, a1, a2, cap) in random_problem()) {
-        let n = 12usize;
-        let mut m = CommMatrix::new(n);
-        for (i, j, w) in edges {
-            m.add(Kind::Cpu, i as usize, j as usize, f64::from(w), 1);
-        }
-        let g = m.graph(&[Kind::Cpu]);
-        let t = Tree::from_levels(&[
-            Level { name: "a".into(), arity: u32::from(a1), gbs: 2.0 },
-            Level { name: "b".into(), arity: u32::from(a2) * 2, gbs: 1.0 },
-        ]);
-        let leaves = t.leaf_count();
-        let cap = n.div_ceil(leaves).max(usize::from(cap)) as u32;
-        let capacity = vec![cap; leaves];
-        let ext: Vec<f64> = (0..n).map(|i| (i % 3) as f64 * 10.0).collect();
+        let (g, t, capacity, ext) = random_instance(edges, a1, a2, cap);
+        let (leaves, cap) = (t.leaf_count(), capacity[0]);
         let p = Problem { graph: &g, external: &ext, tree: &t, capacity: &capacity };
         let mut l = greedy::map(&p);
         for leaf in 0..leaves as u32 {
@@ -156,19 +185,8 @@ proptest! {
     #[test]
     fn scotch_is_valid_and_refinement_never_worsens_it((edges, a1, a2, cap) in random_problem()) {
         let n = 12usize;
-        let mut m = CommMatrix::new(n);
-        for (i, j, w) in edges {
-            m.add(Kind::Cpu, i as usize, j as usize, f64::from(w), 1);
-        }
-        let g = m.graph(&[Kind::Cpu]);
-        let t = Tree::from_levels(&[
-            Level { name: "a".into(), arity: u32::from(a1), gbs: 2.0 },
-            Level { name: "b".into(), arity: u32::from(a2) * 2, gbs: 1.0 },
-        ]);
-        let leaves = t.leaf_count();
-        let cap = n.div_ceil(leaves).max(usize::from(cap)) as u32;
-        let capacity = vec![cap; leaves];
-        let ext: Vec<f64> = (0..n).map(|i| (i % 3) as f64 * 10.0).collect();
+        let (g, t, capacity, ext) = random_instance(edges, a1, a2, cap);
+        let (leaves, cap) = (t.leaf_count(), capacity[0]);
         let p = Problem { graph: &g, external: &ext, tree: &t, capacity: &capacity };
         let mut l = scotch::map(&p).unwrap();
         prop_assert_eq!(l.len(), n);
