@@ -171,8 +171,8 @@ impl Cluster {
     }
 
     /// `nodes` nodes like this host and what the model had to guess (`sluice-map` prints it):
-    /// cores grouped by package as hwloc finds them (cores divided evenly among the packages;
-    /// nominal 16 GB/s between packages, 10 GB/s per core), the GPUs' tree from hwloc's PCI
+    /// the CPU tree of hwloc's packages, NUMA nodes, L3 caches and cores ([`cpu_tree`], nominal
+    /// bandwidths), the GPUs' tree from hwloc's PCI
     /// objects (`hw::gpu_tree`: packages, PCIe switches, NVLink groups, link speeds), and
     /// `network_gbs` per node uplink on one switch. When the CUDA driver counts a different number
     /// of devices than hwloc finds (`CUDA_VISIBLE_DEVICES`, no PCI access), the leaves could not
@@ -212,8 +212,6 @@ impl Cluster {
     }
 }
 
-/// The GPU tree of `--cluster host` from hwloc's probe and the CUDA driver's device count (`None`:
-/// no driver), with notes.
 /// A node's CPU tree from what hwloc counts (leaf `i` is the core of hwloc's logical index `i`,
 /// hwloc's order follows the tree): packages, then NUMA nodes and then L3 caches where there are
 /// more of them than of the level above, then cores. A level is kept only where it divides the
@@ -240,6 +238,8 @@ fn gpu_tree(t: &crate::hw::gpu_tree::GpuTree) -> Tree {
     Tree::from_levels(&t.levels.iter().map(|l| Level { name: l.name.clone(), arity: l.arity, gbs: l.gbs }).collect::<Vec<_>>())
 }
 
+/// The GPU tree of `--cluster host` from hwloc's probe and the CUDA driver's device count (`None`:
+/// no driver), with notes.
 fn host_gpus(probe: Result<crate::hw::gpu_tree::GpuTree, String>, cuda: Option<usize>) -> (Option<Tree>, Vec<String>) {
     let flat = |n: usize| Tree::from_levels(&[Level { name: "gpu".into(), arity: n as u32, gbs: crate::hw::gpu_tree::NOMINAL_PCIE_GBS }]);
     match (probe, cuda) {
@@ -258,7 +258,13 @@ fn host_gpus(probe: Result<crate::hw::gpu_tree::GpuTree, String>, cuda: Option<u
         ),
         (probe, Some(n)) if n > 0 => {
             let why = probe.err().unwrap_or_else(|| "no GPU among its PCI devices".into());
-            (Some(flat(n)), vec![format!("hwloc: {why}; the {n} CUDA devices on one level at a nominal 12 GB/s")])
+            (
+                Some(flat(n)),
+                vec![format!(
+                    "hwloc: {why}; the {n} CUDA devices on one level at a nominal {} GB/s",
+                    crate::hw::gpu_tree::NOMINAL_PCIE_GBS
+                )],
+            )
         }
         _ => (None, Vec::new()),
     }

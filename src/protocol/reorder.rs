@@ -89,7 +89,9 @@ impl Old {
     /// (rank 0 maps and broadcasts: one answer even if processes differed in floating point);
     /// `None` when the broadcast fails.
     fn ranks(&self, g: &Graph) -> Option<Vec<c_int>> {
-        let core_of = self.cores()?;
+        // Without the cores (a failed gather) every node keeps its order; every process still
+        // reaches the broadcast below, so none is left waiting in it.
+        let core_of = self.cores().unwrap_or_default();
         let mut new: Vec<c_int> = if self.rank == 0 {
             let profiled = self.profiled(g.len());
             // The CPU tree of this node stands for every node's (nodes alike, as in sluice-map).
@@ -190,9 +192,10 @@ impl Old {
 }
 
 /// The `reorder` flag a constructor passes on to the MPI: with `SLUICE_REORDER` on, sluice
-/// decides (or leaves the ranks: distributed graphs under `cart`) and the MPI keeps the ranks (`false` is always allowed; Open MPI 4.1's `treematch`
-/// component, which `true` selects, aborts across the emulated cluster's nodes and hangs now
-/// and then on one node); with it off, the application's flag.
+/// decides (or leaves the ranks: distributed graphs under `cart`) and the MPI keeps the ranks
+/// (`false` is always allowed; Open MPI 4.1's `treematch` component, which `true` selects,
+/// aborts across the emulated cluster's nodes and hangs now and then on one node); with it off,
+/// the application's flag.
 fn passed(reorder: c_int) -> c_int {
     if runtime::config().is_some_and(|c| c.reorder != Reorder::Off) {
         0
