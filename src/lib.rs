@@ -3,7 +3,7 @@
 //! Layers, top to bottom (docs/architecture.md):
 //! - [`intercept`]: exported C and Fortran symbols; translate, catch panics, dispatch.
 //! - [`protocol`]: MPI semantics; handlers for the calls that need more than forwarding.
-//! - engines: [`datatype`], [`transfer`], [`mapping`] (pin, levels arrive with their issues).
+//! - engines: [`datatype`], [`transfer`], [`mapping`], [`pin`] (levels arrive with its issue).
 //! - [`ffi`]: bindgen output, predefined handles, forwarding to the next definition.
 //!
 //! Services used by every layer: [`config`], [`logging`], [`stats`], [`runtime`], [`errors`].
@@ -27,6 +27,7 @@ pub mod hw;
 pub(crate) mod intercept;
 pub mod logging;
 pub mod mapping;
+pub mod pin;
 pub(crate) mod protocol;
 /// The engine choice `MPI_Pack`/`MPI_Unpack` make (for `sluice-ddt-bench`, which times it).
 pub use protocol::pack_engine;
