@@ -210,6 +210,24 @@ pub const PARAMS: &[Param] = &[
         doc: "Device memory each process may set aside for same-node device-to-device transfers (docs/gpu.md): a point-to-point send from a device buffer of a contiguous type, of at least the pipeline threshold, to a rank of this node that has shown it can open this process's CUDA IPC memory, is copied on the device into a region of this pool and the receiver copies it out of there (device to device, or device to host for a host receive); the pool's regions are exported once through CUDA IPC and reused. Larger sends than the pool, a full pool, other ranks and off: the sends cross PCIe through pinned host memory as before.",
     },
     Param {
+        name: "SLUICE_FIREHOSE_M",
+        default: "256M",
+        accepted: "a byte count with optional K, M or G suffix (powers of 1024), e.g. 0, 64M, 1G",
+        doc: "Registration manager (docs/firehose.md): the most memory remote firehoses may keep pinned in this process (the paper's M; whole buckets). M + MAXVICTIM is the most memory sluice pins at any instant; with mlock it is scaled down, with a warning, to what RLIMIT_MEMLOCK allows. 0 together with SLUICE_FIREHOSE_MAXVICTIM=0: nothing is pinned.",
+    },
+    Param {
+        name: "SLUICE_FIREHOSE_MAXVICTIM",
+        default: "64M",
+        accepted: "a byte count with optional K, M or G suffix (powers of 1024), e.g. 0, 16M",
+        doc: "Registration manager: the most pinned memory no operation or firehose uses that stays pinned for reuse (the victim FIFO; least recently released unpinned first). 0: unpin as soon as the last user is done.",
+    },
+    Param {
+        name: "SLUICE_FIREHOSE_BUCKET",
+        default: "4K",
+        accepted: "a power of two, at least the page size, with optional K or M suffix, e.g. 4K, 64K",
+        doc: "Registration manager: the bucket, the unit in which memory is pinned, cached and invalidated (the paper's bucket size). Larger buckets mean fewer table entries and pin calls but pin memory around the bytes used, which must be mapped.",
+    },
+    Param {
         name: "SLUICE_CALIBRATION",
         default: "auto",
         accepted: "auto, or the path of a machine-model file (TOML)",
@@ -331,6 +349,8 @@ pub struct Config {
     pub gpu_pipeline_min: usize,
     /// `SLUICE_GPU_IPC_POOL`, bytes (0: off).
     pub gpu_ipc_pool: usize,
+    /// `SLUICE_FIREHOSE_M`, `SLUICE_FIREHOSE_MAXVICTIM`, `SLUICE_FIREHOSE_BUCKET`, bytes.
+    pub firehose: crate::pin::Limits,
     /// `SLUICE_CALIBRATION`: `None` = auto, else the model file's path.
     pub calibration: Option<String>,
     /// `SLUICE_TEST_PANIC`.
@@ -503,6 +523,20 @@ fn parse_bytes_in(p: &'static Param, v: &str, min: usize, max: usize, off_ok: bo
     }
 }
 
+/// The registration manager's limits; the bucket must be a power-of-two multiple of the page.
+fn parse_firehose(value: &dyn Fn(&str) -> String) -> Result<crate::pin::Limits, ConfigError> {
+    let m = parse_bytes(param("SLUICE_FIREHOSE_M"), &value("SLUICE_FIREHOSE_M"))?;
+    let max_victim = parse_bytes(param("SLUICE_FIREHOSE_MAXVICTIM"), &value("SLUICE_FIREHOSE_MAXVICTIM"))?;
+    let p = param("SLUICE_FIREHOSE_BUCKET");
+    let v = value(p.name);
+    let mut bucket = parse_bytes(p, &v)?;
+    if v == p.default {
+        // One page on hosts whose pages are larger than 4 KiB.
+        bucket = bucket.max(crate::pin::page_size());
+    }
+    crate::pin::Limits { m, max_victim, bucket }.check().map_err(|_| ConfigError { name: p.name, value: v.clone(), accepted: p.accepted })
+}
+
 fn parse_threads(p: &'static Param, v: &str) -> Result<Option<usize>, ConfigError> {
     let t = v.trim();
     if t.eq_ignore_ascii_case("auto") {
@@ -578,6 +612,7 @@ impl Config {
                 gpu_pack_min: usize::MAX,
                 gpu_pipeline_min: usize::MAX,
                 gpu_ipc_pool: 0,
+                firehose: crate::pin::Limits { m: 0, max_victim: 0, bucket: crate::pin::page_size() },
                 calibration: None,
                 test_panic: None,
                 test_chunk_fault: 0,
@@ -633,6 +668,7 @@ impl Config {
                 usize::MAX => 0,
                 n => n,
             },
+            firehose: parse_firehose(&value)?,
             calibration: Some(value("SLUICE_CALIBRATION")).filter(|v| v != "auto" && !v.is_empty()),
             test_panic: parse_fn_name(param("SLUICE_TEST_PANIC"), &value("SLUICE_TEST_PANIC"), known_fn)?,
             test_chunk_fault: parse_bytes(param("SLUICE_TEST_CHUNK_FAULT"), &value("SLUICE_TEST_CHUNK_FAULT"))?,
@@ -706,6 +742,7 @@ mod tests {
             gpu_pack_min: 128 << 10,
             gpu_pipeline_min: if cfg!(sluice_mpi = "mpich") { 1 << 20 } else { usize::MAX },
             gpu_ipc_pool: 256 << 20,
+            firehose: crate::pin::Limits { m: 256 << 20, max_victim: 64 << 20, bucket: 4096 },
             calibration: None,
             test_panic: None,
             test_chunk_fault: 0,
@@ -826,6 +863,16 @@ mod tests {
             assert_eq!(parse(&[("SLUICE_CKPT_EPSILON", bad)]).unwrap_err().name, "SLUICE_CKPT_EPSILON", "{bad:?}");
         }
         assert_eq!(parse(&[("SLUICE_CKPT_MEMORY", "lots")]).unwrap_err().name, "SLUICE_CKPT_MEMORY");
+        let page = crate::pin::page_size();
+        let f = parse(&[("SLUICE_FIREHOSE_M", "1M"), ("SLUICE_FIREHOSE_MAXVICTIM", "100000"), ("SLUICE_FIREHOSE_BUCKET", "64K")])
+            .unwrap()
+            .firehose;
+        assert_eq!(f, crate::pin::Limits { m: 1 << 20, max_victim: 65536, bucket: 65536 }, "rounded down to whole buckets");
+        assert_eq!(parse(&[]).unwrap().firehose, crate::pin::Limits { m: 256 << 20, max_victim: 64 << 20, bucket: 4096.max(page) });
+        for bad in ["3000", "6K", "0", "big"] {
+            assert_eq!(parse(&[("SLUICE_FIREHOSE_BUCKET", bad)]).unwrap_err().name, "SLUICE_FIREHOSE_BUCKET", "{bad:?}");
+        }
+        assert_eq!(parse(&[("SLUICE_FIREHOSE_M", "-1")]).unwrap_err().name, "SLUICE_FIREHOSE_M");
     }
 
     #[test]

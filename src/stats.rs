@@ -72,11 +72,26 @@ pub enum Family {
     /// Not a call family: rounds of the progress thread with work in flight
     /// (`SLUICE_PROGRESS_THREAD`; calls = rounds, time = time spent driving the engine).
     ProgressThread,
+    /// Not a call family: buckets the registration manager found pinned when an operation
+    /// needed them (`pin`; calls = buckets, bytes = their bytes). Filled at `MPI_Finalize`.
+    PinHit,
+    /// Not a call family: buckets the registration manager had to pin (as `PinHit`).
+    PinMiss,
+    /// Not a call family: the registration backend's pin calls (calls; bytes = bytes pinned).
+    Pin,
+    /// Not a call family: the backend's unpin calls (calls = buckets unpinned, bytes = theirs).
+    Unpin,
+    /// Not a call family: buckets dropped because their memory was freed, unmapped or replaced
+    /// (the invalidation hooks; calls = buckets, bytes = theirs).
+    PinInvalidated,
+    /// Not a call family: each process's high-water mark of pinned memory (calls = processes
+    /// that pinned, bytes = the sum of their marks).
+    PinHigh,
 }
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 23] = [
+    pub const ALL: [Family; 29] = [
         Family::Init,
         Family::P2p,
         Family::Persistent,
@@ -100,6 +115,12 @@ impl Family {
         Family::ChDiskRead,
         Family::ChDiskWrite,
         Family::ProgressThread,
+        Family::PinHit,
+        Family::PinMiss,
+        Family::Pin,
+        Family::Unpin,
+        Family::PinInvalidated,
+        Family::PinHigh,
     ];
 
     /// Short lower-case name used in reports.
@@ -128,6 +149,12 @@ impl Family {
             Family::ChDiskRead => "ch-disk-read",
             Family::ChDiskWrite => "ch-disk-write",
             Family::ProgressThread => "progress-thread",
+            Family::PinHit => "pin-hit",
+            Family::PinMiss => "pin-miss",
+            Family::Pin => "pin",
+            Family::Unpin => "unpin",
+            Family::PinInvalidated => "pin-invalid",
+            Family::PinHigh => "pin-high",
         }
     }
 }
@@ -210,6 +237,14 @@ pub fn channel_request(family: Family, n: usize, busy_ns: u64) {
     if timing_enabled() {
         record(family, n as u64, busy_ns, 0);
     }
+}
+
+/// Adds `calls` events of `bytes` bytes in all to a non-call family (counts kept elsewhere,
+/// folded in before the report).
+pub fn add(family: Family, calls: u64, bytes: u64) {
+    let c = &COUNTERS[family as usize];
+    c.calls.fetch_add(calls, Ordering::Relaxed);
+    c.bytes.fetch_add(bytes, Ordering::Relaxed);
 }
 
 /// Records one intercepted call.

@@ -146,6 +146,15 @@ fn print_hardware() {
         t.block_copy,
         streaming_min() >> 10
     );
+    println!("  registration backends (docs/firehose.md):");
+    for b in sluice::pin::backend::report() {
+        println!("    {:<18} {}{}", b.name, if b.used { "" } else { "not used: " }, b.detail);
+    }
+    let hooks = match sluice::pin::hooks::probe() {
+        Ok(()) => "entry points of munmap, mremap, madvise, brk, mmap, shmdt can be patched".to_string(),
+        Err(why) => format!("unavailable ({why}): pinned buckets are not cached between operations"),
+    };
+    println!("    invalidation       {hooks}");
 }
 
 /// `SLUICE_CALIBRATION` as set (None: auto).

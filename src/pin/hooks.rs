@@ -31,10 +31,19 @@ pub fn install() -> Result<(), &'static str> {
     *DONE.get_or_init(imp::install_all)
 }
 
+/// Whether [`install`] would succeed here, without patching anything (`sluice-info`).
+pub fn probe() -> Result<(), &'static str> {
+    imp::targets().map(|_| ())
+}
+
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu")))]
 mod imp {
+    const WHY: &str = "invalidation hooks exist for x86-64 Linux with glibc only";
     pub fn install_all() -> Result<(), &'static str> {
-        Err("invalidation hooks exist for x86-64 Linux with glibc only")
+        Err(WHY)
+    }
+    pub fn targets() -> Result<(), &'static str> {
+        Err(WHY)
     }
 }
 
@@ -50,13 +59,13 @@ mod imp {
 
     const MADV_DONTNEED_LOCKED: c_int = 24;
 
-    pub fn install_all() -> Result<(), &'static str> {
+    /// The patch sites: glibc's `__curbrk`, and each wrapper's entry with its hook.
+    pub fn targets() -> Result<(*mut *mut c_void, [(*mut u8, usize); 6]), &'static str> {
         // SAFETY: dlsym of a data symbol of the already loaded C library.
         let curbrk = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__curbrk".as_ptr()) };
         if curbrk.is_null() {
             return Err("the C library has no __curbrk (not glibc?)");
         }
-        CURBRK.store(curbrk.cast(), Ordering::Release);
         let hooks: [(&std::ffi::CStr, usize); 6] = [
             (c"munmap", munmap_hook as *const () as usize),
             (c"mremap", mremap_hook as *const () as usize),
@@ -65,17 +74,27 @@ mod imp {
             (c"mmap", mmap_hook as *const () as usize),
             (c"shmdt", shmdt_hook as *const () as usize),
         ];
-        for (name, hook) in hooks {
+        let mut sites = [(std::ptr::null_mut(), 0); 6];
+        for (site, (name, hook)) in sites.iter_mut().zip(hooks) {
             // SAFETY: looks up a function of the loaded C library.
             let target = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
             if target.is_null() {
                 return Err("a memory function of the C library was not found");
             }
+            *site = (target.cast(), hook);
+        }
+        Ok((curbrk.cast(), sites))
+    }
+
+    pub fn install_all() -> Result<(), &'static str> {
+        let (curbrk, sites) = targets()?;
+        CURBRK.store(curbrk, Ordering::Release);
+        for (target, hook) in sites {
             // SAFETY: `target` is the entry of a glibc system-call wrapper of at least 16 bytes
             // into whose first 13 bytes no code jumps (checked for glibc 2.31-2.40: each starts
             // with `mov $nr, %eax` or a register move, then `syscall`); `hook` has its C
             // signature.
-            unsafe { patch(target.cast(), hook)? };
+            unsafe { patch(target, hook)? };
         }
         Ok(())
     }

@@ -75,6 +75,7 @@ pub fn start() -> Result<(), crate::config::ConfigError> {
         super::profile::start(prefix);
     }
     crate::transfer::staging::set_budget(cfg.staging_cache);
+    crate::pin::configure(cfg.firehose);
     super::hints::create_keyvals();
     super::comm_hints::create_keyval();
     if crate::transfer::gpu::arm(cfg.gpu) {
@@ -229,6 +230,7 @@ pub unsafe fn finalize() -> c_int {
     crate::protocol::hints::free_keyvals();
     crate::protocol::comm_hints::free_keyval();
     crate::protocol::parallel::shutdown();
+    crate::pin::drain();
     runtime::stop();
     // SAFETY: forwarded unchanged.
     unsafe { next::MPI_Finalize() }
@@ -251,11 +253,25 @@ fn finish_p2p() {
     staging::trim();
 }
 
+/// The registration manager keeps its own counters (in its table, updated from the memory
+/// hooks); they join the report here.
+fn fold_pin_counters() {
+    let Some(p) = crate::pin::snapshot() else { return };
+    let (c, b) = (p.counters, p.limits.bucket as u64);
+    stats::add(stats::Family::PinHit, c.hits, c.hits * b);
+    stats::add(stats::Family::PinMiss, c.misses, c.misses * b);
+    stats::add(stats::Family::Pin, c.pins, c.misses * b);
+    stats::add(stats::Family::Unpin, c.unpins, c.unpins * b);
+    stats::add(stats::Family::PinInvalidated, c.invalidated, c.invalidated * b);
+    stats::add(stats::Family::PinHigh, 1, c.pinned_high as u64);
+}
+
 /// Gathers every rank's counters to rank 0 over `PMPI_Gather` (sluice's own traffic goes
 /// straight to PMPI, never through tools stacked below) and prints one table there.
 pub fn gather_and_print_stats() {
     let world = consts::comm_world();
     let (mut rank, mut size) = (0, 0);
+    fold_pin_counters();
     let mine = stats::snapshot();
     // SAFETY: MPI is active; out-parameters are valid ints.
     unsafe {
