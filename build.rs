@@ -97,7 +97,7 @@ fn main() {
         .allowlist_type("MPI_.*")
         .allowlist_var("MPI_.*")
         .allowlist_var("SLUICE_.*")
-        .blocklist_function("PMPIX?_.*(Session|File|Win|T_).*")
+        .blocklist_function("PMPIX?_.*(Session|File|T_).*")
         .layout_tests(false)
         .generate_comments(false)
         .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()));

@@ -7,6 +7,7 @@
 #ifndef SLUICE_H
 #define SLUICE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -123,6 +124,8 @@ int sluice_type_keyval(int which);
 #define SLUICE_ERR_NOT_INITIALIZED (-5) /* before MPI_Init or after MPI_Finalize */
 #define SLUICE_ERR_IO (-6)              /* the copy failed while running (from wait/test) */
 #define SLUICE_ERR_PATH (-7)            /* the machine model has no path between the places */
+#define SLUICE_ERR_THREAD (-8)          /* sluice_rma_init: the MPI is not at MPI_THREAD_MULTIPLE */
+#define SLUICE_ERR_REMOTE (-9)          /* put/get: the target refused the range (from wait/test) */
 
 #define SLUICE_PLACE_HOST 1
 #define SLUICE_PLACE_FILE 2
@@ -169,6 +172,33 @@ int sluice_event_wait(sluice_event_t *event);
 
 /* Sets *flag to 1 (and frees the event, as sluice_event_wait) if the copy completed, else 0. */
 int sluice_event_test(sluice_event_t *event, int *flag);
+
+/* ---- One-sided puts and gets through firehoses (docs/firehose.md) ---------------------------
+ *
+ * sluice_rma_init opens the service; collective over MPI_COMM_WORLD, after MPI_Init (again: no
+ * effect). It needs the MPI at MPI_THREAD_MULTIPLE (MPI_Init_thread with it, or
+ * SLUICE_PROGRESS_THREAD=1): a service thread serves other processes' move requests while this
+ * one is inside any MPI call or computing. Returns SLUICE_SUCCESS, SLUICE_ERR_THREAD,
+ * SLUICE_ERR_ARG (SLUICE_FIREHOSE_* differ between processes, or leave no firehose) or
+ * SLUICE_ERR_NOT_INITIALIZED. MPI_Finalize closes it.
+ *
+ * sluice_put writes len bytes from local to address `remote` of world rank `rank`; sluice_get
+ * reads them from there into local. The remote address is one of the target's own (sent to the
+ * initiator by the application, e.g. in a message). The local buffer must stay valid until the
+ * event completes; when sluice_event_wait/test report success the data is at the target (put)
+ * or here (get). Refused at once (nothing moves, *event NULL, message printed): SLUICE_ERR_ARG
+ * (bad rank, null buffer, range wrapping around), SLUICE_ERR_NOT_INITIALIZED (no sluice_rma_init).
+ * From wait/test: SLUICE_ERR_REMOTE when the target refused the range (not mapped there, not
+ * writable for a put, or its firehose memory is full) -- nothing was written -- or SLUICE_ERR_IO
+ * when the MPI failed the transfer. */
+int sluice_rma_init(void);
+int sluice_put(int rank, uint64_t remote, const void *local, size_t len, sluice_event_t *event);
+int sluice_get(int rank, uint64_t remote, void *local, size_t len, sluice_event_t *event);
+
+/* This process's registration manager now (each pointer may be NULL): bytes pinned, bytes kept
+ * pinned in the victim FIFO, bytes referenced by other processes' firehoses, the most bytes
+ * pinned at once, and the firehoses other processes map onto this one. Returns 0. */
+int sluice_pin_state(long *pinned, long *victims, long *remote, long *high, long *firehoses);
 
 #ifdef __cplusplus
 }

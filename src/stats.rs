@@ -87,11 +87,18 @@ pub enum Family {
     /// Not a call family: each process's high-water mark of pinned memory (calls = processes
     /// that pinned, bytes = the sum of their marks).
     PinHigh,
+    /// Not a call family: `sluice_put`/`sluice_get` operations (calls; bytes = their bytes).
+    Rma,
+    /// Not a call family: firehose move requests sent (calls; bytes = the bytes of the buckets
+    /// they asked to map).
+    FirehoseMove,
+    /// Not a call family: move requests this process served as a target (calls).
+    FirehoseServed,
 }
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 29] = [
+    pub const ALL: [Family; 32] = [
         Family::Init,
         Family::P2p,
         Family::Persistent,
@@ -121,6 +128,9 @@ impl Family {
         Family::Unpin,
         Family::PinInvalidated,
         Family::PinHigh,
+        Family::Rma,
+        Family::FirehoseMove,
+        Family::FirehoseServed,
     ];
 
     /// Short lower-case name used in reports.
@@ -155,6 +165,9 @@ impl Family {
             Family::Unpin => "unpin",
             Family::PinInvalidated => "pin-invalid",
             Family::PinHigh => "pin-high",
+            Family::Rma => "rma",
+            Family::FirehoseMove => "fh-move",
+            Family::FirehoseServed => "fh-served",
         }
     }
 }

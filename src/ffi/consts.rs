@@ -66,6 +66,10 @@ accessor! {
     message_no_proc -> mpi::MPI_Message = sluice_c_message_no_proc;
     /// `MPI_ERRORS_RETURN`.
     errors_return -> mpi::MPI_Errhandler = sluice_c_errors_return;
+    /// `MPI_MIN`.
+    op_min -> mpi::MPI_Op = sluice_c_op_min;
+    /// `MPI_MAX`.
+    op_max -> mpi::MPI_Op = sluice_c_op_max;
     /// `MPI_INFO_NULL`.
     info_null -> mpi::MPI_Info = sluice_c_info_null;
     /// `MPI_STATUS_IGNORE`.

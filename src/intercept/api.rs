@@ -197,7 +197,8 @@ pub unsafe extern "C" fn sluice_event_wait(event: *mut *mut Event) -> c_int {
         // SAFETY: made by Box::into_raw in sluice_copy, not freed yet (the handle is reset below).
         let ev = unsafe { Box::from_raw(*e) };
         *e = std::ptr::null_mut();
-        copy::outcome(copy::wait(&ev))
+        let o = copy::wait(&ev);
+        copy::outcome(&ev, o)
     })
 }
 
@@ -222,10 +223,10 @@ pub unsafe extern "C" fn sluice_event_test(event: *mut *mut Event, flag: *mut c_
             return code::SUCCESS;
         };
         // SAFETY: as in sluice_event_wait.
-        drop(unsafe { Box::from_raw(*e) });
+        let ev = unsafe { Box::from_raw(*e) };
         *e = std::ptr::null_mut();
         *flag = 1;
-        copy::outcome(o)
+        copy::outcome(&ev, o)
     })
 }
 
@@ -255,5 +256,93 @@ pub unsafe extern "C" fn sluice_plan_explain(src: *const CPlace, dst: *const CPl
             }
             Err(r) => refuse("sluice_plan_explain", r),
         }
+    })
+}
+
+// ---- one-sided puts and gets through firehoses (protocol::rma, pin) ---------------------------
+
+/// Stores a started operation's event (or NULL on refusal) and reports a refusal.
+fn started(function: &str, r: Result<Event, Refused>, event: *mut *mut Event) -> c_int {
+    match r {
+        Ok(e) => {
+            // SAFETY: non-null (checked by the caller), the application's event variable.
+            unsafe { *event = Box::into_raw(Box::new(e)) };
+            code::SUCCESS
+        }
+        Err(r) => {
+            // SAFETY: as above.
+            unsafe { *event = std::ptr::null_mut() };
+            refuse(function, r)
+        }
+    }
+}
+
+/// `sluice_rma_init`: opens the one-sided service (collective over `MPI_COMM_WORLD`).
+#[no_mangle]
+pub extern "C" fn sluice_rma_init() -> c_int {
+    api(code::ERR_ARG, || match crate::protocol::rma::init() {
+        Ok(()) => code::SUCCESS,
+        Err(r) => refuse("sluice_rma_init", r),
+    })
+}
+
+/// `sluice_put`: starts writing `len` bytes at `local` to address `remote` of world rank `rank`.
+///
+/// # Safety
+/// `local` holds `len` readable bytes until the event completes; `event` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn sluice_put(rank: c_int, remote: u64, local: *const std::ffi::c_void, len: usize, event: *mut *mut Event) -> c_int {
+    api(code::ERR_ARG, || {
+        if event.is_null() {
+            return refuse("sluice_put", Refused(code::ERR_ARG, "null event pointer".into()));
+        }
+        started("sluice_put", crate::protocol::rma::start(true, rank, remote, local.cast_mut(), len), event)
+    })
+}
+
+/// `sluice_get`: starts reading `len` bytes at address `remote` of world rank `rank` into `local`.
+///
+/// # Safety
+/// `local` holds `len` writable bytes until the event completes; `event` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn sluice_get(rank: c_int, remote: u64, local: *mut std::ffi::c_void, len: usize, event: *mut *mut Event) -> c_int {
+    api(code::ERR_ARG, || {
+        if event.is_null() {
+            return refuse("sluice_get", Refused(code::ERR_ARG, "null event pointer".into()));
+        }
+        started("sluice_get", crate::protocol::rma::start(false, rank, remote, local, len), event)
+    })
+}
+
+/// `sluice_pin_state`: this process's registration manager now: bytes pinned, bytes in the
+/// victim FIFO, bytes referenced by remote firehoses, the high-water mark, and firehoses other
+/// processes map onto it (each pointer may be NULL). Returns 0.
+///
+/// # Safety
+/// Non-null pointers are writable `long`s.
+#[no_mangle]
+pub unsafe extern "C" fn sluice_pin_state(
+    pinned: *mut std::ffi::c_long,
+    victims: *mut std::ffi::c_long,
+    remote: *mut std::ffi::c_long,
+    high: *mut std::ffi::c_long,
+    firehoses: *mut std::ffi::c_long,
+) -> c_int {
+    guarded(|| {
+        let s = crate::pin::snapshot();
+        let values = [
+            s.map_or(0, |s| s.pinned),
+            s.map_or(0, |s| s.victims),
+            s.map_or(0, |s| s.remote),
+            s.map_or(0, |s| s.counters.pinned_high),
+            crate::protocol::rma::firehoses_here(),
+        ];
+        for (p, v) in [pinned, victims, remote, high, firehoses].into_iter().zip(values) {
+            if !p.is_null() {
+                // SAFETY: the caller's `long` out-parameter.
+                unsafe { *p = v as std::ffi::c_long };
+            }
+        }
+        0
     })
 }

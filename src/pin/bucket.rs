@@ -126,6 +126,11 @@ impl BucketTable {
         self.remote_buckets << self.shift
     }
 
+    /// Buckets in use by local operations only (no firehose, not a victim).
+    fn local_only(&self) -> usize {
+        self.entries.len() - self.victims - self.remote_buckets
+    }
+
     /// The counters so far.
     pub fn counters(&self) -> Counters {
         self.counters
@@ -174,6 +179,11 @@ impl BucketTable {
         }
         // Victims among the buckets of this range are about to leave the FIFO, not be evicted.
         let reusable_victims = (first..end).filter(|b| self.entries.get(b).is_some_and(|e| e.victim)).count();
+        // Local operations get at most MAXVICTIM of buckets no firehose holds (the paper's
+        // guarantee both ways: remote firehoses always find room within M + MAXVICTIM).
+        if how == Use::Local && self.local_only() + missing + reusable_victims > self.max_victims {
+            return Err(PinError::Full);
+        }
         let over = (self.entries.len() + missing).saturating_sub(self.max_pinned);
         if over > self.victims - reusable_victims {
             return Err(PinError::Full);

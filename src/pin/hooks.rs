@@ -59,8 +59,11 @@ mod imp {
 
     const MADV_DONTNEED_LOCKED: c_int = 24;
 
+    /// A wrapper's entry and the hook that replaces it.
+    type Site = (*mut u8, usize);
+
     /// The patch sites: glibc's `__curbrk`, and each wrapper's entry with its hook.
-    pub fn targets() -> Result<(*mut *mut c_void, [(*mut u8, usize); 6]), &'static str> {
+    pub fn targets() -> Result<(*mut *mut c_void, [Site; 6]), &'static str> {
         // SAFETY: dlsym of a data symbol of the already loaded C library.
         let curbrk = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__curbrk".as_ptr()) };
         if curbrk.is_null() {

@@ -4,6 +4,7 @@
 //! - [`bucket`]: the local bucket table and its victim FIFO; the bound `M + MAXVICTIM`.
 //! - [`backend`]: the registration calls (`mlock`), and what the host offers.
 //! - [`hooks`]: invalidation, so that memory leaving the process never stays pinned or cached.
+//! - [`firehose`]: the remote side: which buckets of other processes this one has mapped.
 //!
 //! One table per process, behind one lock: [`pin`] takes references on the buckets of a range
 //! (pinning what is not pinned), [`unpin`] drops them, and the hooks call [`invalidate`]. Until
@@ -14,6 +15,7 @@
 
 pub mod backend;
 pub mod bucket;
+pub mod firehose;
 pub mod hooks;
 #[cfg(test)]
 mod tests;

@@ -137,9 +137,10 @@ proptest! {
 fn hits_come_from_the_table_and_the_victim_fifo() {
     let bucket = super::page_size();
     let rec = Recorder::new(bucket, None);
-    let mut t = BucketTable::new(Limits { m: 4 * bucket, max_victim: 2 * bucket, bucket });
+    let mut t = BucketTable::new(Limits { m: 4 * bucket, max_victim: 3 * bucket, bucket });
     t.acquire(&rec, 0, 3 * bucket, Use::Local).unwrap();
     assert_eq!((t.counters().misses, t.counters().pins), (3, 1), "adjacent buckets pinned in one call");
+    assert_eq!(t.acquire(&rec, 8 * bucket, bucket, Use::Local), Err(PinError::Full), "local operations get MAXVICTIM");
     t.acquire(&rec, bucket, bucket, Use::Remote).unwrap();
     assert_eq!(t.counters().hits, 1);
     t.release(&rec, 0, 3 * bucket, Use::Local);
@@ -147,15 +148,16 @@ fn hits_come_from_the_table_and_the_victim_fifo() {
     assert_eq!((t.victim_bytes(), t.remote_bytes()), (2 * bucket, bucket));
     t.acquire(&rec, 2 * bucket, bucket, Use::Local).unwrap();
     assert_eq!((t.counters().hits, t.counters().pins, t.victim_bytes()), (2, 1, bucket), "a victim reused without a pin");
-    // Six buckets is the limit: three more fit beside the last victim (bucket 0), a seventh
-    // evicts it, an eighth finds every bucket in use.
-    t.acquire(&rec, 10 * bucket, 3 * bucket, Use::Local).unwrap();
+    // Seven buckets is the limit: three more remote ones fit beside the last victim (bucket 0),
+    // a fourth evicts it; then M is reached.
+    t.acquire(&rec, 10 * bucket, 3 * bucket, Use::Remote).unwrap();
     assert_eq!((t.pinned_bytes(), t.victim_bytes()), (6 * bucket, bucket));
-    t.acquire(&rec, 20 * bucket, bucket, Use::Local).unwrap();
-    assert_eq!((t.pinned_bytes(), t.victim_bytes()), (6 * bucket, 0));
+    assert_eq!(t.acquire(&rec, 20 * bucket, bucket, Use::Remote), Err(PinError::Full), "M reached");
+    t.acquire(&rec, 20 * bucket, 2 * bucket, Use::Local).unwrap();
+    assert_eq!((t.pinned_bytes(), t.victim_bytes()), (7 * bucket, 0));
     assert!(!rec.pinned.lock().unwrap().contains(&0), "the victim was unpinned");
-    assert_eq!(t.acquire(&rec, 21 * bucket, bucket, Use::Local), Err(PinError::Full));
-    assert_eq!(t.counters().pinned_high, 6 * bucket);
+    assert_eq!(t.acquire(&rec, 22 * bucket, bucket, Use::Local), Err(PinError::Full));
+    assert_eq!(t.counters().pinned_high, 7 * bucket);
     t.check().unwrap();
 }
 
@@ -199,14 +201,18 @@ fn mlock_pins_what_the_table_says() {
     assert_ne!(mem, libc::MAP_FAILED);
     let base = mem as usize;
     let before = vm_locked();
-    let mut t = BucketTable::new(Limits { m: 16 * page, max_victim: 8 * page, bucket: page });
+    let mut t = BucketTable::new(Limits { m: 16 * page, max_victim: 10 * page, bucket: page });
     t.acquire(&Mlock, base, 10 * page, Use::Local).unwrap();
     assert_eq!(vm_locked() - before, 10 * page);
     t.release(&Mlock, base, 10 * page, Use::Local);
-    // Eight stay as victims, two are unpinned.
-    assert_eq!(vm_locked() - before, 8 * page);
+    assert_eq!(vm_locked() - before, 10 * page, "released buckets stay pinned as victims");
+    t.acquire(&Mlock, base + 20 * page, 2 * page, Use::Local).unwrap();
+    assert_eq!(vm_locked() - before, 12 * page);
+    t.release(&Mlock, base + 20 * page, 2 * page, Use::Local);
+    // Twelve victims, MAXVICTIM ten: the two released first are unpinned.
+    assert_eq!(vm_locked() - before, 10 * page);
     t.invalidate(&Mlock, base + 6 * page, 4 * page);
-    assert_eq!(vm_locked() - before, 4 * page);
+    assert_eq!(vm_locked() - before, 6 * page);
     t.drain_victims(&Mlock);
     assert_eq!(vm_locked(), before);
     // SAFETY: the mapping made above.

@@ -30,6 +30,12 @@ pub mod code {
     pub const ERR_IO: c_int = -6;
     /// The machine model has no path between the two places.
     pub const ERR_PATH: c_int = -7;
+    /// `sluice_rma_init`: the MPI does not run at `MPI_THREAD_MULTIPLE`, which the target-side
+    /// service thread needs.
+    pub const ERR_THREAD: c_int = -8;
+    /// A put or get the target refused: its range is not mapped there (or not writable, for a
+    /// put), or the target's firehose memory is exhausted.
+    pub const ERR_REMOTE: c_int = -9;
 }
 
 /// Where a `sluice_place_t` is.
@@ -213,13 +219,20 @@ pub fn test(ev: &Event) -> Option<Result<(), String>> {
     ev.test()
 }
 
-/// The code of a copy's outcome.
-pub fn outcome(o: Result<(), String>) -> c_int {
+/// The code of an event's outcome: a copy's failure is `SLUICE_ERR_IO`, a put's or get's
+/// the code its event was failed with (`Event::fail`).
+pub fn outcome(ev: &Event, o: Result<(), String>) -> c_int {
     match o {
         Ok(()) => code::SUCCESS,
-        Err(m) => {
-            log::warn!("sluice_copy: {m}");
-            code::ERR_IO
-        }
+        Err(m) => match ev.code() {
+            0 => {
+                log::warn!("sluice_copy: {m}");
+                code::ERR_IO
+            }
+            c => {
+                log::warn!("{m}");
+                c
+            }
+        },
     }
 }

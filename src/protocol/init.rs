@@ -169,6 +169,7 @@ unsafe fn init_raised(argc: *mut c_int, argv: *mut *mut *mut c_char, app: c_int,
 /// As `MPI_Init`: `argc`/`argv` are null or the program's arguments.
 pub unsafe fn init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     let t0 = stats::now_ns();
+    crate::protocol::rma::before_mpi_init();
     let rc = if wants_progress_thread() {
         // SAFETY: forwarded contract; no output argument.
         unsafe { init_raised(argc, argv, crate::ffi::THREAD_SINGLE, std::ptr::null_mut()) }
@@ -185,6 +186,7 @@ pub unsafe fn init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
 /// As `MPI_Init_thread`.
 pub unsafe fn init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) -> c_int {
     let t0 = stats::now_ns();
+    crate::protocol::rma::before_mpi_init();
     let rc = if wants_progress_thread() {
         // SAFETY: forwarded contract.
         unsafe { init_raised(argc, argv, required, provided) }
@@ -219,6 +221,9 @@ pub unsafe fn query_thread(provided: *mut c_int) -> c_int {
 pub unsafe fn finalize() -> c_int {
     // From here on only this thread calls MPI for sluice (the drains below).
     progress::thread::stop();
+    // Before anything that blocks in the MPI: other processes' puts and gets may still need
+    // this one to serve their move requests.
+    crate::protocol::rma::finish();
     if runtime::config().is_some_and(|c| c.stats) && errors::mpi_is_active() {
         gather_and_print_stats();
     }
@@ -264,6 +269,7 @@ fn fold_pin_counters() {
     stats::add(stats::Family::Unpin, c.unpins, c.unpins * b);
     stats::add(stats::Family::PinInvalidated, c.invalidated, c.invalidated * b);
     stats::add(stats::Family::PinHigh, 1, c.pinned_high as u64);
+    stats::add(stats::Family::FirehoseServed, crate::protocol::rma::served(), 0);
 }
 
 /// Gathers every rank's counters to rank 0 over `PMPI_Gather` (sluice's own traffic goes

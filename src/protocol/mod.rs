@@ -29,4 +29,5 @@ pub mod pack_engine;
 pub mod parallel;
 pub mod profile;
 pub mod reorder;
+pub mod rma;
 pub mod type_prefix;

@@ -5,6 +5,8 @@ use std::sync::{Arc, Condvar, Mutex};
 #[derive(Default, Debug)]
 struct State {
     outcome: Option<Result<(), String>>,
+    /// What kind of failure (the API's error code; 0: the default, an I/O failure).
+    code: i32,
 }
 
 /// A copy's completion; clones refer to the same event.
@@ -31,6 +33,22 @@ impl Event {
             g.outcome = Some(outcome);
             cv.notify_all();
         }
+    }
+
+    /// Completes the event with a failure of kind `code` (an error code of the API that made it).
+    pub fn fail(&self, code: i32, message: String) {
+        let (m, cv) = &*self.0;
+        let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
+        if g.outcome.is_none() {
+            g.outcome = Some(Err(message));
+            g.code = code;
+            cv.notify_all();
+        }
+    }
+
+    /// The kind of failure given to [`Event::fail`] (0 otherwise).
+    pub fn code(&self) -> i32 {
+        self.0 .0.lock().unwrap_or_else(|e| e.into_inner()).code
     }
 
     /// The outcome, if complete.

@@ -1,0 +1,30 @@
+//! One-sided puts and gets through firehoses (`sluice_put`/`sluice_get`, docs/firehose.md) under
+//! real MPI jobs: tests/c/rma_put_get.c at 2 and 4 ranks with a small `M`, so that operations
+//! split, firehoses move and victims are evicted; targets inside MPI_Barrier, MPI_Allreduce and
+//! a blocking MPI_Recv serve move requests; threads; refusals of unmapped and read-only remote
+//! memory; the pinned amount within M + MAXVICTIM. And the refusal without MPI_THREAD_MULTIPLE.
+
+mod common;
+use common::*;
+
+#[test]
+fn puts_and_gets_move_exact_bytes_and_keep_the_bound() {
+    let exe = compile_linked("tests/c", "rma_put_get");
+    for np in [2u32, 4] {
+        for (m, v) in [("262144", "65536"), ("8388608", "1048576")] {
+            let job = launch_shim(np, &exe, &[("SLUICE_FIREHOSE_M", m), ("SLUICE_FIREHOSE_MAXVICTIM", v), ("SLUICE_STATS", "1")]);
+            job.assert_pass("rma_put_get");
+            assert!(job.stat_calls("fh-move").is_some_and(|n| n > 0), "no move requests counted:\n{}", job.all());
+            assert!(job.stat_calls("fh-served").is_some_and(|n| n > 0), "no move requests served:\n{}", job.all());
+            assert!(job.stat_calls("pin-hit").is_some_and(|n| n > 0), "no bucket reused:\n{}", job.all());
+        }
+    }
+}
+
+#[test]
+fn without_thread_multiple_the_service_is_refused() {
+    let exe = compile_linked("tests/c", "rma_put_get");
+    let job = launch_args(2, &exe, &["single"], &[], Some(shim().to_str().unwrap()));
+    job.assert_pass("rma_single");
+    assert!(job.stderr.contains("MPI_THREAD_MULTIPLE"), "no message:\n{}", job.all());
+}
