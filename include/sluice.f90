@@ -26,6 +26,8 @@ module sluice
     integer, parameter, public :: SLUICE_ERR_NOT_INITIALIZED = -5
     integer, parameter, public :: SLUICE_ERR_IO = -6
     integer, parameter, public :: SLUICE_ERR_PATH = -7
+    integer, parameter, public :: SLUICE_ERR_THREAD = -8
+    integer, parameter, public :: SLUICE_ERR_REMOTE = -9
     integer, parameter, public :: SLUICE_PLACE_HOST = 1
     integer, parameter, public :: SLUICE_PLACE_FILE = 2
     integer, parameter, public :: SLUICE_FILE_READ = 1
@@ -45,6 +47,7 @@ module sluice
 
     public :: sluice_host, sluice_file, sluice_copy, sluice_event_wait, sluice_event_test
     public :: sluice_plan_explain, sluice_file_open, sluice_file_close
+    public :: sluice_rma_init, sluice_put, sluice_get
 
     interface
         integer(c_int) function c_copy(src, dst, priority, event) bind(C, name="sluice_copy_f")
@@ -72,6 +75,25 @@ module sluice
             import :: c_int, c_char
             character(kind=c_char), intent(in) :: path(*)
             integer(c_int), value :: flags
+        end function
+        integer(c_int) function c_rma_init() bind(C, name="sluice_rma_init")
+            import :: c_int
+        end function
+        integer(c_int) function c_put(rank, remote, local, len, event) bind(C, name="sluice_put")
+            import :: c_int, c_int64_t, c_ptr, c_size_t
+            integer(c_int), value :: rank
+            integer(c_int64_t), value :: remote
+            type(c_ptr), value :: local
+            integer(c_size_t), value :: len
+            type(c_ptr), intent(inout) :: event
+        end function
+        integer(c_int) function c_get(rank, remote, local, len, event) bind(C, name="sluice_get")
+            import :: c_int, c_int64_t, c_ptr, c_size_t
+            integer(c_int), value :: rank
+            integer(c_int64_t), value :: remote
+            type(c_ptr), value :: local
+            integer(c_size_t), value :: len
+            type(c_ptr), intent(inout) :: event
         end function
         integer(c_int) function c_close(fd) bind(C, name="sluice_file_close")
             import :: c_int
@@ -156,6 +178,31 @@ contains
     integer function sluice_file_close(fd)
         integer, intent(in) :: fd
         sluice_file_close = c_close(int(fd, c_int))
+    end function
+
+    ! Opens the one-sided service (collective over MPI_COMM_WORLD; needs MPI_THREAD_MULTIPLE,
+    ! or SLUICE_PROGRESS_THREAD=1). docs/firehose.md.
+    integer function sluice_rma_init()
+        sluice_rma_init = c_rma_init()
+    end function
+
+    ! Starts writing `len` bytes at `local` (c_loc of the buffer) to address `remote` of world
+    ! rank `rank` (an address the target took with c_loc and sent); wait for `event`.
+    integer function sluice_put(rank, remote, local, len, event)
+        integer, intent(in) :: rank
+        integer(c_int64_t), intent(in) :: remote, len
+        type(c_ptr), intent(in) :: local
+        type(c_ptr), intent(inout) :: event
+        sluice_put = c_put(int(rank, c_int), remote, local, int(len, c_size_t), event)
+    end function
+
+    ! Starts reading `len` bytes at address `remote` of world rank `rank` into `local`.
+    integer function sluice_get(rank, remote, local, len, event)
+        integer, intent(in) :: rank
+        integer(c_int64_t), intent(in) :: remote, len
+        type(c_ptr), intent(in) :: local
+        type(c_ptr), intent(inout) :: event
+        sluice_get = c_get(int(rank, c_int), remote, local, int(len, c_size_t), event)
     end function
 
 end module sluice

@@ -28,3 +28,13 @@ fn without_thread_multiple_the_service_is_refused() {
     job.assert_pass("rma_single");
     assert!(job.stderr.contains("MPI_THREAD_MULTIPLE"), "no message:\n{}", job.all());
 }
+
+/// The same from Fortran (`use sluice`): tests/fortran/rma.F90 at 2 and 4 ranks.
+#[test]
+fn fortran_module_puts_and_gets() {
+    let exe = compile_fortran_linked("rma.F90");
+    for np in [2u32, 4] {
+        let job = launch_shim(np, &exe, &[]);
+        assert!(job.ok && job.stdout.lines().any(|l| l.trim() == "PASS"), "rma.F90 np={np}:\n{}", job.all());
+    }
+}
