@@ -195,6 +195,20 @@ int sluice_rma_init(void);
 int sluice_put(int rank, uint64_t remote, const void *local, size_t len, sluice_event_t *event);
 int sluice_get(int rank, uint64_t remote, void *local, size_t len, sluice_event_t *event);
 
+/* Benchmarks: how this process's later puts and gets reach remote memory, the paper's two
+ * baselines beside firehoses: RENDEZVOUS = a handshake per operation (the target pins and
+ * attaches), the data, a second handshake (unpin, detach); RENDEZVOUS_KEEP = a handshake per
+ * operation and the target keeps everything pinned for good (unbounded). Call with no
+ * operation in flight. Returns the previous strategy or an error code. */
+#define SLUICE_RMA_FIREHOSE 0
+#define SLUICE_RMA_RENDEZVOUS 1
+#define SLUICE_RMA_RENDEZVOUS_KEEP 2
+int sluice_rma_strategy(int strategy);
+
+/* Pieces of this process's puts and gets that found their firehoses mapped (moved one-sided at
+ * once), and move requests plus handshakes it sent. Returns 0. */
+int sluice_rma_counters(long *one_sided, long *moves);
+
 /* This process's registration manager now (each pointer may be NULL): bytes pinned, bytes kept
  * pinned in the victim FIFO, bytes referenced by other processes' firehoses, the most bytes
  * pinned at once, and the firehoses other processes map onto this one. Returns 0. */

@@ -346,3 +346,44 @@ pub unsafe extern "C" fn sluice_pin_state(
         0
     })
 }
+
+/// `sluice_rma_strategy`: how this process's later puts and gets reach remote memory
+/// (`SLUICE_RMA_FIREHOSE` 0, `SLUICE_RMA_RENDEZVOUS` 1, `SLUICE_RMA_RENDEZVOUS_KEEP` 2: the
+/// paper's baselines, for benchmarks). Returns the previous strategy, or an error code.
+#[no_mangle]
+pub extern "C" fn sluice_rma_strategy(strategy: c_int) -> c_int {
+    use crate::protocol::rma::Strategy;
+    api(code::ERR_ARG, || {
+        let s = match strategy {
+            0 => Strategy::Firehose,
+            1 => Strategy::Rendezvous,
+            2 => Strategy::RendezvousKeep,
+            _ => return refuse("sluice_rma_strategy", Refused(code::ERR_ARG, format!("unknown strategy {strategy}"))),
+        };
+        match crate::protocol::rma::set_strategy(s) {
+            Ok(Strategy::Firehose) => 0,
+            Ok(Strategy::Rendezvous) => 1,
+            Ok(Strategy::RendezvousKeep) => 2,
+            Err(r) => refuse("sluice_rma_strategy", r),
+        }
+    })
+}
+
+/// `sluice_rma_counters`: pieces of this process's puts and gets that found their firehoses
+/// mapped (one-sided), and move requests plus handshakes it sent (each pointer may be NULL).
+///
+/// # Safety
+/// Non-null pointers are writable `long`s.
+#[no_mangle]
+pub unsafe extern "C" fn sluice_rma_counters(one_sided: *mut std::ffi::c_long, moves: *mut std::ffi::c_long) -> c_int {
+    guarded(|| {
+        let (h, m) = crate::protocol::rma::firehose_counters();
+        for (p, v) in [(one_sided, h), (moves, m)] {
+            if !p.is_null() {
+                // SAFETY: the caller's `long` out-parameter.
+                unsafe { *p = v as std::ffi::c_long };
+            }
+        }
+        0
+    })
+}

@@ -205,10 +205,25 @@ int main(int argc, char **argv) {
     }
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 
-    /* 4. Refusals. */
+    /* 4. The paper's baselines, for the benchmark: a handshake per operation, with and without
+     * unpinning; the bytes must be the same. */
+    for (int strategy = SLUICE_RMA_RENDEZVOUS; strategy <= SLUICE_RMA_RENDEZVOUS_KEEP; strategy++) {
+        EXPECT(sluice_rma_strategy(strategy) >= 0, "strategy %d", strategy);
+        int t = (rank + 1) % size;
+        size_t base = REGION * 7 / 8 + (strategy - 1) * 60000;
+        put_piece(t, base, 8);
+        put_piece(t, base + 1000, 50000);
+        get_check(t, rank, base, 8);
+        get_check(t, rank, base + 1000, 50000);
+    }
+    EXPECT(sluice_rma_strategy(SLUICE_RMA_FIREHOSE) == SLUICE_RMA_RENDEZVOUS_KEEP, "previous strategy");
+    EXPECT(sluice_rma_strategy(7) == SLUICE_ERR_ARG, "unknown strategy accepted");
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+
+    /* 5. Refusals. */
     refusals();
 
-    /* 5. The bound. */
+    /* 6. The bound. */
     long pinned, victims, remote, high, hoses;
     sluice_pin_state(&pinned, &victims, &remote, &high, &hoses);
     long m = atol(getenv("SLUICE_FIREHOSE_M") ? getenv("SLUICE_FIREHOSE_M") : "0");

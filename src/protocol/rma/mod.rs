@@ -56,6 +56,11 @@ struct Op {
     done: usize,
     /// The current piece holds its firehose references.
     covered: bool,
+    /// Rendezvous strategies: the handshake this operation waits for, and whether it is the
+    /// unmap after the piece (then `moved` bytes are done once it is answered).
+    handshake: Option<u64>,
+    unmapping: bool,
+    moved: usize,
     event: Event,
 }
 
@@ -68,6 +73,8 @@ struct Move {
     send: mpi::MPI_Request,
     answer: Box<[u64; 2]>,
     recv: mpi::MPI_Request,
+    /// A rendezvous handshake: its answer goes to `Service::answers`, not the firehose table.
+    handshake: bool,
 }
 
 struct Service {
@@ -80,6 +87,24 @@ struct Service {
     attached: target::Attached,
     moves: Vec<Move>,
     ops: Vec<Op>,
+    strategy: Strategy,
+    /// Answers to rendezvous handshakes, by id.
+    answers: std::collections::HashMap<u64, u64>,
+    next_handshake: u64,
+}
+
+/// How puts and gets reach remote memory: firehoses, or the paper's two baselines (for the
+/// benchmark, `sluice_rma_strategy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// Firehoses: one-sided when mapped, a move request otherwise.
+    Firehose,
+    /// A handshake per operation (the target pins and attaches), the data, then a second
+    /// handshake that unpins and detaches.
+    Rendezvous,
+    /// A handshake per operation; the target keeps everything pinned and attached for good
+    /// (unbounded: the paper's "rendezvous without unpin").
+    RendezvousKeep,
 }
 
 // SAFETY: the MPI handles (pointers in Open MPI) are opaque values only passed back to the MPI,
@@ -167,6 +192,9 @@ pub fn init() -> Result<(), Refused> {
         attached: target::Attached::default(),
         moves: Vec::new(),
         ops: Vec::new(),
+        strategy: Strategy::Firehose,
+        answers: std::collections::HashMap::new(),
+        next_handshake: 1 << 62,
     });
     SOURCE.add(1);
     Ok(())
@@ -195,7 +223,19 @@ pub fn start(put: bool, rank: c_int, remote: u64, local: *mut c_void, len: usize
     if rank == s.me {
         return Ok(self_copy(dir, remote as usize, local as usize, len));
     }
-    let mut op = Op { dir, rank, remote: remote as usize, local: local as usize, len, done: 0, covered: false, event: Event::new() };
+    let mut op = Op {
+        dir,
+        rank,
+        remote: remote as usize,
+        local: local as usize,
+        len,
+        done: 0,
+        covered: false,
+        handshake: None,
+        unmapping: false,
+        moved: 0,
+        event: Event::new(),
+    };
     let event = op.event.clone();
     if !s.advance(&mut op) {
         s.ops.push(op);
@@ -246,6 +286,9 @@ impl Service {
     /// Moves as many pieces of `op` as are covered; whether the operation finished (its event
     /// completed, either way).
     fn advance(&mut self, op: &mut Op) -> bool {
+        if self.strategy != Strategy::Firehose || op.handshake.is_some() {
+            return self.advance_handshakes(op);
+        }
         loop {
             if op.done == op.len {
                 op.event.complete(Ok(()));
@@ -293,6 +336,61 @@ impl Service {
         }
     }
 
+    /// The baselines: every piece is a handshake (map), the data, and with `Rendezvous` a
+    /// second handshake (unmap).
+    fn advance_handshakes(&mut self, op: &mut Op) -> bool {
+        loop {
+            if op.handshake.is_none() && op.event.test().is_some() {
+                return true; // failed, and its last unmap is answered
+            }
+            if op.done == op.len {
+                op.event.complete(Ok(()));
+                return true;
+            }
+            let (start, plen) = self.piece(op);
+            let (first, end) = self.table.buckets(start, plen);
+            let buckets: Vec<usize> = (first..end).collect();
+            let Some(id) = op.handshake else {
+                let keep = self.strategy == Strategy::RendezvousKeep;
+                op.handshake = Some(self.send_handshake(op.rank, &buckets, &[], keep));
+                op.unmapping = false;
+                return false;
+            };
+            let Some(status) = self.answers.remove(&id) else { return false };
+            if op.unmapping {
+                op.done += op.moved;
+                op.handshake = None;
+                continue;
+            }
+            let refused = !(status == target::OK_WRITABLE || (status == target::OK_READ_ONLY && op.dir == Dir::Get));
+            let rc = if refused { 0 } else { self.transfer(op, start, plen) };
+            if self.strategy == Strategy::Rendezvous && status <= target::OK_READ_ONLY {
+                op.handshake = Some(self.send_handshake(op.rank, &[], &buckets, false));
+                op.unmapping = true;
+                op.moved = plen;
+            } else {
+                op.handshake = None;
+                op.done += plen;
+            }
+            if refused || rc != 0 {
+                op.event.fail(
+                    if refused { code::ERR_REMOTE } else { code::ERR_IO },
+                    format!("{}: rank {} refused or failed {start:#x} + {plen} bytes", op.name(), op.rank),
+                );
+                return op.handshake.is_none();
+            }
+        }
+    }
+
+    /// Sends a handshake of the baselines: the target pins outside the bucket table (`keep`:
+    /// for good; else until the unmap handshake).
+    fn send_handshake(&mut self, rank: c_int, map: &[usize], unmap: &[usize], keep: bool) -> u64 {
+        let id = self.next_handshake;
+        self.next_handshake += 1;
+        self.post_move(rank, id, map, unmap, if keep { 1 } else { 2 }, true);
+        id
+    }
+
     /// One piece, one-sided: an `MPI_Put`/`MPI_Get` per remote bucket (each bucket is its own
     /// attached region, and an access may not span regions: Open MPI refuses it), then one
     /// `MPI_Win_flush`. The local side is pinned for the transfer as the paper's local
@@ -333,9 +431,15 @@ impl Service {
     }
 
     fn send_move(&mut self, rank: c_int, id: u64, map: &[usize], unmap: &[usize]) {
+        self.post_move(rank, id, map, unmap, 0, false);
+    }
+
+    /// Sends a move request (`mode` 0: firehoses; 1: a baseline's, kept for good; 2: a
+    /// baseline's, until unmapped) and posts the receive of its answer.
+    fn post_move(&mut self, rank: c_int, id: u64, map: &[usize], unmap: &[usize], mode: u64, handshake: bool) {
         crate::stats::count(crate::stats::Family::FirehoseMove, map.len() * self.bucket);
-        let mut msg = Vec::with_capacity(3 + map.len() + unmap.len());
-        msg.extend([id, unmap.len() as u64, map.len() as u64]);
+        let mut msg = Vec::with_capacity(4 + map.len() + unmap.len());
+        msg.extend([id, unmap.len() as u64, map.len() as u64, mode]);
         msg.extend(unmap.iter().map(|b| *b as u64));
         msg.extend(map.iter().map(|b| *b as u64));
         let mut answer = Box::new([0u64; 2]);
@@ -345,7 +449,7 @@ impl Service {
             mpi::PMPI_Isend(msg.as_ptr().cast(), (msg.len() * 8) as c_int, consts::byte(), rank, MOVE, self.comm, &mut send);
             mpi::PMPI_Irecv(answer.as_mut_ptr().cast(), 16, consts::byte(), rank, REPLY, self.comm, &mut recv);
         }
-        self.moves.push(Move { rank, id, _msg: msg, send, answer, recv });
+        self.moves.push(Move { rank, id, _msg: msg, send, answer, recv, handshake });
     }
 
     /// Serves every move request that has arrived (the target side).
@@ -360,17 +464,21 @@ impl Service {
             let mut bytes = 0;
             // SAFETY: the status just filled; counts bytes.
             unsafe { mpi::PMPI_Get_count(&st, consts::byte(), &mut bytes) };
-            let mut msg = vec![0u64; (bytes as usize).div_ceil(8).max(3)];
+            let mut msg = vec![0u64; (bytes as usize).div_ceil(8).max(4)];
             // SAFETY: receives the probed message into a buffer of at least its size.
             unsafe {
                 mpi::PMPI_Recv(msg.as_mut_ptr().cast(), bytes, consts::byte(), st.MPI_SOURCE, MOVE, self.comm, consts::status_ignore())
             };
             let (nu, nm) = (msg[1] as usize, msg[2] as usize);
-            let status = if 3 + nu + nm > msg.len() {
+            let mode = match msg[3] {
+                0 => target::Mode::Firehose,
+                _ => target::Mode::Raw,
+            };
+            let status = if 4 + nu + nm > msg.len() {
                 target::NOT_MAPPED
             } else {
-                let words: Vec<usize> = msg[3..3 + nu + nm].iter().map(|w| *w as usize).collect();
-                self.attached.serve(self.win, self.bucket, &words[..nu], &words[nu..])
+                let words: Vec<usize> = msg[4..4 + nu + nm].iter().map(|w| *w as usize).collect();
+                self.attached.serve(self.win, self.bucket, mode, &words[..nu], &words[nu..])
             };
             SERVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let answer = [msg[0], status];
@@ -401,6 +509,10 @@ impl Service {
                 _ => Err(()),
             };
             debug_assert_eq!(m.answer[0], m.id);
+            if m.handshake {
+                self.answers.insert(m.id, status);
+                continue;
+            }
             self.table.moved(m.rank, m.id, answer);
             if answer.is_err() {
                 // Operations holding the refused buckets release now, before any other covers.
@@ -479,6 +591,28 @@ pub fn before_mpi_init() {
     let regions = (c.firehose.m / c.firehose.bucket + 64).min(1 << 20);
     // Before MPI_Init, normally with no other thread running: what Open MPI reads at start.
     std::env::set_var("OMPI_MCA_osc_rdma_max_attach", regions.to_string());
+}
+
+/// `sluice_rma_strategy`: switches this process's puts and gets to `strategy` (none may be in
+/// flight); returns the previous one.
+pub fn set_strategy(strategy: Strategy) -> Result<Strategy, Refused> {
+    let mut g = SERVICE.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(s) = g.as_mut() else {
+        return Err(Refused(code::ERR_NOT_INITIALIZED, "call sluice_rma_init first".into()));
+    };
+    if !s.ops.is_empty() {
+        return Err(Refused(code::ERR_ARG, "operations are in flight".into()));
+    }
+    Ok(std::mem::replace(&mut s.strategy, strategy))
+}
+
+/// (pieces that found their firehoses mapped, move requests and handshakes sent) so far.
+pub fn firehose_counters() -> (u64, u64) {
+    SERVICE
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map_or((0, 0), |s| (s.table.hits, s.table.moves + (s.next_handshake - (1 << 62))))
 }
 
 /// Move requests this process served (the finalize statistics).

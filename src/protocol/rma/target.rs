@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use crate::ffi::mpi;
+use crate::pin::backend::{Backend, Mlock};
 use crate::pin::{self, Use};
 
 /// The answer's status: every bucket mapped, writable.
@@ -20,33 +21,52 @@ pub const NO_ROOM: u64 = 3;
 /// The MPI refused to attach the memory to the window.
 pub const ATTACH_FAILED: u64 = 4;
 
-/// The target's attachments: bucket -> firehoses (of every initiator) mapped onto it. A bucket
-/// is attached to the window once, while any firehose maps it.
+/// How a move request maps its buckets (the request's mode word).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Firehoses: pinned as remote references of the bucket table (bounded by `M`).
+    Firehose,
+    /// The baselines: pinned with `mlock` outside the table (unbounded, as the paper's baselines
+    /// are) until unmapped; rendezvous without unpin never unmaps (its references only grow).
+    Raw,
+}
+
+/// References on one bucket of this process.
+#[derive(Clone, Copy, Debug, Default)]
+struct Refs {
+    /// Firehoses mapped onto it (each a remote reference in the bucket table).
+    table: u32,
+    /// Baseline handshakes that mapped it (one `mlock` while any).
+    raw: u32,
+}
+
+/// The target's attachments: bucket -> the references that keep it attached. A bucket is
+/// attached to the window once, while any reference holds it.
 #[derive(Default)]
 pub struct Attached {
-    count: HashMap<usize, u32>,
+    refs: HashMap<usize, Refs>,
 }
 
 impl Attached {
     /// Firehoses mapped onto this process's buckets, in all.
     pub fn firehoses(&self) -> usize {
-        self.count.values().map(|c| *c as usize).sum()
+        self.refs.values().map(|r| r.table as usize).sum()
     }
 
     /// Serves one move request: unmaps `unmap`, maps `map` (all or none), returns the status.
-    pub fn serve(&mut self, win: mpi::MPI_Win, bucket: usize, unmap: &[usize], map: &[usize]) -> u64 {
+    pub fn serve(&mut self, win: mpi::MPI_Win, bucket: usize, mode: Mode, unmap: &[usize], map: &[usize]) -> u64 {
         for &b in unmap {
-            self.unmap(win, bucket, b);
+            self.unmap(win, bucket, mode, b);
         }
         let perms = match permissions(map, bucket) {
             Some(p) => p,
             None => return NOT_MAPPED,
         };
         for (i, &b) in map.iter().enumerate() {
-            let status = self.map(win, bucket, b);
+            let status = self.map(win, bucket, mode, b);
             if status != OK_WRITABLE {
                 for &done in &map[..i] {
-                    self.unmap(win, bucket, done);
+                    self.unmap(win, bucket, mode, done);
                 }
                 return status;
             }
@@ -58,43 +78,69 @@ impl Attached {
         }
     }
 
-    fn map(&mut self, win: mpi::MPI_Win, bucket: usize, b: usize) -> u64 {
-        if pin::pin(b * bucket, bucket, Use::Remote).is_err() {
+    fn map(&mut self, win: mpi::MPI_Win, bucket: usize, mode: Mode, b: usize) -> u64 {
+        let r = self.refs.get(&b).copied().unwrap_or_default();
+        let pinned = match mode {
+            Mode::Firehose => pin::pin(b * bucket, bucket, Use::Remote).is_ok(),
+            Mode::Raw if r.raw > 0 => true,
+            Mode::Raw => Mlock.pin(b * bucket, bucket).is_ok(),
+        };
+        if !pinned {
             return NO_ROOM;
         }
-        let c = self.count.entry(b).or_default();
-        if *c == 0 {
+        if r.table + r.raw == 0 {
             // SAFETY: attaches memory this process holds mapped and pinned (checked above) to
             // sluice's own dynamic window.
             let rc = unsafe { mpi::PMPI_Win_attach(win, (b * bucket) as *mut std::ffi::c_void, bucket as mpi::MPI_Aint) };
             if rc != 0 {
-                self.count.remove(&b);
-                pin::unpin(b * bucket, bucket, Use::Remote);
+                match mode {
+                    Mode::Firehose => pin::unpin(b * bucket, bucket, Use::Remote),
+                    Mode::Raw => drop(Mlock.unpin(b * bucket, bucket)),
+                }
                 return ATTACH_FAILED;
             }
         }
-        *self.count.entry(b).or_default() += 1;
+        let e = self.refs.entry(b).or_default();
+        match mode {
+            Mode::Firehose => e.table += 1,
+            Mode::Raw => e.raw += 1,
+        }
         OK_WRITABLE
     }
 
-    fn unmap(&mut self, win: mpi::MPI_Win, bucket: usize, b: usize) {
-        let Some(c) = self.count.get_mut(&b) else { return };
-        *c -= 1;
-        if *c == 0 {
-            self.count.remove(&b);
+    fn unmap(&mut self, win: mpi::MPI_Win, bucket: usize, mode: Mode, b: usize) {
+        let Some(r) = self.refs.get_mut(&b) else { return };
+        match mode {
+            Mode::Firehose if r.table > 0 => {
+                r.table -= 1;
+                pin::unpin(b * bucket, bucket, Use::Remote);
+            }
+            Mode::Raw if r.raw > 0 => {
+                r.raw -= 1;
+                // `mlock` does not nest: leave the pages locked while the table holds them.
+                if r.raw == 0 && r.table == 0 {
+                    let _ = Mlock.unpin(b * bucket, bucket);
+                }
+            }
+            _ => return,
+        }
+        if r.table + r.raw == 0 {
+            self.refs.remove(&b);
             // SAFETY: detaches a region this module attached at this base.
             unsafe { mpi::PMPI_Win_detach(win, (b * bucket) as *const std::ffi::c_void) };
         }
-        pin::unpin(b * bucket, bucket, Use::Remote);
     }
 
     /// Detaches and unpins everything (the service closes).
     pub fn clear(&mut self, win: mpi::MPI_Win, bucket: usize) {
-        for (b, c) in self.count.drain() {
+        for (b, r) in self.refs.drain() {
             // SAFETY: as in `unmap`.
             unsafe { mpi::PMPI_Win_detach(win, (b * bucket) as *const std::ffi::c_void) };
-            for _ in 0..c {
+            for _ in 0..r.table {
                 pin::unpin(b * bucket, bucket, Use::Remote);
+            }
+            if r.raw > 0 && r.table == 0 {
+                let _ = Mlock.unpin(b * bucket, bucket);
             }
         }
     }
