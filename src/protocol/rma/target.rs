@@ -154,11 +154,80 @@ pub fn accessible(addr: usize, len: usize, write: bool, page: usize) -> bool {
 }
 
 /// Whether every bucket of `map` lies in readable mappings of this process (`None`: not), and
-/// whether all are writable, from `/proc/self/maps`.
+/// whether all are writable. Asks the kernel for each mapping (`PROCMAP_QUERY`, Linux 6.11+:
+/// `mlock` splits mappings per bucket, so `/proc/self/maps` grows to thousands of lines and
+/// reading it whole cost milliseconds per move); parses `/proc/self/maps` on older kernels.
 fn permissions(map: &[usize], bucket: usize) -> Option<bool> {
     if map.is_empty() {
         return Some(true);
     }
+    match query_permissions(map, bucket) {
+        Ok(p) => p,
+        Err(()) => parse_permissions(map, bucket),
+    }
+}
+
+/// The kernel's `struct procmap_query` (include/uapi/linux/fs.h).
+#[repr(C)]
+#[derive(Default)]
+struct ProcmapQuery {
+    size: u64,
+    query_flags: u64,
+    query_addr: u64,
+    vma_start: u64,
+    vma_end: u64,
+    vma_flags: u64,
+    vma_page_size: u64,
+    vma_offset: u64,
+    inode: u64,
+    dev_major: u32,
+    dev_minor: u32,
+    vma_name_size: u32,
+    build_id_size: u32,
+    vma_name_addr: u64,
+    build_id_addr: u64,
+}
+
+/// `_IOWR('f', 17, struct procmap_query)`.
+const PROCMAP_QUERY: u64 = 0xC068_6611;
+const VMA_READABLE: u64 = 1;
+const VMA_WRITABLE: u64 = 2;
+
+/// [`permissions`] through `PROCMAP_QUERY`; `Err` when the kernel does not have it.
+fn query_permissions(map: &[usize], bucket: usize) -> Result<Option<bool>, ()> {
+    // SAFETY: opens a file by a NUL-terminated path; closed below.
+    let fd = unsafe { libc::open(c"/proc/self/maps".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(());
+    }
+    let mut writable = true;
+    let mut answer = Ok(Some(true));
+    'buckets: for &b in map {
+        let (mut at, end) = (b * bucket, (b + 1) * bucket);
+        while at < end {
+            let mut q = ProcmapQuery { size: std::mem::size_of::<ProcmapQuery>() as u64, query_addr: at as u64, ..Default::default() };
+            // SAFETY: the ioctl reads and writes one procmap_query (its size in the struct).
+            let rc = unsafe { libc::ioctl(fd, PROCMAP_QUERY as _, &mut q) };
+            if rc != 0 {
+                let e = std::io::Error::last_os_error().raw_os_error();
+                answer = if e == Some(libc::ENOENT) { Ok(None) } else { Err(()) };
+                break 'buckets;
+            }
+            if q.vma_flags & VMA_READABLE == 0 {
+                answer = Ok(None);
+                break 'buckets;
+            }
+            writable &= q.vma_flags & VMA_WRITABLE != 0;
+            at = q.vma_end as usize;
+        }
+    }
+    // SAFETY: closes the descriptor opened above.
+    unsafe { libc::close(fd) };
+    answer.map(|a| a.map(|_| writable))
+}
+
+/// [`permissions`] from the text of `/proc/self/maps`.
+fn parse_permissions(map: &[usize], bucket: usize) -> Option<bool> {
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
     let vmas: Vec<(usize, usize, bool, bool)> = maps
         .lines()
@@ -176,7 +245,6 @@ fn permissions(map: &[usize], bucket: usize) -> Option<bool> {
         .collect();
     let mut writable = true;
     for &b in map {
-        // Buckets are whole pages: each lies in one run of VMAs; walk them in order.
         let (mut at, end) = (b * bucket, (b + 1) * bucket);
         while at < end {
             let &(_, hi, r, w) = vmas.iter().find(|(lo, hi, _, _)| *lo <= at && at < *hi)?;
@@ -205,9 +273,14 @@ mod tests {
             libc::munmap((p + 2 * page) as *mut libc::c_void, page);
         }
         let b = p / page;
-        assert_eq!(super::permissions(&[b], page), Some(true));
-        assert_eq!(super::permissions(&[b, b + 1], page), Some(false));
-        assert_eq!(super::permissions(&[b + 2], page), None);
+        for f in [super::permissions, super::parse_permissions] {
+            assert_eq!(f(&[b], page), Some(true));
+            assert_eq!(f(&[b, b + 1], page), Some(false));
+            assert_eq!(f(&[b + 2], page), None);
+        }
+        if let Ok(q) = super::query_permissions(&[b, b + 1], page) {
+            assert_eq!(q, Some(false), "PROCMAP_QUERY (Linux 6.11+) agrees with the text");
+        }
         // SAFETY: unmaps what is left.
         unsafe { libc::munmap(p as *mut libc::c_void, 2 * page) };
     }
