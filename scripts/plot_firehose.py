@@ -97,7 +97,7 @@ def main():
                 ax.plot(wss, ys, style, label=LABEL[s])
             for x, txt in [(m, "M"), (m + v, "M+MAXVICTIM")]:
                 ax.axvline(x, color="grey", lw=0.8, ls="--")
-                ax.text(x, ax.get_ylim()[1] if size != 8 else 1, txt, rotation=90, va="bottom" if size == 8 else "top", fontsize=8)
+                ax.text(x, 0.97, " " + txt, rotation=90, va="top", ha="right", fontsize=8, transform=ax.get_xaxis_transform())
             ax.set_xlabel("working set (MiB, uniform random targets)")
             if size == 8:
                 ax.set_yscale("log")

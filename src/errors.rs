@@ -53,6 +53,19 @@ pub fn raise_file(fh: mpi::MPI_File, class: c_int, msg: &str) -> c_int {
     class
 }
 
+/// The MPI's text for an error code (`MPI_Error_string`), or the number when it has none.
+pub fn error_string(code: c_int) -> String {
+    let mut buf = vec![0u8; mpi::MPI_MAX_ERROR_STRING as usize + 1];
+    let mut len: c_int = 0;
+    // SAFETY: the buffer holds MPI_MAX_ERROR_STRING characters; len is written.
+    let rc = unsafe { mpi::PMPI_Error_string(code, buf.as_mut_ptr().cast(), &mut len) };
+    if rc != 0 || len <= 0 {
+        return format!("MPI error {code}");
+    }
+    buf.truncate(len as usize);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
 /// The MPI name of an error class sluice raises itself.
 pub fn class_name(class: c_int) -> &'static str {
     use crate::ffi::errclass::*;

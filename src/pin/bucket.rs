@@ -193,7 +193,6 @@ impl BucketTable {
         }
         // Pin the missing runs first, so that a refusal leaves the table as it was.
         let mut b = first;
-        let mut pinned_runs = 0usize;
         while b < end {
             if self.entries.contains_key(&b) {
                 b += 1;
@@ -204,10 +203,9 @@ impl BucketTable {
                 b += 1;
             }
             if let Err(e) = backend.pin(run << self.shift, (b - run) << self.shift) {
-                self.unpin_new_runs(backend, first, run, pinned_runs);
+                self.unpin_new_runs(backend, first, run);
                 return Err(e);
             }
-            pinned_runs += 1;
             self.counters.pins += 1;
             for n in run..b {
                 self.entries.insert(n, Entry { local: 0, remote: 0, newer: NONE, older: NONE, victim: false });
@@ -424,21 +422,12 @@ impl BucketTable {
         self.drop_bucket(backend, n);
     }
 
-    /// Undoes the first `runs` runs this acquire pinned (buckets marked `NEW` in `[first, upto)`).
-    fn unpin_new_runs(&mut self, backend: &dyn Backend, first: usize, upto: usize, runs: usize) {
-        if runs == 0 {
-            return;
-        }
+    /// Undoes what this acquire pinned so far (buckets marked `NEW` in `[first, upto)`).
+    fn unpin_new_runs(&mut self, backend: &dyn Backend, first: usize, upto: usize) {
         for n in first..upto {
             if self.entries.get(&n).is_some_and(|e| e.newer == NEW) {
-                self.entries.remove(&n);
-                let _ = backend.unpin(n << self.shift, 1 << self.shift);
-                self.counters.unpins += 1;
+                self.drop_bucket(backend, n);
             }
-        }
-        if self.entries.is_empty() {
-            self.lo = usize::MAX;
-            self.hi = 0;
         }
     }
 }

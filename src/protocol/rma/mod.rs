@@ -162,12 +162,16 @@ pub fn init() -> Result<(), Refused> {
         ));
     }
     let (mut comm, mut win) = (consts::comm_null(), std::mem::MaybeUninit::<mpi::MPI_Win>::zeroed());
-    // SAFETY: collective calls on the world communicator and its duplicate; out-parameters are
-    // ours.
+    // SAFETY: collective calls on the world communicator and its duplicate (whose errors return:
+    // a window the MPI cannot create is reported, not fatal); out-parameters are ours.
     let rc = unsafe {
         let mut rc = mpi::PMPI_Comm_dup(world, &mut comm);
         if rc == 0 {
+            mpi::PMPI_Comm_set_errhandler(comm, consts::errors_return());
             rc = mpi::PMPI_Win_create_dynamic(consts::info_null(), comm, win.as_mut_ptr());
+            if rc != 0 {
+                mpi::PMPI_Comm_free(&mut comm);
+            }
         }
         if rc == 0 {
             rc = mpi::PMPI_Win_lock_all(mpi::MPI_MODE_NOCHECK as c_int, win.assume_init());
@@ -175,7 +179,13 @@ pub fn init() -> Result<(), Refused> {
         rc
     };
     if rc != 0 {
-        return Err(Refused(code::ERR_IO, format!("the MPI could not create the dynamic window (error {rc})")));
+        return Err(Refused(
+            code::ERR_IO,
+            format!(
+                "the MPI cannot create a dynamic RMA window for this job at MPI_THREAD_MULTIPLE ({}); Open MPI 4.1 has no one-sided component for that between nodes over TCP (osc pt2pt refuses the thread level, osc ucx needs UCX's PML)",
+                crate::errors::error_string(rc)
+            ),
+        ));
     }
     // SAFETY: written by PMPI_Win_create_dynamic (rc was 0).
     let win = unsafe { win.assume_init() };
