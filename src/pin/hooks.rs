@@ -204,8 +204,10 @@ mod imp {
         int(unsafe { libc::syscall(libc::SYS_shmdt, addr) })
     }
 
-    /// The end of the mapping that starts at `addr`, from `/proc/self/maps`, read with system
-    /// calls into a stack buffer (no allocation: this may run inside the allocator).
+    /// The end of the System V segment attached at `addr`: the mapping that starts there and the
+    /// ones right after it with the same inode (`mlock` splits one attachment into several
+    /// mappings), from `/proc/self/maps`, read with system calls into a stack buffer (no
+    /// allocation: this may run inside the allocator).
     fn mapping_end(addr: usize) -> Option<usize> {
         // SAFETY: opens a file by a NUL-terminated path.
         let fd = unsafe { libc::open(c"/proc/self/maps".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
@@ -214,8 +216,10 @@ mod imp {
         }
         let mut buf = [0u8; 4096];
         let mut have = 0usize;
-        let mut found = None;
-        loop {
+        // (end so far, inode) once the first mapping is found; `done` when the run ended.
+        let mut found: Option<(usize, u64)> = None;
+        let mut done = false;
+        while !done {
             // SAFETY: reads into the unused tail of `buf`.
             let n = unsafe { libc::read(fd, buf[have..].as_mut_ptr().cast(), buf.len() - have) };
             if n <= 0 {
@@ -224,15 +228,17 @@ mod imp {
             have += n as usize;
             let mut consumed = 0;
             while let Some(nl) = buf[consumed..have].iter().position(|&b| b == b'\n') {
-                if let Some((lo, hi)) = parse_range(&buf[consumed..consumed + nl]) {
-                    if lo == addr {
-                        found = Some(hi);
-                    }
-                }
+                let line = parse_line(&buf[consumed..consumed + nl]);
                 consumed += nl + 1;
-            }
-            if found.is_some() {
-                break;
+                match (found, line) {
+                    (None, Some((lo, hi, inode))) if lo == addr => found = Some((hi, inode)),
+                    (Some((end, inode)), Some((lo, hi, i))) if lo == end && i == inode => found = Some((hi, inode)),
+                    (Some(_), _) => {
+                        done = true;
+                        break;
+                    }
+                    _ => {}
+                }
             }
             buf.copy_within(consumed..have, 0);
             have -= consumed;
@@ -242,7 +248,18 @@ mod imp {
         }
         // SAFETY: closes the descriptor opened above.
         unsafe { libc::close(fd) };
-        found
+        found.map(|(end, _)| end)
+    }
+
+    /// `lo-hi perms offset dev inode ...`: the range (hexadecimal) and the inode (decimal).
+    fn parse_line(line: &[u8]) -> Option<(usize, usize, u64)> {
+        let (lo, hi) = parse_range(line)?;
+        let inode = line.split(|&b| b == b' ').filter(|f| !f.is_empty()).nth(4)?;
+        let mut v = 0u64;
+        for &c in inode {
+            v = v.checked_mul(10)? + (c as char).to_digit(10)? as u64;
+        }
+        Some((lo, hi, v))
     }
 
     /// `lo-hi` at the start of a maps line, in hexadecimal.
@@ -265,6 +282,10 @@ mod imp {
         fn maps_lines_parse() {
             assert_eq!(super::parse_range(b"7f00a000-7f00c000 rw-s 00000000 00:01 5 /SYSV0"), Some((0x7f00a000, 0x7f00c000)));
             assert_eq!(super::parse_range(b"garbage"), None);
+            assert_eq!(
+                super::parse_line(b"7f00a000-7f00c000 rw-s 00000000 00:01 4242   /SYSV0 (deleted)"),
+                Some((0x7f00a000, 0x7f00c000, 4242))
+            );
         }
     }
 }

@@ -120,6 +120,9 @@ pub fn init() -> Result<(), Refused> {
     if !crate::errors::mpi_is_active() {
         return Err(Refused(code::ERR_NOT_INITIALIZED, "call it between MPI_Init and MPI_Finalize".into()));
     }
+    if crate::runtime::mode() == crate::runtime::Mode::PassThrough {
+        return Err(Refused(code::ERR_NOT_INITIALIZED, "sluice is disabled (SLUICE_DISABLE=1, or sluice_disable())".into()));
+    }
     let mut level = crate::ffi::THREAD_SINGLE;
     // SAFETY: MPI is active; writes one int (the MPI's own level, not the one sluice shows).
     unsafe { mpi::PMPI_Query_thread(&mut level) };
@@ -174,6 +177,8 @@ pub fn init() -> Result<(), Refused> {
             }
         }
         if rc == 0 {
+            // A failed access is the operation's error (its event), never an abort.
+            mpi::PMPI_Win_set_errhandler(win.assume_init(), consts::errors_return());
             rc = mpi::PMPI_Win_lock_all(mpi::MPI_MODE_NOCHECK as c_int, win.assume_init());
         }
         rc
