@@ -227,26 +227,41 @@ fn free_of_a_large_allocation_returns_its_pages() {
     unsafe { libc::free(q.cast()) };
 }
 
+/// glibc's own `sbrk`, the one its allocator calls. A process with UCX's memory hooks (MPICH's
+/// ch4:ucx links libucm) resolves `sbrk` to UCX's override, which moves the break with its own
+/// system call: an application's direct `sbrk` there is not caught (docs/firehose.md).
+fn glibc_sbrk() -> unsafe extern "C" fn(libc::intptr_t) -> *mut libc::c_void {
+    // SAFETY: looks up a function of the already loaded C library by its soname.
+    unsafe {
+        let libc_handle = libc::dlopen(c"libc.so.6".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
+        assert!(!libc_handle.is_null());
+        let f = libc::dlsym(libc_handle, c"sbrk".as_ptr());
+        assert!(!f.is_null());
+        std::mem::transmute::<*mut libc::c_void, unsafe extern "C" fn(libc::intptr_t) -> *mut libc::c_void>(f)
+    }
+}
+
 #[test]
 fn sbrk_lowering_the_break_drops_the_pages_above_it() {
     let _g = setup();
+    let sbrk = glibc_sbrk();
     let plen = 16 * page();
     // SAFETY: grows the break by whole pages; the same amount is given back below (nothing
     // else moves the main heap's break meanwhile: the other tests wait, and this process's
     // allocations come from the test threads' own arenas).
-    let old = unsafe { libc::sbrk(0) } as usize;
+    let old = unsafe { sbrk(0) } as usize;
     let pad = old.next_multiple_of(page()) - old;
     // SAFETY: as above.
-    let got = unsafe { libc::sbrk((pad + plen) as isize) } as usize;
+    let got = unsafe { sbrk((pad + plen) as isize) } as usize;
     assert_eq!(got, old);
     let start = old + pad;
     fill(start as *mut u8, plen, 7);
     let before = vm_locked();
     pin_and_release(start as *mut u8, plen);
     // SAFETY: gives back exactly what was taken (sbrk calls glibc's internal brk).
-    assert_ne!(unsafe { libc::sbrk(-((pad + plen) as isize)) } as isize, -1);
+    assert_ne!(unsafe { sbrk(-((pad + plen) as isize)) } as isize, -1);
     // SAFETY: reads the break.
-    assert_eq!(unsafe { libc::sbrk(0) } as usize, old, "glibc's break is right after the hook");
+    assert_eq!(unsafe { sbrk(0) } as usize, old, "glibc's break is right after the hook");
     assert_eq!(pinned(), 0, "the pages above the new break were dropped");
     assert_eq!(vm_locked(), before);
     pin::check().unwrap();

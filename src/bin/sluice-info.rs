@@ -151,7 +151,7 @@ fn print_hardware() {
         println!("    {:<18} {}{}", b.name, if b.used { "" } else { "not used: " }, b.detail);
     }
     let hooks = match sluice::pin::hooks::probe() {
-        Ok(()) => "entry points of munmap, mremap, madvise, brk, mmap, shmdt can be patched".to_string(),
+        Ok(how) => how.to_string(),
         Err(why) => format!("unavailable ({why}): pinned buckets are not cached between operations"),
     };
     println!("    invalidation       {hooks}");

@@ -31,9 +31,9 @@ pub fn install() -> Result<(), &'static str> {
     *DONE.get_or_init(imp::install_all)
 }
 
-/// Whether [`install`] would succeed here, without patching anything (`sluice-info`).
-pub fn probe() -> Result<(), &'static str> {
-    imp::targets().map(|_| ())
+/// How [`install`] would catch unmaps here, without installing anything (`sluice-info`).
+pub fn probe() -> Result<&'static str, &'static str> {
+    imp::probe()
 }
 
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu")))]
@@ -42,7 +42,7 @@ mod imp {
     pub fn install_all() -> Result<(), &'static str> {
         Err(WHY)
     }
-    pub fn targets() -> Result<(), &'static str> {
+    pub fn probe() -> Result<&'static str, &'static str> {
         Err(WHY)
     }
 }
@@ -89,8 +89,37 @@ mod imp {
         Ok((curbrk.cast(), sites))
     }
 
+    pub fn probe() -> Result<&'static str, &'static str> {
+        if ucx::loaded() {
+            return Ok("through UCX's memory events (libucm is loaded and hooks the same functions)");
+        }
+        targets()?;
+        if foreign_patch()? {
+            return Err("another library already hooks the C library's memory functions");
+        }
+        Ok("entry points of munmap, mremap, madvise, brk, mmap, shmdt can be patched")
+    }
+
+    /// Whether an entry already starts with a jump (another memory hook's patch).
+    fn foreign_patch() -> Result<bool, &'static str> {
+        let (_, sites) = targets()?;
+        Ok(sites.iter().any(|(t, _)| {
+            // SAFETY: reads the first two bytes of a C library function's code.
+            let b = unsafe { std::slice::from_raw_parts(*t as *const u8, 2) };
+            matches!(b, [0xe9, _] | [0xeb, _] | [0xff, 0x25] | [0x49, 0xbb] | [0x48, 0xb8])
+        }))
+    }
+
     pub fn install_all() -> Result<(), &'static str> {
+        if let Some(subscribed) = ucx::subscribe() {
+            return subscribed;
+        }
         let (curbrk, sites) = targets()?;
+        // Another memory hook (a jump at the entry) is never overwritten: its owner's cache
+        // would go stale. Without UCX's event interface to join, sluice then caches nothing.
+        if foreign_patch()? {
+            return Err("another library already hooks the C library's memory functions");
+        }
         CURBRK.store(curbrk, Ordering::Release);
         for (target, hook) in sites {
             // SAFETY: `target` is the entry of a glibc system-call wrapper of at least 16 bytes
@@ -100,6 +129,56 @@ mod imp {
             unsafe { patch(target, hook)? };
         }
         Ok(())
+    }
+
+    /// UCX's memory hooks (libucm, loaded with MPICH's ch4:ucx or Open MPI's UCX components)
+    /// patch the same functions, `sbrk` included, at load time: where libucm is loaded, sluice
+    /// subscribes to its "memory unmapped" event instead of patching over it (UCX calls the
+    /// subscribers before the memory goes: munmap, mremap, shmdt, brk/sbrk, madvise, mmap with
+    /// MAP_FIXED).
+    mod ucx {
+        use libc::{c_int, c_void};
+
+        /// `UCM_EVENT_VM_UNMAPPED` (ucm/api/ucm.h: `UCS_BIT(17)`).
+        const VM_UNMAPPED: c_int = 1 << 17;
+        type Callback = unsafe extern "C" fn(c_int, *mut c_void, *mut c_void);
+        type SetHandler = unsafe extern "C" fn(c_int, c_int, Callback, *mut c_void) -> c_int;
+
+        /// libucm, if some object of the process loaded it (the handle stays open).
+        fn handle() -> Option<*mut c_void> {
+            // SAFETY: RTLD_NOLOAD: only finds a library already loaded.
+            let lib = unsafe { libc::dlopen(c"libucm.so.0".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+            (!lib.is_null()).then_some(lib)
+        }
+
+        /// Whether libucm is loaded.
+        pub fn loaded() -> bool {
+            handle().is_some()
+        }
+
+        /// `None`: libucm is not loaded; else whether the subscription took.
+        pub fn subscribe() -> Option<Result<(), &'static str>> {
+            let lib = handle()?;
+            // SAFETY: a function of the handle just obtained.
+            let f = unsafe { libc::dlsym(lib, c"ucm_set_event_handler".as_ptr()) };
+            if f.is_null() {
+                return Some(Err("libucm without ucm_set_event_handler"));
+            }
+            // SAFETY: the symbol has this C signature (ucm/api/ucm.h); the handle stays open for
+            // the process's life (the callback must stay reachable).
+            let set = unsafe { std::mem::transmute::<*mut c_void, SetHandler>(f) };
+            // SAFETY: registers a callback that only reads the event it is given.
+            let status = unsafe { set(VM_UNMAPPED, 1000, unmapped, std::ptr::null_mut()) };
+            Some(if status == 0 { Ok(()) } else { Err("UCX's memory hooks refused sluice's handler") })
+        }
+
+        /// UCX's event: `ucm_event_t` is a union whose `vm_unmapped` member is
+        /// `{ void *address; size_t size; }` at its start.
+        unsafe extern "C" fn unmapped(_kind: c_int, event: *mut c_void, _arg: *mut c_void) {
+            // SAFETY: UCX passes its event; for VM_UNMAPPED the first two words are the range.
+            let range = unsafe { *(event as *const [usize; 2]) };
+            super::super::super::invalidate(range[0], range[1]);
+        }
     }
 
     /// Overwrites the entry of `target` with `movabs r11, hook; jmp r11`.
