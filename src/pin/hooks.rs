@@ -177,7 +177,7 @@ mod imp {
         unsafe extern "C" fn unmapped(_kind: c_int, event: *mut c_void, _arg: *mut c_void) {
             // SAFETY: UCX passes its event; for VM_UNMAPPED the first two words are the range.
             let range = unsafe { *(event as *const [usize; 2]) };
-            super::super::super::invalidate(range[0], range[1]);
+            crate::pin::invalidate(range[0], range[1]);
         }
     }
 

@@ -262,10 +262,9 @@ pub fn start(put: bool, rank: c_int, remote: u64, local: *mut c_void, len: usize
 /// A put or get to this process itself: no firehose, no window; the remote range is checked
 /// against this process's mappings, then copied.
 fn self_copy(dir: Dir, remote: usize, local: usize, len: usize) -> Event {
-    let page = pin::page_size();
     let (name, write) = if dir == Dir::Put { ("sluice_put", true) } else { ("sluice_get", false) };
     let ev = Event::new();
-    if !target::accessible(remote, len, write, page) {
+    if !target::accessible(remote, len, write) {
         ev.fail(
             code::ERR_REMOTE,
             format!("{name}: {remote:#x} + {len} bytes of this process are not mapped{}", if write { " writable" } else { "" }),
@@ -460,11 +459,35 @@ impl Service {
         let mut answer = Box::new([0u64; 2]);
         let (mut send, mut recv) = (consts::request_null(), consts::request_null());
         // SAFETY: `msg` and `answer` live in the Move until both requests complete (`progress`).
-        unsafe {
-            mpi::PMPI_Isend(msg.as_ptr().cast(), (msg.len() * 8) as c_int, consts::byte(), rank, MOVE, self.comm, &mut send);
-            mpi::PMPI_Irecv(answer.as_mut_ptr().cast(), 16, consts::byte(), rank, REPLY, self.comm, &mut recv);
+        let (rs, rr) = unsafe {
+            (
+                mpi::PMPI_Isend(msg.as_ptr().cast(), (msg.len() * 8) as c_int, consts::byte(), rank, MOVE, self.comm, &mut send),
+                mpi::PMPI_Irecv(answer.as_mut_ptr().cast(), 16, consts::byte(), rank, REPLY, self.comm, &mut recv),
+            )
+        };
+        if rs == 0 && rr == 0 {
+            self.moves.push(Move { rank, id, _msg: msg, send, answer, recv, handshake });
+            return;
         }
-        self.moves.push(Move { rank, id, _msg: msg, send, answer, recv, handshake });
+        // The MPI refused the request (errors return on the service's communicator): the
+        // operations waiting for it fail instead of waiting for an answer that cannot come.
+        log::warn!("firehose move request to rank {rank} failed: {}", crate::errors::error_string(if rs != 0 { rs } else { rr }));
+        // SAFETY: the request that was posted is cancelled (a receive) and waited for, so its
+        // buffer may go.
+        unsafe {
+            if rr == 0 {
+                mpi::PMPI_Cancel(&mut recv);
+                mpi::PMPI_Wait(&mut recv, consts::status_ignore());
+            }
+            if rs == 0 {
+                mpi::PMPI_Wait(&mut send, consts::status_ignore());
+            }
+        }
+        if handshake {
+            self.answers.insert(id, target::NOT_MAPPED);
+        } else {
+            self.table.moved(rank, id, Err(()));
+        }
     }
 
     /// Serves every move request that has arrived (the target side).

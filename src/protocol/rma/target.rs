@@ -148,9 +148,8 @@ impl Attached {
 
 /// Whether `len` bytes at `addr` of this process are mapped readable (and writable, with
 /// `write`): a put or get to this process itself copies directly after this check.
-pub fn accessible(addr: usize, len: usize, write: bool, page: usize) -> bool {
-    let buckets: Vec<usize> = (addr / page..(addr + len - 1) / page + 1).collect();
-    permissions(&buckets, page).is_some_and(|w| w || !write)
+pub fn accessible(addr: usize, len: usize, write: bool) -> bool {
+    range_permissions(&[(addr, addr + len)]).is_some_and(|w| w || !write)
 }
 
 /// Whether every bucket of `map` lies in readable mappings of this process (`None`: not), and
@@ -158,12 +157,25 @@ pub fn accessible(addr: usize, len: usize, write: bool, page: usize) -> bool {
 /// `mlock` splits mappings per bucket, so `/proc/self/maps` grows to thousands of lines and
 /// reading it whole cost milliseconds per move); parses `/proc/self/maps` on older kernels.
 fn permissions(map: &[usize], bucket: usize) -> Option<bool> {
-    if map.is_empty() {
+    // Adjacent buckets are one range: each mapping is asked about once.
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for &b in map {
+        match ranges.last_mut() {
+            Some(r) if r.1 == b * bucket => r.1 += bucket,
+            _ => ranges.push((b * bucket, (b + 1) * bucket)),
+        }
+    }
+    range_permissions(&ranges)
+}
+
+/// [`permissions`] of address ranges `[lo, hi)`.
+fn range_permissions(ranges: &[(usize, usize)]) -> Option<bool> {
+    if ranges.is_empty() {
         return Some(true);
     }
-    match query_permissions(map, bucket) {
+    match query_permissions(ranges) {
         Ok(p) => p,
-        Err(()) => parse_permissions(map, bucket),
+        Err(()) => parse_permissions(ranges),
     }
 }
 
@@ -194,7 +206,7 @@ const VMA_READABLE: u64 = 1;
 const VMA_WRITABLE: u64 = 2;
 
 /// [`permissions`] through `PROCMAP_QUERY`; `Err` when the kernel does not have it.
-fn query_permissions(map: &[usize], bucket: usize) -> Result<Option<bool>, ()> {
+fn query_permissions(ranges: &[(usize, usize)]) -> Result<Option<bool>, ()> {
     // SAFETY: opens a file by a NUL-terminated path; closed below.
     let fd = unsafe { libc::open(c"/proc/self/maps".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
     if fd < 0 {
@@ -202,8 +214,7 @@ fn query_permissions(map: &[usize], bucket: usize) -> Result<Option<bool>, ()> {
     }
     let mut writable = true;
     let mut answer = Ok(Some(true));
-    'buckets: for &b in map {
-        let (mut at, end) = (b * bucket, (b + 1) * bucket);
+    'ranges: for &(mut at, end) in ranges {
         while at < end {
             let mut q = ProcmapQuery { size: std::mem::size_of::<ProcmapQuery>() as u64, query_addr: at as u64, ..Default::default() };
             // SAFETY: the ioctl reads and writes one procmap_query (its size in the struct).
@@ -211,11 +222,11 @@ fn query_permissions(map: &[usize], bucket: usize) -> Result<Option<bool>, ()> {
             if rc != 0 {
                 let e = std::io::Error::last_os_error().raw_os_error();
                 answer = if e == Some(libc::ENOENT) { Ok(None) } else { Err(()) };
-                break 'buckets;
+                break 'ranges;
             }
             if q.vma_flags & VMA_READABLE == 0 {
                 answer = Ok(None);
-                break 'buckets;
+                break 'ranges;
             }
             writable &= q.vma_flags & VMA_WRITABLE != 0;
             at = q.vma_end as usize;
@@ -227,7 +238,7 @@ fn query_permissions(map: &[usize], bucket: usize) -> Result<Option<bool>, ()> {
 }
 
 /// [`permissions`] from the text of `/proc/self/maps`.
-fn parse_permissions(map: &[usize], bucket: usize) -> Option<bool> {
+fn parse_permissions(ranges: &[(usize, usize)]) -> Option<bool> {
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
     let vmas: Vec<(usize, usize, bool, bool)> = maps
         .lines()
@@ -244,8 +255,7 @@ fn parse_permissions(map: &[usize], bucket: usize) -> Option<bool> {
         })
         .collect();
     let mut writable = true;
-    for &b in map {
-        let (mut at, end) = (b * bucket, (b + 1) * bucket);
+    for &(mut at, end) in ranges {
         while at < end {
             let &(_, hi, r, w) = vmas.iter().find(|(lo, hi, _, _)| *lo <= at && at < *hi)?;
             if !r {
@@ -273,14 +283,16 @@ mod tests {
             libc::munmap((p + 2 * page) as *mut libc::c_void, page);
         }
         let b = p / page;
-        for f in [super::permissions, super::parse_permissions] {
-            assert_eq!(f(&[b], page), Some(true));
-            assert_eq!(f(&[b, b + 1], page), Some(false));
-            assert_eq!(f(&[b + 2], page), None);
-        }
-        if let Ok(q) = super::query_permissions(&[b, b + 1], page) {
+        assert_eq!(super::permissions(&[b], page), Some(true));
+        assert_eq!(super::permissions(&[b, b + 1], page), Some(false));
+        assert_eq!(super::permissions(&[b + 2], page), None);
+        assert_eq!(super::parse_permissions(&[(p, p + page)]), Some(true));
+        assert_eq!(super::parse_permissions(&[(p, p + 2 * page)]), Some(false));
+        assert_eq!(super::parse_permissions(&[(p + page, p + 3 * page)]), None);
+        if let Ok(q) = super::query_permissions(&[(p, p + 2 * page)]) {
             assert_eq!(q, Some(false), "PROCMAP_QUERY (Linux 6.11+) agrees with the text");
         }
+        assert!(super::accessible(p + 10, page, false) && !super::accessible(p + 10, page, true));
         // SAFETY: unmaps what is left.
         unsafe { libc::munmap(p as *mut libc::c_void, 2 * page) };
     }
