@@ -3,7 +3,7 @@
 //! Layers, top to bottom (docs/architecture.md):
 //! - [`intercept`]: exported C and Fortran symbols; translate, catch panics, dispatch.
 //! - [`protocol`]: MPI semantics; handlers for the calls that need more than forwarding.
-//! - engines: [`datatype`], [`transfer`], [`mapping`], [`pin`] (levels arrive with its issue).
+//! - engines: [`datatype`], [`transfer`], [`mapping`], [`pin`], [`levels`].
 //! - [`ffi`]: bindgen output, predefined handles, forwarding to the next definition.
 //!
 //! Services used by every layer: [`config`], [`logging`], [`stats`], [`runtime`], [`errors`].
@@ -25,6 +25,7 @@ pub mod errors;
 pub mod ffi;
 pub mod hw;
 pub(crate) mod intercept;
+pub mod levels;
 pub mod logging;
 pub mod mapping;
 pub mod pin;

@@ -7,5 +7,6 @@ pub mod api;
 pub mod exports;
 pub mod fortran;
 pub mod guard;
+pub mod levels_api;
 pub mod profile;
 pub mod registry;

@@ -7,6 +7,8 @@ struct State {
     outcome: Option<Result<(), String>>,
     /// What kind of failure (the API's error code; 0: the default, an I/O failure).
     code: i32,
+    /// When it completed (for the busy time of the multi-level runtimes).
+    at: Option<std::time::Instant>,
 }
 
 /// A copy's completion; clones refer to the same event.
@@ -31,6 +33,7 @@ impl Event {
         let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
         if g.outcome.is_none() {
             g.outcome = Some(outcome);
+            g.at = Some(std::time::Instant::now());
             cv.notify_all();
         }
     }
@@ -42,6 +45,7 @@ impl Event {
         if g.outcome.is_none() {
             g.outcome = Some(Err(message));
             g.code = code;
+            g.at = Some(std::time::Instant::now());
             cv.notify_all();
         }
     }
@@ -49,6 +53,11 @@ impl Event {
     /// The kind of failure given to [`Event::fail`] (0 otherwise).
     pub fn code(&self) -> i32 {
         self.0 .0.lock().unwrap_or_else(|e| e.into_inner()).code
+    }
+
+    /// When the event completed, if it did.
+    pub fn completed_at(&self) -> Option<std::time::Instant> {
+        self.0 .0.lock().unwrap_or_else(|e| e.into_inner()).at
     }
 
     /// The outcome, if complete.

@@ -1,0 +1,375 @@
+//! What every level pair shares: the top's arrays, task calls, barriers, transfer lists and
+//! statistics, over one [`Level`] that says where arrays live, how children run and how data
+//! moves.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
+
+use super::array::{ArrayInfo, Desc, Registry, Shape, Storage};
+use super::barrier::RangeBarrier;
+use super::exec::{Completion, Job};
+use super::spec::{Kind, Spec};
+use super::xfer::{Dir, XferList};
+use super::Error;
+use crate::transfer::runtime::Event;
+
+/// A task of the table: runs on one child with the call's argument block.
+pub type Task = Arc<dyn Fn(&Child, &[u8]) + Send + Sync>;
+
+/// Largest argument block of a task call (`SLUICE_TASK_ARG_MAX`).
+pub const TASK_ARG_MAX: usize = 4096;
+
+/// What differs between level pairs.
+pub trait Level: Send + Sync {
+    fn kind(&self) -> Kind;
+    /// Number of children.
+    fn children(&self) -> usize;
+    /// Storage for an array of `bytes` at the top (`align`: a power of two).
+    fn allocate(&self, bytes: usize, align: usize) -> Result<Storage, Error>;
+    /// Runs `job` on child `i` (asynchronously).
+    fn spawn(&self, child: usize, job: Job);
+    /// Starts moving `list` between the top array in `top` and the child's memory. Returns the
+    /// transfer's event and the bytes elided (both sides the same memory).
+    fn transfer(&self, top: &Arc<Storage>, list: &XferList) -> Result<(Event, usize), Error>;
+    /// Stops the children (after every task returned). Not called from a child.
+    fn stop(&self);
+}
+
+/// One child of a runtime: the handle its tasks receive.
+#[derive(Clone)]
+pub struct Child {
+    pub rt: Arc<Runtime>,
+    pub id: usize,
+}
+
+/// A task call in flight.
+pub struct TaskCall(Arc<Completion>);
+
+impl TaskCall {
+    pub fn wait(&self) {
+        self.0.wait();
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.0.is_done()
+    }
+}
+
+/// A transfer in flight: its event and when it started (for the busy time).
+pub struct Xfer {
+    event: Event,
+    started: Instant,
+}
+
+/// Counters of a runtime (`sluice_level_stats`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub tasks: u64,
+    pub xfers: u64,
+    pub bytes: u64,
+    pub elided_bytes: u64,
+    pub busy_ns: u64,
+    pub alive_ns: u64,
+    pub peak_bytes: u64,
+}
+
+/// Intervals during which transfers were in flight, merged when read.
+#[derive(Default)]
+struct Busy {
+    spans: Vec<(Instant, Instant)>,
+}
+
+/// Spans kept before they are merged into fewer.
+const SPANS_KEPT: usize = 4096;
+
+impl Busy {
+    fn add(&mut self, from: Instant, to: Instant) {
+        self.spans.push((from, to));
+        if self.spans.len() >= SPANS_KEPT {
+            self.merge();
+        }
+    }
+
+    fn merge(&mut self) {
+        self.spans.sort_by_key(|s| s.0);
+        let mut out: Vec<(Instant, Instant)> = Vec::with_capacity(self.spans.len());
+        for &(a, b) in &self.spans {
+            match out.last_mut() {
+                Some(l) if a <= l.1 => l.1 = l.1.max(b),
+                _ => out.push((a, b)),
+            }
+        }
+        self.spans = out;
+    }
+
+    fn total_ns(&mut self) -> u64 {
+        self.merge();
+        self.spans.iter().map(|(a, b)| b.duration_since(*a).as_nanos() as u64).sum()
+    }
+}
+
+/// A runtime: a parent level and its children.
+pub struct Runtime {
+    level: Box<dyn Level>,
+    spec: Arc<Spec>,
+    depth: usize,
+    tasks: Arc<Vec<Task>>,
+    arrays: Mutex<Registry>,
+    memory: Option<usize>,
+    barrier: RangeBarrier,
+    calls: Mutex<Vec<Weak<Completion>>>,
+    busy: Mutex<Busy>,
+    counts: [AtomicU64; 4],
+    opened: Instant,
+    closed: AtomicBool,
+}
+
+const TASKS: usize = 0;
+const XFERS: usize = 1;
+const BYTES: usize = 2;
+const ELIDED: usize = 3;
+
+impl Runtime {
+    /// Opens the runtime of level pair `depth` of `spec`.
+    pub fn open(spec: Arc<Spec>, depth: usize, tasks: Arc<Vec<Task>>) -> Result<Arc<Runtime>, Error> {
+        let ls = spec.levels.get(depth).ok_or_else(|| Error::Arg(format!("the composition has no level {depth}")))?;
+        let level: Box<dyn Level> = match ls.kind {
+            Kind::Smp => Box::new(super::smp::Smp::new(ls.children)?),
+            Kind::Disk => Box::new(super::disk::Disk::new()?),
+            Kind::Cluster => {
+                return Err(Error::Unavailable(
+                    -24,
+                    "SLUICE_LEVELS: the cluster level is not built yet (docs/levels.md); use smp and disk compositions".into(),
+                ))
+            }
+        };
+        let memory = ls.memory;
+        Ok(Arc::new(Runtime {
+            level,
+            spec,
+            depth,
+            tasks,
+            arrays: Mutex::new(Registry::default()),
+            memory,
+            barrier: RangeBarrier::default(),
+            calls: Mutex::new(Vec::new()),
+            busy: Mutex::new(Busy::default()),
+            counts: Default::default(),
+            opened: Instant::now(),
+            closed: AtomicBool::new(false),
+        }))
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.level.kind()
+    }
+
+    pub fn children(&self) -> usize {
+        self.level.children()
+    }
+
+    /// The composition this runtime belongs to, and its place in it.
+    pub fn spec(&self) -> (&Spec, usize) {
+        (&self.spec, self.depth)
+    }
+
+    fn registry(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.arrays.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Bytes the top may still allocate (`usize::MAX`: no bound).
+    pub fn memory_left(&self) -> usize {
+        match self.memory {
+            None => usize::MAX,
+            Some(m) => m.saturating_sub(self.registry().used),
+        }
+    }
+
+    // ---- top interface ----
+
+    pub fn alloc(&self, shape: Shape, desc: Desc, align: usize) -> Result<ArrayInfo, Error> {
+        let align = if align == 0 { 64 } else { align };
+        if !align.is_power_of_two() || align > 1 << 30 {
+            return Err(Error::Arg(format!("alignment {align} is not a power of two up to 1 GiB")));
+        }
+        self.registry().check_new(desc)?;
+        let bytes = shape.bytes();
+        if bytes > self.memory_left() {
+            return Err(Error::NoMem(format!(
+                "{bytes} bytes for descriptor {desc}: past this {} level's memory bound ({} bytes, {} in use)",
+                self.kind().name(),
+                self.memory.unwrap_or(0),
+                self.registry().used
+            )));
+        }
+        let storage = self.level.allocate(bytes, align)?;
+        let info = ArrayInfo { desc, shape, data: storage.host() };
+        let mut reg = self.registry();
+        // Checked again under the lock: another thread may have taken the descriptor or memory.
+        reg.check_new(desc)?;
+        if self.memory.is_some_and(|m| reg.used + bytes > m) {
+            return Err(Error::NoMem(format!("{bytes} bytes for descriptor {desc}: past this level's memory bound")));
+        }
+        reg.insert(info, storage);
+        Ok(info)
+    }
+
+    pub fn free(&self, info: &ArrayInfo) -> Result<(), Error> {
+        let storage = self.registry().free(info)?;
+        drop(storage); // released when the last transfer holding it is done
+        Ok(())
+    }
+
+    pub fn add(&self, info: &ArrayInfo) -> Result<(), Error> {
+        self.registry().add(info)
+    }
+
+    pub fn remove(&self, desc: Desc) -> Result<(), Error> {
+        self.registry().remove(desc)
+    }
+
+    /// Runs task `task` on children `start .. end` with a copy of `arg`.
+    pub fn call(self: &Arc<Self>, task: usize, start: usize, end: usize, arg: &[u8]) -> Result<TaskCall, Error> {
+        let f =
+            self.tasks.get(task).cloned().ok_or_else(|| Error::Task(format!("task {task}: the table has {} tasks", self.tasks.len())))?;
+        if arg.len() > TASK_ARG_MAX {
+            return Err(Error::Task(format!("argument block of {} bytes (at most {TASK_ARG_MAX})", arg.len())));
+        }
+        self.check_range(start, end)?;
+        let done = Completion::new(end - start);
+        let arg: Arc<[u8]> = arg.into();
+        {
+            let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+            calls.retain(|w| w.strong_count() > 0);
+            calls.push(Arc::downgrade(&done));
+        }
+        for id in start..end {
+            let (rt, f, arg, done) = (self.clone(), f.clone(), arg.clone(), done.clone());
+            self.level.spawn(
+                id,
+                Box::new(move || {
+                    let child = Child { rt, id };
+                    // A panic in a task is a bug in sluice's wrapper (C tasks cannot unwind):
+                    // the child survives and the call still completes.
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&child, &arg))).is_err() {
+                        log::error!("a task of child {id} panicked");
+                    }
+                    child.rt.counts[TASKS].fetch_add(1, Ordering::Relaxed);
+                    done.finish();
+                }),
+            );
+        }
+        Ok(TaskCall(done))
+    }
+
+    fn check_range(&self, start: usize, end: usize) -> Result<(), Error> {
+        if start >= end || end > self.children() {
+            return Err(Error::Child(format!("children {start} .. {end} (this runtime has {})", self.children())));
+        }
+        Ok(())
+    }
+
+    /// Waits for running tasks, frees every array and stops the children.
+    pub fn close(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let calls = std::mem::take(&mut *self.calls.lock().unwrap_or_else(|e| e.into_inner()));
+        for c in calls.iter().filter_map(Weak::upgrade) {
+            c.wait();
+        }
+        self.level.stop();
+        drop(self.registry().drain());
+    }
+
+    // ---- either side ----
+
+    pub fn get(&self, desc: Desc) -> Result<ArrayInfo, Error> {
+        self.registry().get(desc).map(|(info, _)| info)
+    }
+
+    pub fn stats(&self) -> Stats {
+        let c = |i: usize| self.counts[i].load(Ordering::Relaxed);
+        Stats {
+            tasks: c(TASKS),
+            xfers: c(XFERS),
+            bytes: c(BYTES),
+            elided_bytes: c(ELIDED),
+            busy_ns: self.busy.lock().unwrap_or_else(|e| e.into_inner()).total_ns(),
+            alive_ns: self.opened.elapsed().as_nanos() as u64,
+            peak_bytes: self.registry().peak as u64,
+        }
+    }
+}
+
+impl Child {
+    /// Checks a transfer list between `dst` and `src` (one of them a registered array of the
+    /// top, the other local).
+    pub fn xfer_list(
+        &self,
+        dst: &ArrayInfo,
+        src: &ArrayInfo,
+        dst_idx: &[usize],
+        src_idx: &[usize],
+        lengths: &[usize],
+    ) -> Result<XferList, Error> {
+        let local = super::array::LOCAL;
+        let (dir, top, local_info) = match (dst.desc == local, src.desc == local) {
+            (true, false) => (Dir::Get, src, dst),
+            (false, true) => (Dir::Put, dst, src),
+            (true, true) => return Err(Error::Desc("both sides of the transfer are local arrays".into())),
+            (false, false) => return Err(Error::Desc("neither side of the transfer is a local array".into())),
+        };
+        let registered = self.rt.get(top.desc)?;
+        if registered.shape != top.shape {
+            return Err(Error::Desc(format!("descriptor {}: the array given differs from the one registered", top.desc)));
+        }
+        XferList::new(dir, &registered, local_info, dst_idx, src_idx, lengths)
+    }
+
+    /// Starts a transfer list.
+    pub fn xfer(&self, list: &XferList) -> Result<Xfer, Error> {
+        let (_, storage) = self.rt.registry().get(list.desc)?;
+        let started = Instant::now();
+        let (event, elided) = self.rt.level.transfer(&storage, list)?;
+        let rt = &self.rt;
+        rt.counts[XFERS].fetch_add(1, Ordering::Relaxed);
+        rt.counts[BYTES].fetch_add((list.bytes - elided) as u64, Ordering::Relaxed);
+        rt.counts[ELIDED].fetch_add(elided as u64, Ordering::Relaxed);
+        Ok(Xfer { event, started })
+    }
+
+    /// Waits for a transfer.
+    pub fn wait(&self, x: Xfer) -> Result<(), Error> {
+        let outcome = x.event.wait();
+        let end = x.event.completed_at().unwrap_or_else(Instant::now);
+        self.rt.busy.lock().unwrap_or_else(|e| e.into_inner()).add(x.started, end.max(x.started));
+        outcome.map_err(Error::Io)
+    }
+
+    /// Barrier among children `start .. end`.
+    pub fn barrier(&self, start: usize, end: usize) -> Result<(), Error> {
+        self.rt.check_range(start, end)?;
+        if !(start..end).contains(&self.id) {
+            return Err(Error::Child(format!("child {} is not one of {start} .. {end}", self.id)));
+        }
+        self.rt.barrier.wait(start, end);
+        Ok(())
+    }
+
+    /// The runtime of the next level pair below this child (`None` at a leaf).
+    pub fn below(&self) -> Result<Option<Arc<Runtime>>, Error> {
+        let next = self.rt.depth + 1;
+        if next >= self.rt.spec.levels.len() {
+            return Ok(None);
+        }
+        Runtime::open(self.rt.spec.clone(), next, self.rt.tasks.clone()).map(Some)
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.close();
+    }
+}

@@ -1,0 +1,137 @@
+//! The SMP level pair (Sequoia 3.1): the top is host memory, the children are worker threads of
+//! this process. Children can address the top's arrays (`data` is set), so a transfer whose two
+//! sides are the same memory is elided; other transfers are copies made by the calling child
+//! itself (each child copies on its own core, as Sequoia's `memcpy`s): a gather into (or scatter
+//! from) a dense local buffer runs the datatype engine's kernel for the list's indexed layout,
+//! any other list copies run by run.
+
+use std::sync::{Arc, Mutex};
+
+use super::array::Storage;
+use super::exec::{Job, Workers};
+use super::runtime::Level;
+use super::spec::Kind;
+use super::xfer::{Dir, XferList};
+use super::Error;
+use crate::datatype::compiled::CompiledType;
+use crate::datatype::DataLoop;
+use crate::transfer::runtime::Event;
+
+pub struct Smp {
+    n: usize,
+    workers: Mutex<Option<Workers>>,
+}
+
+impl Smp {
+    /// `children` threads (`None`: the CPUs this process may run on).
+    pub fn new(children: Option<usize>) -> Result<Smp, Error> {
+        let n = children.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let workers = Workers::start(n, "sluice-smp").map_err(|e| Error::Unavailable(-2, e))?;
+        Ok(Smp { n, workers: Mutex::new(Some(workers)) })
+    }
+}
+
+/// Host memory of `bytes` bytes aligned to `align`, zeroed (so that no child ever reads memory
+/// nothing wrote; large allocations come zeroed from the kernel for free).
+pub fn host_storage(bytes: usize, align: usize) -> Result<Storage, Error> {
+    let layout = std::alloc::Layout::from_size_align(bytes.max(1), align).map_err(|e| Error::Arg(format!("array layout: {e}")))?;
+    // SAFETY: a layout of non-zero size.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return Err(Error::NoMem(format!("{bytes} bytes of host memory could not be allocated")));
+    }
+    Ok(Storage::Host { ptr, len: bytes, align })
+}
+
+/// Whether the list's local runs follow each other from the first one's start (a dense local
+/// buffer), and where it starts.
+fn dense_local(list: &XferList) -> Option<usize> {
+    let first = list.runs.first()?.1;
+    let mut at = first;
+    for &(_, l, n) in &list.runs {
+        if l != at {
+            return None;
+        }
+        at += n;
+    }
+    Some(first)
+}
+
+/// Copies `list` between the top array at `top` and local memory; returns the bytes elided.
+///
+/// # Safety
+/// `top` holds the array the list was checked against and the list's local memory is valid.
+pub unsafe fn copy(top: *mut u8, list: &XferList) -> usize {
+    // SAFETY (of every `add` below): offsets were checked against both arrays' sizes.
+    let same = |t: usize, l: usize| unsafe { top.add(t) == list.local.add(l) };
+    let elided: usize = list.runs.iter().filter(|r| same(r.0, r.1)).map(|r| r.2).sum();
+    if elided == list.bytes {
+        return elided;
+    }
+    if let (0, Some(first), true) = (elided, dense_local(list), list.runs.len() > 1) {
+        let ty = list.layout.get_or_init(|| {
+            Arc::new(CompiledType::new(&DataLoop::indexed(
+                list.runs.iter().map(|r| r.2).collect(),
+                list.runs.iter().map(|r| r.0 as i64).collect(),
+                DataLoop::bytes(1),
+            )))
+        });
+        // SAFETY: the dense local run holds `list.bytes` bytes from `first`; the indexed type
+        // addresses only runs checked against the top array.
+        unsafe {
+            let local = list.local.add(first);
+            match list.dir {
+                Dir::Get => ty.pack(top, 1, std::slice::from_raw_parts_mut(local, list.bytes)),
+                Dir::Put => ty.unpack(std::slice::from_raw_parts(local, list.bytes), 1, top),
+            }
+        }
+        return 0;
+    }
+    for &(t, l, n) in &list.runs {
+        if same(t, l) {
+            continue;
+        }
+        // SAFETY: both runs lie inside their arrays (checked); `copy` allows overlap.
+        unsafe {
+            match list.dir {
+                Dir::Get => std::ptr::copy(top.add(t), list.local.add(l), n),
+                Dir::Put => std::ptr::copy(list.local.add(l), top.add(t), n),
+            }
+        }
+    }
+    elided
+}
+
+impl Level for Smp {
+    fn kind(&self) -> Kind {
+        Kind::Smp
+    }
+
+    fn children(&self) -> usize {
+        self.n
+    }
+
+    fn allocate(&self, bytes: usize, align: usize) -> Result<Storage, Error> {
+        host_storage(bytes, align)
+    }
+
+    fn spawn(&self, child: usize, job: Job) {
+        if let Some(w) = &*self.workers.lock().unwrap_or_else(|e| e.into_inner()) {
+            w.run(child, job);
+        }
+    }
+
+    fn transfer(&self, top: &Arc<Storage>, list: &XferList) -> Result<(Event, usize), Error> {
+        let base = top.host().ok_or_else(|| Error::Arg("an smp array without host memory".into()))?;
+        // SAFETY: the storage is the registered array the list was checked against (alive: we
+        // hold a reference); the local memory is the application's, valid by the API's rule.
+        let elided = unsafe { copy(base, list) };
+        Ok((Event::done(Ok(())), elided))
+    }
+
+    fn stop(&self) {
+        if let Some(mut w) = self.workers.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            w.stop();
+        }
+    }
+}
