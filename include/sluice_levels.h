@@ -87,7 +87,7 @@ typedef void (*sluice_task_fn)(sluice_level_t level, const void *arg, size_t arg
 
 /* What a runtime did so far (sluice_level_stats). */
 typedef struct {
-    uint64_t tasks;        /* task calls run by children */
+    uint64_t tasks;        /* child tasks started by this top (a cluster rank: run there) */
     uint64_t xfers;        /* transfer lists run (sluice_xfer calls) */
     uint64_t bytes;        /* bytes moved by them */
     uint64_t elided_bytes; /* bytes not moved: both sides were the same memory */

@@ -228,6 +228,18 @@ pub const PARAMS: &[Param] = &[
         doc: "Registration manager: the bucket, the unit in which memory is pinned, cached and invalidated (the paper's bucket size). Larger buckets mean fewer table entries and pin calls but pin memory around the bytes used, which must be mapped.",
     },
     Param {
+        name: "SLUICE_LEVELS",
+        default: "smp",
+        accepted: "a composition of level pairs, top first: LEVEL('/'LEVEL)*, LEVEL = smp[:THREADS] | disk | cluster, each with an optional @BYTES memory bound (K/M/G), e.g. disk/smp:2@64M",
+        doc: "The composition sluice_levels_open(NULL, ...) opens (include/sluice_levels.h, docs/levels.md): smp = host memory over worker threads (default: the CPUs this process may run on), disk = files over this process, cluster = the ranks of MPI_COMM_WORLD (the top only; needs MPI_THREAD_MULTIPLE); @BYTES bounds what that level's top may allocate. Read when the runtime is opened; a bad value makes sluice_levels_open return SLUICE_LEVELS_ERR_SPEC with a message.",
+    },
+    Param {
+        name: "SLUICE_LEVELS_DIR",
+        default: "$TMPDIR or /tmp",
+        accepted: "a directory",
+        doc: "Where the disk level of sluice_levels creates its array files (temporary, unlinked at creation, blocks reserved with posix_fallocate).",
+    },
+    Param {
         name: "SLUICE_CALIBRATION",
         default: "auto",
         accepted: "auto, or the path of a machine-model file (TOML)",

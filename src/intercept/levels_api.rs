@@ -145,10 +145,12 @@ pub unsafe extern "C" fn sluice_levels_open(
             let text = unsafe { CStr::from_ptr(spec) }.to_str().map_err(|_| Error::Spec("the composition is not UTF-8".into()))?;
             Spec::parse(text)?
         };
+        levels::install_cluster(crate::protocol::levels::make);
         // SAFETY: `n` entries (checked non-null when n > 0).
         let table = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(tasks, n) } };
-        let rt = levels::open(spec, tasks_of(table))?;
-        *out = Box::into_raw(Box::new(Handle { rt, child: None }));
+        if let Some(rt) = levels::open(spec, tasks_of(table))? {
+            *out = Box::into_raw(Box::new(Handle { rt, child: None }));
+        }
         Ok(())
     })
 }

@@ -75,6 +75,31 @@ pub enum Storage {
     Host { ptr: *mut u8, len: usize, align: usize },
     /// A file (unlinked at creation: it disappears with the descriptor), `len` bytes long.
     File { fd: OwnedFd, len: usize },
+    /// Distributed over processes: `parts` sorted by their start, disjoint, covering `len`
+    /// bytes (an interval map: a run finds its parts by binary search); `mine` holds this
+    /// process's share.
+    Parts { len: usize, parts: Vec<Part>, mine: Box<Storage> },
+}
+
+/// Bytes `start .. start + len` of a distributed array live at `addr` in process `rank`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    pub start: usize,
+    pub len: usize,
+    pub rank: usize,
+    pub addr: u64,
+}
+
+/// The pieces of `parts` (sorted, disjoint) that bytes `at .. at + n` touch, as (part, offset
+/// into the part, length).
+pub fn pieces(parts: &[Part], at: usize, n: usize) -> impl Iterator<Item = (&Part, usize, usize)> {
+    let first = parts.partition_point(|p| p.start + p.len <= at);
+    let end = at + n;
+    parts[first..].iter().take_while(move |p| p.start < end).map(move |p| {
+        let lo = at.max(p.start);
+        let hi = end.min(p.start + p.len);
+        (p, lo - p.start, hi - lo)
+    })
 }
 
 // SAFETY: the host allocation is owned by the registry entry and freed once; transfers into it
@@ -96,21 +121,21 @@ impl Drop for Storage {
 impl Storage {
     pub fn len(&self) -> usize {
         match self {
-            Storage::Host { len, .. } | Storage::File { len, .. } => *len,
+            Storage::Host { len, .. } | Storage::File { len, .. } | Storage::Parts { len, .. } => *len,
         }
     }
 
     pub fn host(&self) -> Option<*mut u8> {
         match self {
             Storage::Host { ptr, .. } => Some(*ptr),
-            Storage::File { .. } => None,
+            Storage::File { .. } | Storage::Parts { .. } => None,
         }
     }
 
     pub fn fd(&self) -> Option<i32> {
         match self {
             Storage::File { fd, .. } => Some(fd.as_raw_fd()),
-            Storage::Host { .. } => None,
+            Storage::Host { .. } | Storage::Parts { .. } => None,
         }
     }
 }
@@ -191,6 +216,11 @@ impl Registry {
             }
             _ => Err(Error::Desc(format!("descriptor {desc} is not registered"))),
         }
+    }
+
+    /// The array `desc`, registered or not.
+    pub fn get_any(&self, desc: Desc) -> Result<ArrayInfo, Error> {
+        self.arrays.get(&desc).map(|e| e.info).ok_or_else(|| Error::Desc(format!("descriptor {desc} names no array")))
     }
 
     /// The registered array `desc` and its storage.

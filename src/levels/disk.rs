@@ -10,10 +10,10 @@ use std::ffi::CString;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
 
-use super::array::Storage;
+use super::array::{Desc, Shape, Storage};
 use super::exec::Job;
 use super::io::{self, Op};
-use super::runtime::Level;
+use super::runtime::{Level, RemoteCall};
 use super::spec::Kind;
 use super::xfer::{Dir, XferList};
 use super::Error;
@@ -85,21 +85,22 @@ impl Level for Disk {
         1
     }
 
-    fn allocate(&self, bytes: usize, _align: usize) -> Result<Storage, Error> {
+    fn allocate(&self, shape: &Shape, _desc: Desc, _align: usize) -> Result<Storage, Error> {
+        let bytes = shape.bytes();
         Ok(Storage::File { fd: self.file(bytes.max(1))?, len: bytes })
     }
 
     /// The child is this process: the task runs on the caller's thread (a task call returns when
     /// it did), so tasks may call MPI at any thread level.
-    fn spawn(&self, _child: usize, job: Job) {
+    fn spawn(&self, _child: usize, _remote: RemoteCall, job: Job) {
         job();
     }
 
-    fn transfer(&self, top: &Arc<Storage>, list: &XferList) -> Result<(Event, usize), Error> {
+    fn transfer(&self, top: &Arc<Storage>, list: &XferList) -> Result<(Vec<Event>, usize), Error> {
         let fd = top.fd().ok_or_else(|| Error::Arg("a disk array without a file".into()))?;
         let write = list.dir == Dir::Put;
         let ops = list.runs.iter().map(|&(t, l, n)| Op { fd, offset: t as u64, mem: list.local.wrapping_add(l), len: n, write }).collect();
-        Ok((io::submit(ops, top.clone()), 0))
+        Ok((vec![io::submit(ops, top.clone())], 0))
     }
 
     fn stop(&self) {}

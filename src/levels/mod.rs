@@ -9,8 +9,10 @@
 //! - [`smp`]: host memory over worker threads; transfers are copies through the transfer
 //!   runtime's Memcpy channel (indexed layouts converted by the datatype engine), elided where
 //!   both sides are the same memory.
-//! - [`disk`]: files over this process; asynchronous positioned I/O ([`io`]: io_uring, or a
-//!   thread pool where io_uring is unavailable).
+//! - [`disk`]: files over this process; asynchronous positioned I/O ([`io`]).
+//! - the cluster level (`protocol::levels`, which owns MPI): the ranks of `MPI_COMM_WORLD`,
+//!   arrays distributed over them, transfers by one-sided puts and gets; installed with
+//!   [`install_cluster`].
 //!
 //! A composition ([`Spec`]) is a list of level kinds, top first; a child opens the runtime of the
 //! next pair below it ([`Runtime::below`]), whose top is the child's own memory.
@@ -29,8 +31,8 @@ pub mod xfer;
 
 use std::fmt;
 
-pub use array::{ArrayInfo, Desc, Shape, Storage, LOCAL};
-pub use runtime::{Child, Level, Runtime, Stats, Task, TaskCall};
+pub use array::{pieces, ArrayInfo, Desc, Part, Shape, Storage, LOCAL};
+pub use runtime::{install_cluster, Change, Child, Level, RemoteCall, Runtime, Stats, Task, TaskCall};
 pub use spec::{Kind, LevelSpec, Spec};
 pub use xfer::{Dir, XferList};
 
@@ -103,6 +105,6 @@ impl fmt::Display for Error {
 }
 
 /// Opens the runtime of `spec`'s top level pair with `tasks`.
-pub fn open(spec: Spec, tasks: std::sync::Arc<Vec<Task>>) -> Result<std::sync::Arc<Runtime>, Error> {
+pub fn open(spec: Spec, tasks: std::sync::Arc<Vec<Task>>) -> Result<Option<std::sync::Arc<Runtime>>, Error> {
     Runtime::open(std::sync::Arc::new(spec), 0, tasks)
 }

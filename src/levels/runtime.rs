@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use super::array::{ArrayInfo, Desc, Registry, Shape, Storage};
 use super::barrier::RangeBarrier;
+pub use super::exec::Completion as CallCompletion;
 use super::exec::{Completion, Job};
 use super::spec::{Kind, Spec};
 use super::xfer::{Dir, XferList};
@@ -17,23 +18,61 @@ use crate::transfer::runtime::Event;
 /// A task of the table: runs on one child with the call's argument block.
 pub type Task = Arc<dyn Fn(&Child, &[u8]) + Send + Sync>;
 
+/// Makes a cluster level (installed by the protocol layer, which owns MPI).
+pub type ClusterFactory = fn(&super::spec::LevelSpec) -> Result<Box<dyn Level>, Error>;
+static CLUSTER: std::sync::OnceLock<ClusterFactory> = std::sync::OnceLock::new();
+
+/// Installs the cluster level's constructor (once; later calls change nothing).
+pub fn install_cluster(make: ClusterFactory) {
+    let _ = CLUSTER.set(make);
+}
+
 /// Largest argument block of a task call (`SLUICE_TASK_ARG_MAX`).
 pub const TASK_ARG_MAX: usize = 4096;
+
+/// A task call as a level that runs children in other processes sends it.
+pub struct RemoteCall {
+    pub task: usize,
+    pub arg: Arc<[u8]>,
+    /// Finished once per child when the child's task returned.
+    pub done: Arc<Completion>,
+}
 
 /// What differs between level pairs.
 pub trait Level: Send + Sync {
     fn kind(&self) -> Kind;
     /// Number of children.
     fn children(&self) -> usize;
-    /// Storage for an array of `bytes` at the top (`align`: a power of two).
-    fn allocate(&self, bytes: usize, align: usize) -> Result<Storage, Error>;
-    /// Runs `job` on child `i` (asynchronously).
-    fn spawn(&self, child: usize, job: Job);
+    /// Storage for array `desc` of `shape` at the top (`align`: a power of two).
+    fn allocate(&self, shape: &Shape, desc: Desc, align: usize) -> Result<Storage, Error>;
+    /// Runs a task on child `i`: `job` where the child is in this process (it finishes the
+    /// call's completion itself), else the level sends `remote` and finishes it on the reply.
+    fn spawn(&self, child: usize, remote: RemoteCall, job: Job);
     /// Starts moving `list` between the top array in `top` and the child's memory. Returns the
-    /// transfer's event and the bytes elided (both sides the same memory).
-    fn transfer(&self, top: &Arc<Storage>, list: &XferList) -> Result<(Event, usize), Error>;
+    /// events to wait for and the bytes elided (both sides the same memory).
+    fn transfer(&self, top: &Arc<Storage>, list: &XferList) -> Result<(Vec<Event>, usize), Error>;
+    /// A barrier among children in other processes too (`None`: all children are threads of
+    /// this process and the runtime's own barrier serves).
+    fn barrier(&self, _child: usize, _start: usize, _end: usize) -> Option<Result<(), Error>> {
+        None
+    }
+    /// The registry of the top changed (levels with copies of it elsewhere forward it).
+    fn registered(&self, _change: &Change) {}
+    /// Called once the runtime exists: a level whose top is in another process serves that
+    /// top here until it closes, then returns `true` (the open call then gives no handle).
+    fn serve(&self, _rt: &Arc<Runtime>) -> bool {
+        false
+    }
     /// Stops the children (after every task returned). Not called from a child.
     fn stop(&self);
+}
+
+/// A change of a top's registry.
+#[derive(Clone, Copy, Debug)]
+pub enum Change {
+    Add(Desc),
+    Remove(Desc),
+    Free(Desc),
 }
 
 /// One child of a runtime: the handle its tasks receive.
@@ -58,7 +97,7 @@ impl TaskCall {
 
 /// A transfer in flight: its event and when it started (for the busy time).
 pub struct Xfer {
-    event: Event,
+    events: Vec<Event>,
     started: Instant,
 }
 
@@ -131,21 +170,20 @@ const BYTES: usize = 2;
 const ELIDED: usize = 3;
 
 impl Runtime {
-    /// Opens the runtime of level pair `depth` of `spec`.
-    pub fn open(spec: Arc<Spec>, depth: usize, tasks: Arc<Vec<Task>>) -> Result<Arc<Runtime>, Error> {
+    /// Opens the runtime of level pair `depth` of `spec`; `None` where this process served a
+    /// top in another process until it closed (a cluster's ranks other than 0).
+    pub fn open(spec: Arc<Spec>, depth: usize, tasks: Arc<Vec<Task>>) -> Result<Option<Arc<Runtime>>, Error> {
         let ls = spec.levels.get(depth).ok_or_else(|| Error::Arg(format!("the composition has no level {depth}")))?;
         let level: Box<dyn Level> = match ls.kind {
             Kind::Smp => Box::new(super::smp::Smp::new(ls.children)?),
             Kind::Disk => Box::new(super::disk::Disk::new()?),
-            Kind::Cluster => {
-                return Err(Error::Unavailable(
-                    -24,
-                    "SLUICE_LEVELS: the cluster level is not built yet (docs/levels.md); use smp and disk compositions".into(),
-                ))
-            }
+            Kind::Cluster => match CLUSTER.get() {
+                Some(make) => make(ls)?,
+                None => return Err(Error::Unavailable(-5, "the cluster level needs MPI: call sluice_levels_open after MPI_Init".into())),
+            },
         };
         let memory = ls.memory;
-        Ok(Arc::new(Runtime {
+        let rt = Arc::new(Runtime {
             level,
             spec,
             depth,
@@ -158,7 +196,12 @@ impl Runtime {
             counts: Default::default(),
             opened: Instant::now(),
             closed: AtomicBool::new(false),
-        }))
+        });
+        if rt.level.serve(&rt) {
+            rt.close();
+            return Ok(None);
+        }
+        Ok(Some(rt))
     }
 
     pub fn kind(&self) -> Kind {
@@ -203,7 +246,7 @@ impl Runtime {
                 self.registry().used
             )));
         }
-        let storage = self.level.allocate(bytes, align)?;
+        let storage = self.level.allocate(&shape, desc, align)?;
         let info = ArrayInfo { desc, shape, data: storage.host() };
         let mut reg = self.registry();
         // Checked again under the lock: another thread may have taken the descriptor or memory.
@@ -217,16 +260,51 @@ impl Runtime {
 
     pub fn free(&self, info: &ArrayInfo) -> Result<(), Error> {
         let storage = self.registry().free(info)?;
+        self.level.registered(&Change::Free(info.desc));
         drop(storage); // released when the last transfer holding it is done
         Ok(())
     }
 
     pub fn add(&self, info: &ArrayInfo) -> Result<(), Error> {
-        self.registry().add(info)
+        self.registry().add(info)?;
+        self.level.registered(&Change::Add(info.desc));
+        Ok(())
     }
 
     pub fn remove(&self, desc: Desc) -> Result<(), Error> {
-        self.registry().remove(desc)
+        self.registry().remove(desc)?;
+        self.level.registered(&Change::Remove(desc));
+        Ok(())
+    }
+
+    /// A copy of another process's top: applies what that top did (no checks of its own: the
+    /// top checked).
+    pub fn mirror_insert(&self, info: ArrayInfo, storage: Storage) {
+        self.registry().insert(info, storage);
+    }
+
+    /// As [`Runtime::mirror_insert`], for a change.
+    pub fn mirror(&self, change: Change) {
+        let mut reg = self.registry();
+        let _ = match change {
+            Change::Add(d) => reg.get_any(d).and_then(|i| reg.add(&i)),
+            Change::Remove(d) => reg.remove(d),
+            Change::Free(d) => reg.get_any(d).and_then(|i| reg.free(&i).map(drop)),
+        };
+    }
+
+    /// Runs task `task` as child `id` here (for a level whose top is in another process).
+    pub fn run_task(self: &Arc<Self>, task: usize, id: usize, arg: &[u8]) {
+        match self.tasks.get(task) {
+            Some(f) => {
+                let child = Child { rt: self.clone(), id };
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&child, arg))).is_err() {
+                    log::error!("a task of child {id} panicked");
+                }
+            }
+            None => log::error!("task {task} is not in this process's table ({} tasks)", self.tasks.len()),
+        }
+        self.counts[TASKS].fetch_add(1, Ordering::Relaxed);
     }
 
     /// Runs task `task` on children `start .. end` with a copy of `arg`.
@@ -238,6 +316,7 @@ impl Runtime {
         }
         self.check_range(start, end)?;
         let done = Completion::new(end - start);
+        self.counts[TASKS].fetch_add((end - start) as u64, Ordering::Relaxed);
         let arg: Arc<[u8]> = arg.into();
         {
             let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
@@ -245,9 +324,11 @@ impl Runtime {
             calls.push(Arc::downgrade(&done));
         }
         for id in start..end {
+            let remote = RemoteCall { task, arg: arg.clone(), done: done.clone() };
             let (rt, f, arg, done) = (self.clone(), f.clone(), arg.clone(), done.clone());
             self.level.spawn(
                 id,
+                remote,
                 Box::new(move || {
                     let child = Child { rt, id };
                     // A panic in a task is a bug in sluice's wrapper (C tasks cannot unwind):
@@ -255,7 +336,6 @@ impl Runtime {
                     if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&child, &arg))).is_err() {
                         log::error!("a task of child {id} panicked");
                     }
-                    child.rt.counts[TASKS].fetch_add(1, Ordering::Relaxed);
                     done.finish();
                 }),
             );
@@ -332,20 +412,26 @@ impl Child {
     pub fn xfer(&self, list: &XferList) -> Result<Xfer, Error> {
         let (_, storage) = self.rt.registry().get(list.desc)?;
         let started = Instant::now();
-        let (event, elided) = self.rt.level.transfer(&storage, list)?;
+        let (events, elided) = self.rt.level.transfer(&storage, list)?;
         let rt = &self.rt;
         rt.counts[XFERS].fetch_add(1, Ordering::Relaxed);
         rt.counts[BYTES].fetch_add((list.bytes - elided) as u64, Ordering::Relaxed);
         rt.counts[ELIDED].fetch_add(elided as u64, Ordering::Relaxed);
-        Ok(Xfer { event, started })
+        Ok(Xfer { events, started })
     }
 
-    /// Waits for a transfer.
+    /// Waits for a transfer (the first failure of its parts is its outcome).
     pub fn wait(&self, x: Xfer) -> Result<(), Error> {
-        let outcome = x.event.wait();
-        let end = x.event.completed_at().unwrap_or_else(Instant::now);
-        self.rt.busy.lock().unwrap_or_else(|e| e.into_inner()).add(x.started, end.max(x.started));
-        outcome.map_err(Error::Io)
+        let mut outcome = Ok(());
+        let mut end = x.started;
+        for e in &x.events {
+            if let (Err(m), Ok(())) = (e.wait(), &outcome) {
+                outcome = Err(Error::Io(m));
+            }
+            end = end.max(e.completed_at().unwrap_or_else(Instant::now));
+        }
+        self.rt.busy.lock().unwrap_or_else(|e| e.into_inner()).add(x.started, end);
+        outcome
     }
 
     /// Barrier among children `start .. end`.
@@ -354,8 +440,13 @@ impl Child {
         if !(start..end).contains(&self.id) {
             return Err(Error::Child(format!("child {} is not one of {start} .. {end}", self.id)));
         }
-        self.rt.barrier.wait(start, end);
-        Ok(())
+        match self.rt.level.barrier(self.id, start, end) {
+            Some(r) => r,
+            None => {
+                self.rt.barrier.wait(start, end);
+                Ok(())
+            }
+        }
     }
 
     /// The runtime of the next level pair below this child (`None` at a leaf).
@@ -364,7 +455,7 @@ impl Child {
         if next >= self.rt.spec.levels.len() {
             return Ok(None);
         }
-        Runtime::open(self.rt.spec.clone(), next, self.rt.tasks.clone()).map(Some)
+        Runtime::open(self.rt.spec.clone(), next, self.rt.tasks.clone())
     }
 }
 

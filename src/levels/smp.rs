@@ -7,9 +7,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::array::Storage;
+use super::array::{Desc, Shape, Storage};
 use super::exec::{Job, Workers};
-use super::runtime::Level;
+use super::runtime::{Level, RemoteCall};
 use super::spec::Kind;
 use super::xfer::{Dir, XferList};
 use super::Error;
@@ -111,22 +111,22 @@ impl Level for Smp {
         self.n
     }
 
-    fn allocate(&self, bytes: usize, align: usize) -> Result<Storage, Error> {
-        host_storage(bytes, align)
+    fn allocate(&self, shape: &Shape, _desc: Desc, align: usize) -> Result<Storage, Error> {
+        host_storage(shape.bytes(), align)
     }
 
-    fn spawn(&self, child: usize, job: Job) {
+    fn spawn(&self, child: usize, _remote: RemoteCall, job: Job) {
         if let Some(w) = &*self.workers.lock().unwrap_or_else(|e| e.into_inner()) {
             w.run(child, job);
         }
     }
 
-    fn transfer(&self, top: &Arc<Storage>, list: &XferList) -> Result<(Event, usize), Error> {
+    fn transfer(&self, top: &Arc<Storage>, list: &XferList) -> Result<(Vec<Event>, usize), Error> {
         let base = top.host().ok_or_else(|| Error::Arg("an smp array without host memory".into()))?;
         // SAFETY: the storage is the registered array the list was checked against (alive: we
         // hold a reference); the local memory is the application's, valid by the API's rule.
         let elided = unsafe { copy(base, list) };
-        Ok((Event::done(Ok(())), elided))
+        Ok((vec![Event::done(Ok(()))], elided))
     }
 
     fn stop(&self) {

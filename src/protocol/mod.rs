@@ -23,6 +23,7 @@ pub mod device;
 pub mod hints;
 pub mod init;
 pub mod layout;
+pub mod levels;
 pub mod limits;
 pub mod p2p;
 pub mod pack_engine;

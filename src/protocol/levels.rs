@@ -1,0 +1,425 @@
+//! The cluster level pair of the multi-level interface (Sequoia 3.4; docs/levels.md): the top is
+//! the memory of all ranks of `MPI_COMM_WORLD` (rank 0 runs the top's code), the children are the
+//! ranks. Arrays are distributed over the ranks in blocks of whole rows, block `k` on rank
+//! `k mod ranks` (block-cyclic; one block per rank by default, so a child's even share of rows is
+//! mostly its own); each process keeps the parts of every array (an interval map) and its own
+//! share. Transfers move local pieces with a copy (none where both sides are the same memory) and
+//! remote pieces with sluice's one-sided gets and puts (`protocol::rma`: firehoses).
+//!
+//! Control travels on a private duplicate of the world communicator: the top sends commands
+//! (allocate, publish an array's parts, register, unregister, free, run a task, close) to every
+//! other rank, whose application thread serves them inside `sluice_levels_open` (so tasks run on
+//! the application's own thread there); child 0's tasks run on a thread of rank 0; a thread of
+//! rank 0 counts the children's completions. Barriers are messages to the range's first child.
+
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::ffi::{consts, mpi};
+use crate::levels::exec::{Completion, Job, Workers};
+use crate::levels::{
+    pieces, ArrayInfo, Change, Desc, Dir, Error, Kind, Level, LevelSpec, Part, RemoteCall, Runtime, Shape, Storage, XferList,
+};
+use crate::transfer::runtime::Event;
+
+const CMD: c_int = 1;
+const ALLOCATED: c_int = 2;
+const DONE: c_int = 3;
+const ARRIVE: c_int = 4;
+const RELEASE: c_int = 5;
+
+const C_ALLOC: u64 = 1;
+const C_PUBLISH: u64 = 2;
+const C_ADD: u64 = 3;
+const C_REMOVE: u64 = 4;
+const C_FREE: u64 = 5;
+const C_CALL: u64 = 6;
+const C_CLOSE: u64 = 7;
+/// The completion id that stops rank 0's completion thread.
+const STOP: u64 = u64::MAX;
+
+/// Nonblocking sends still in flight, with their buffers.
+struct Sends(Vec<(mpi::MPI_Request, Vec<u64>)>);
+
+pub struct Cluster {
+    me: usize,
+    size: usize,
+    comm: mpi::MPI_Comm,
+    /// Rank 0: child 0's thread.
+    exec: Mutex<Option<Workers>>,
+    /// Rank 0: task calls waiting for children of other ranks, by call id.
+    pending: Arc<Mutex<HashMap<u64, Arc<Completion>>>>,
+    next_call: AtomicU64,
+    counter: Mutex<Option<std::thread::JoinHandle<()>>>,
+    sends: Mutex<Sends>,
+    /// Other ranks: their share of arrays allocated but not yet published.
+    unpublished: Mutex<HashMap<Desc, (ArrayInfo, Storage, usize)>>,
+}
+
+// SAFETY: the MPI handles are opaque values passed back to the MPI, which runs at
+// MPI_THREAD_MULTIPLE (checked at open); requests are used under `sends`' lock.
+unsafe impl Send for Cluster {}
+// SAFETY: as above.
+unsafe impl Sync for Cluster {}
+
+fn send(words: &[u64], to: usize, tag: c_int, comm: mpi::MPI_Comm) {
+    // SAFETY: a buffer of `words`, sent whole on sluice's private communicator.
+    unsafe { mpi::PMPI_Send(words.as_ptr().cast(), (words.len() * 8) as c_int, consts::byte(), to as c_int, tag, comm) };
+}
+
+/// Receives a message of any length from `from` with `tag`.
+fn recv(from: c_int, tag: c_int, comm: mpi::MPI_Comm) -> (Vec<u64>, usize) {
+    let mut st = crate::protocol::p2p::blank_status();
+    let mut bytes = 0;
+    // SAFETY: probes and receives on the private communicator into a buffer of the probed size.
+    unsafe {
+        mpi::PMPI_Probe(from, tag, comm, &mut st);
+        mpi::PMPI_Get_count(&st, consts::byte(), &mut bytes);
+    }
+    let mut words = vec![0u64; (bytes as usize).div_ceil(8).max(1)];
+    // SAFETY: as above.
+    unsafe { mpi::PMPI_Recv(words.as_mut_ptr().cast(), bytes, consts::byte(), st.MPI_SOURCE, tag, comm, consts::status_ignore()) };
+    (words, st.MPI_SOURCE as usize)
+}
+
+/// Bytes per block of an array of `shape` over `ranks`: whole rows, one block per rank.
+fn block_bytes(shape: &Shape, ranks: usize) -> usize {
+    let rows = shape.dims[0];
+    let row = shape.bytes() / rows;
+    rows.div_ceil(ranks).max(1) * row
+}
+
+/// The parts of an array of `len` bytes in blocks of `block`, rank `r`'s share at `bases[r]`.
+fn parts_of(len: usize, block: usize, bases: &[u64]) -> Vec<Part> {
+    let ranks = bases.len();
+    (0..len.div_ceil(block))
+        .map(|k| {
+            let start = k * block;
+            Part { start, len: block.min(len - start), rank: k % ranks, addr: bases[k % ranks] + ((k / ranks) * block) as u64 }
+        })
+        .collect()
+}
+
+/// Bytes rank `r` holds of an array of `len` bytes in blocks of `block`.
+fn share(len: usize, block: usize, ranks: usize, r: usize) -> usize {
+    parts_of(len, block, &vec![0; ranks]).iter().filter(|p| p.rank == r).map(|p| p.len).sum()
+}
+
+fn shape_words(shape: &Shape) -> [u64; 6] {
+    let d = shape.dims;
+    [shape.elem_size as u64, shape.ndims as u64, d[0] as u64, d[1] as u64, d[2] as u64, d[3] as u64]
+}
+
+fn shape_of(w: &[u64]) -> Option<Shape> {
+    let n = *w.get(1)? as usize;
+    Shape::new(*w.first()? as usize, &w.get(2..2 + n)?.iter().map(|&d| d as usize).collect::<Vec<_>>()).ok()
+}
+
+/// Makes the cluster level (collective over `MPI_COMM_WORLD`).
+pub fn make(_spec: &LevelSpec) -> Result<Box<dyn Level>, Error> {
+    if !crate::errors::mpi_is_active() {
+        return Err(Error::Unavailable(
+            -5,
+            "the cluster level needs MPI: call sluice_levels_open between MPI_Init and MPI_Finalize".into(),
+        ));
+    }
+    let mut level = crate::ffi::THREAD_SINGLE;
+    // SAFETY: MPI is active; writes one int.
+    unsafe { mpi::PMPI_Query_thread(&mut level) };
+    if level < crate::ffi::THREAD_MULTIPLE {
+        return Err(Error::Unavailable(
+            -8,
+            "the cluster level needs MPI_THREAD_MULTIPLE (its ranks serve the top and one-sided transfers while tasks run): initialize MPI with it".into(),
+        ));
+    }
+    let world = consts::comm_world();
+    let (mut me, mut size, mut comm) = (0, 0, consts::comm_null());
+    // SAFETY: MPI is active; out-parameters are ours.
+    unsafe {
+        mpi::PMPI_Comm_rank(world, &mut me);
+        mpi::PMPI_Comm_size(world, &mut size);
+    }
+    // One rank holds every part itself: no one-sided transfer ever happens.
+    if size > 1 {
+        crate::protocol::rma::init()
+            .map_err(|r| Error::Unavailable(r.0, format!("the cluster level moves data with one-sided gets and puts: {}", r.1)))?;
+    }
+    // SAFETY: collective duplicate of the world communicator (every rank opens the level).
+    unsafe { mpi::PMPI_Comm_dup(world, &mut comm) };
+    let (me, size) = (me as usize, size as usize);
+    let c = Cluster {
+        me,
+        size,
+        comm,
+        exec: Mutex::new(None),
+        pending: Arc::default(),
+        next_call: AtomicU64::new(0),
+        counter: Mutex::new(None),
+        sends: Mutex::new(Sends(Vec::new())),
+        unpublished: Mutex::default(),
+    };
+    if me == 0 {
+        *c.exec.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(Workers::start(1, "sluice-cluster").map_err(|e| Error::Unavailable(-2, e))?);
+        let (pending, comm) = (c.pending.clone(), CommHandle(comm));
+        let t = std::thread::Builder::new()
+            .name("sluice-cluster-done".into())
+            .spawn(move || count_completions(comm, pending))
+            .map_err(|e| Error::Unavailable(-2, format!("cannot start the completion thread: {e}")))?;
+        *c.counter.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+    }
+    Ok(Box::new(c))
+}
+
+struct CommHandle(mpi::MPI_Comm);
+// SAFETY: an opaque handle used at MPI_THREAD_MULTIPLE.
+unsafe impl Send for CommHandle {}
+
+/// Rank 0: finishes task calls as the other ranks report their children done.
+fn count_completions(comm: CommHandle, pending: Arc<Mutex<HashMap<u64, Arc<Completion>>>>) {
+    loop {
+        let (w, _) = recv(crate::ffi::ANY_SOURCE, DONE, comm.0);
+        if w[0] == STOP {
+            return;
+        }
+        let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = p.get(&w[0]).cloned() {
+            c.finish();
+            if c.is_done() {
+                p.remove(&w[0]);
+            }
+        }
+    }
+}
+
+impl Cluster {
+    /// Rank 0: a command to every other rank, without waiting for it to be received (a rank
+    /// may be running a task).
+    fn command(&self, to: usize, words: Vec<u64>) {
+        let mut g = self.sends.lock().unwrap_or_else(|e| e.into_inner());
+        g.0.retain_mut(|(req, _)| {
+            let mut flag = 0;
+            // SAFETY: a request of ours, tested (and freed by the MPI when complete).
+            unsafe { mpi::PMPI_Test(req, &mut flag, consts::status_ignore()) };
+            flag == 0
+        });
+        let mut req = consts::request_null();
+        // SAFETY: the buffer moves into `sends` with the request and stays there (a Vec's heap
+        // buffer does not move) until the send completed.
+        unsafe {
+            mpi::PMPI_Isend(words.as_ptr().cast(), (words.len() * 8) as c_int, consts::byte(), to as c_int, CMD, self.comm, &mut req)
+        };
+        g.0.push((req, words));
+    }
+
+    fn everyone_else(&self, words: &[u64]) {
+        for r in 1..self.size {
+            self.command(r, words.to_vec());
+        }
+    }
+
+    /// Other ranks: one command from rank 0; `false` when it was `close`.
+    fn handle(&self, rt: &Arc<Runtime>, w: &[u64]) -> bool {
+        match w[0] {
+            C_ALLOC => {
+                let (desc, block, align) = (w[1] as i64, w[8] as usize, w[9] as usize);
+                let Some(shape) = shape_of(&w[2..8]) else { return true };
+                let bytes = share(shape.bytes(), block, self.size, self.me);
+                let base = match crate::levels::smp::host_storage(bytes, align.max(64)) {
+                    Ok(s) => {
+                        let addr = s.host().map_or(0, |p| p as u64);
+                        self.unpublished
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(desc, (ArrayInfo { desc, shape, data: None }, s, block));
+                        addr
+                    }
+                    Err(_) => 0,
+                };
+                send(&[desc as u64, base], 0, ALLOCATED, self.comm);
+            }
+            C_PUBLISH => {
+                let desc = w[1] as i64;
+                if let Some((info, mine, block)) = self.unpublished.lock().unwrap_or_else(|e| e.into_inner()).remove(&desc) {
+                    let len = info.shape.bytes();
+                    let parts = parts_of(len, block, &w[2..2 + self.size]);
+                    rt.mirror_insert(info, Storage::Parts { len, parts, mine: Box::new(mine) });
+                }
+            }
+            C_ADD => rt.mirror(Change::Add(w[1] as i64)),
+            C_REMOVE => rt.mirror(Change::Remove(w[1] as i64)),
+            C_FREE => {
+                self.unpublished.lock().unwrap_or_else(|e| e.into_inner()).remove(&(w[1] as i64));
+                rt.mirror(Change::Free(w[1] as i64));
+            }
+            C_CALL => {
+                let (call, task, len) = (w[1], w[2] as usize, w[3] as usize);
+                // SAFETY: the words after the header hold `len` argument bytes (as sent).
+                let arg = unsafe { std::slice::from_raw_parts(w[4..].as_ptr().cast::<u8>(), len.min((w.len() - 4) * 8)) };
+                rt.run_task(task, self.me, arg);
+                send(&[call], 0, DONE, self.comm);
+            }
+            C_CLOSE => return false,
+            _ => log::error!("cluster level: unknown command {}", w[0]),
+        }
+        true
+    }
+}
+
+impl Level for Cluster {
+    fn kind(&self) -> Kind {
+        Kind::Cluster
+    }
+
+    fn children(&self) -> usize {
+        self.size
+    }
+
+    fn allocate(&self, shape: &Shape, desc: Desc, align: usize) -> Result<Storage, Error> {
+        let len = shape.bytes();
+        let block = block_bytes(shape, self.size);
+        let mine = crate::levels::smp::host_storage(share(len, block, self.size, 0), align)?;
+        let mut words = vec![C_ALLOC, desc as u64];
+        words.extend(shape_words(shape));
+        words.extend([block as u64, align as u64]);
+        self.everyone_else(&words);
+        let mut bases = vec![0u64; self.size];
+        bases[0] = mine.host().map_or(0, |p| p as u64);
+        for _ in 1..self.size {
+            let (w, from) = recv(crate::ffi::ANY_SOURCE, ALLOCATED, self.comm);
+            bases[from] = w[1];
+        }
+        let mut publish = vec![C_PUBLISH, desc as u64];
+        publish.extend(&bases);
+        self.everyone_else(&publish);
+        if let Some(r) = bases.iter().position(|&b| b == 0) {
+            self.everyone_else(&[C_FREE, desc as u64]);
+            return Err(Error::NoMem(format!("rank {r} could not allocate its share of {len} bytes")));
+        }
+        Ok(Storage::Parts { len, parts: parts_of(len, block, &bases), mine: Box::new(mine) })
+    }
+
+    fn spawn(&self, child: usize, remote: RemoteCall, job: Job) {
+        if child == self.me {
+            if let Some(w) = &*self.exec.lock().unwrap_or_else(|e| e.into_inner()) {
+                w.run(0, job);
+            }
+            return;
+        }
+        let call = self.next_call.fetch_add(1, Ordering::Relaxed);
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(call, remote.done.clone());
+        let mut words = vec![C_CALL, call, remote.task as u64, remote.arg.len() as u64];
+        words.resize(4 + remote.arg.len().div_ceil(8), 0);
+        // SAFETY: the words after the header have room for the argument's bytes.
+        unsafe { std::ptr::copy_nonoverlapping(remote.arg.as_ptr(), words[4..].as_mut_ptr().cast::<u8>(), remote.arg.len()) };
+        self.command(child, words);
+    }
+
+    fn transfer(&self, top: &Arc<Storage>, list: &XferList) -> Result<(Vec<Event>, usize), Error> {
+        let Storage::Parts { parts, .. } = &**top else {
+            return Err(Error::Arg("a cluster array without parts".into()));
+        };
+        let put = list.dir == Dir::Put;
+        let (mut events, mut elided) = (Vec::new(), 0);
+        for &(t, l, n) in &list.runs {
+            let mut at = l;
+            for (p, off, len) in pieces(parts, t, n) {
+                let local = list.local.wrapping_add(at);
+                at += len;
+                let remote = p.addr + off as u64;
+                if p.rank == self.me {
+                    let mine = remote as usize as *mut u8;
+                    if mine == local {
+                        elided += len;
+                        continue;
+                    }
+                    // SAFETY: this process's share holds the part (allocated here); the local
+                    // run lies in the checked local array; `copy` allows overlap.
+                    unsafe {
+                        if put {
+                            std::ptr::copy(local, mine, len)
+                        } else {
+                            std::ptr::copy(mine, local, len)
+                        }
+                    }
+                    continue;
+                }
+                match crate::protocol::rma::start(put, p.rank as c_int, remote, local.cast(), len) {
+                    Ok(e) => events.push(e),
+                    Err(r) => {
+                        // Started pieces finish before the error is reported (their buffers are
+                        // the application's until then).
+                        for e in &events {
+                            let _ = e.wait();
+                        }
+                        return Err(Error::Io(format!("rank {}: {}", p.rank, r.1)));
+                    }
+                }
+            }
+        }
+        Ok((events, elided))
+    }
+
+    fn barrier(&self, child: usize, start: usize, end: usize) -> Option<Result<(), Error>> {
+        let range = [start as u64, end as u64];
+        if child == start {
+            for r in start + 1..end {
+                let _ = recv(r as c_int, ARRIVE, self.comm);
+            }
+            for r in start + 1..end {
+                send(&range, r, RELEASE, self.comm);
+            }
+        } else {
+            send(&range, start, ARRIVE, self.comm);
+            let _ = recv(start as c_int, RELEASE, self.comm);
+        }
+        Some(Ok(()))
+    }
+
+    fn registered(&self, change: &Change) {
+        if self.me != 0 {
+            return;
+        }
+        match *change {
+            Change::Add(d) => self.everyone_else(&[C_ADD, d as u64]),
+            Change::Remove(d) => self.everyone_else(&[C_REMOVE, d as u64]),
+            Change::Free(d) => self.everyone_else(&[C_FREE, d as u64]),
+        }
+    }
+
+    fn serve(&self, rt: &Arc<Runtime>) -> bool {
+        if self.me == 0 {
+            return false;
+        }
+        loop {
+            let (w, _) = recv(0, CMD, self.comm);
+            if !self.handle(rt, &w) {
+                return true;
+            }
+        }
+    }
+
+    fn stop(&self) {
+        if self.me == 0 {
+            self.everyone_else(&[C_CLOSE]);
+            send(&[STOP], 0, DONE, self.comm);
+            if let Some(t) = self.counter.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                let _ = t.join();
+            }
+            if let Some(mut w) = self.exec.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                w.stop();
+            }
+            let mut g = self.sends.lock().unwrap_or_else(|e| e.into_inner());
+            for (req, _) in g.0.iter_mut() {
+                // SAFETY: our own pending sends; the other ranks receive every command.
+                unsafe { mpi::PMPI_Wait(req, consts::status_ignore()) };
+            }
+            g.0.clear();
+        }
+        let mut comm = self.comm;
+        // SAFETY: every rank frees its duplicate once, at close.
+        unsafe { mpi::PMPI_Comm_free(&mut comm) };
+    }
+}
