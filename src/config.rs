@@ -234,6 +234,12 @@ pub const PARAMS: &[Param] = &[
         doc: "The composition sluice_levels_open(NULL, ...) opens (include/sluice_levels.h, docs/levels.md): smp = host memory over worker threads (default: the CPUs this process may run on), disk = files over this process, cluster = the ranks of MPI_COMM_WORLD (the top only; needs MPI_THREAD_MULTIPLE); @BYTES bounds what that level's top may allocate. Read when the runtime is opened; a bad value makes sluice_levels_open return SLUICE_LEVELS_ERR_SPEC with a message.",
     },
     Param {
+        name: "SLUICE_LEVELS_MOVES",
+        default: "auto",
+        accepted: "auto, messages",
+        doc: "How the cluster level of sluice_levels moves remote pieces of arrays: auto = sluice's one-sided gets and puts (firehoses) where every rank has an RMA window, else messages served by the owning rank (Open MPI 4.1 between nodes over TCP); messages = always messages.",
+    },
+    Param {
         name: "SLUICE_LEVELS_DIR",
         default: "$TMPDIR or /tmp",
         accepted: "a directory",

@@ -4,7 +4,8 @@
 //! `k mod ranks` (block-cyclic; one block per rank by default, so a child's even share of rows is
 //! mostly its own); each process keeps the parts of every array (an interval map) and its own
 //! share. Transfers move local pieces with a copy (none where both sides are the same memory) and
-//! remote pieces with sluice's one-sided gets and puts (`protocol::rma`: firehoses).
+//! remote pieces with sluice's one-sided gets and puts (`protocol::rma`: firehoses), or, where
+//! the MPI gives no one-sided window, as messages served by the owner (`levels_msg`).
 //!
 //! Control travels on a private duplicate of the world communicator: the top sends commands
 //! (allocate, publish an array's parts, register, unregister, free, run a task, close) to every
@@ -17,6 +18,7 @@ use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::levels_msg::{Server, PIECE_MAX};
 use crate::ffi::{consts, mpi};
 use crate::levels::exec::{Completion, Job, Workers};
 use crate::levels::{
@@ -40,6 +42,14 @@ const C_CLOSE: u64 = 7;
 /// The completion id that stops rank 0's completion thread.
 const STOP: u64 = u64::MAX;
 
+/// How remote pieces move.
+enum Moves {
+    /// sluice's one-sided gets and puts.
+    OneSided,
+    /// Messages served by the owning rank.
+    Messages(Arc<Server>),
+}
+
 /// Nonblocking sends still in flight, with their buffers.
 struct Sends(Vec<(mpi::MPI_Request, Vec<u64>)>);
 
@@ -56,6 +66,9 @@ pub struct Cluster {
     sends: Mutex<Sends>,
     /// Other ranks: their share of arrays allocated but not yet published.
     unpublished: Mutex<HashMap<Desc, (ArrayInfo, Storage, usize)>>,
+    moves: Moves,
+    /// This process's share of each array (address, bytes), for the message server.
+    shares: Mutex<HashMap<Desc, (u64, usize)>>,
 }
 
 // SAFETY: the MPI handles are opaque values passed back to the MPI, which runs at
@@ -141,10 +154,31 @@ pub fn make(_spec: &LevelSpec) -> Result<Box<dyn Level>, Error> {
         mpi::PMPI_Comm_rank(world, &mut me);
         mpi::PMPI_Comm_size(world, &mut size);
     }
-    // One rank holds every part itself: no one-sided transfer ever happens.
+    // One rank holds every part itself: nothing remote ever moves. Otherwise one-sided where
+    // every rank has the window, else messages (decided together: the choice must agree).
+    let mut moves = Moves::OneSided;
+    let forced = match std::env::var("SLUICE_LEVELS_MOVES").as_deref() {
+        Err(_) | Ok("auto") => false,
+        Ok("messages") => true,
+        Ok(v) => return Err(Error::Spec(format!("SLUICE_LEVELS_MOVES=\"{v}\": accepted are auto and messages"))),
+    };
     if size > 1 {
-        crate::protocol::rma::init()
-            .map_err(|r| Error::Unavailable(r.0, format!("the cluster level moves data with one-sided gets and puts: {}", r.1)))?;
+        let rma = if forced {
+            Err(crate::protocol::copy::Refused(0, "SLUICE_LEVELS_MOVES=messages".into()))
+        } else {
+            crate::protocol::rma::init()
+        };
+        let (mine, mut all) = (rma.is_ok() as c_int, 0 as c_int);
+        // SAFETY: one int each way, collective over the world as this call is.
+        unsafe {
+            mpi::PMPI_Allreduce((&mine as *const c_int).cast(), (&mut all as *mut c_int).cast(), 1, consts::int(), consts::op_min(), world)
+        };
+        if all == 0 {
+            if let Err(r) = rma {
+                log::info!("cluster level: no one-sided window ({}); remote pieces move as messages", r.1);
+            }
+            moves = Moves::Messages(Server::start().map_err(|e| Error::Unavailable(-2, e))?);
+        }
     }
     // SAFETY: collective duplicate of the world communicator (every rank opens the level).
     unsafe { mpi::PMPI_Comm_dup(world, &mut comm) };
@@ -159,6 +193,8 @@ pub fn make(_spec: &LevelSpec) -> Result<Box<dyn Level>, Error> {
         counter: Mutex::new(None),
         sends: Mutex::new(Sends(Vec::new())),
         unpublished: Mutex::default(),
+        moves,
+        shares: Mutex::default(),
     };
     if me == 0 {
         *c.exec.lock().unwrap_or_else(|e| e.into_inner()) =
@@ -195,6 +231,23 @@ fn count_completions(comm: CommHandle, pending: Arc<Mutex<HashMap<u64, Arc<Compl
 }
 
 impl Cluster {
+    /// This process's share of array `desc` is at `base` (`None`: the array is gone).
+    fn share(&self, desc: Desc, share: Option<(u64, usize)>) {
+        let mut g = self.shares.lock().unwrap_or_else(|e| e.into_inner());
+        let old = match share {
+            Some(s) => g.insert(desc, s),
+            None => g.remove(&desc),
+        };
+        if let Moves::Messages(server) = &self.moves {
+            if let Some((b, l)) = old {
+                server.share(b, l, false);
+            }
+            if let Some((b, l)) = share {
+                server.share(b, l, true);
+            }
+        }
+    }
+
     /// Rank 0: a command to every other rank, without waiting for it to be received (a rank
     /// may be running a task).
     fn command(&self, to: usize, words: Vec<u64>) {
@@ -230,6 +283,7 @@ impl Cluster {
                 let base = match crate::levels::smp::host_storage(bytes, align.max(64)) {
                     Ok(s) => {
                         let addr = s.host().map_or(0, |p| p as u64);
+                        self.share(desc, Some((addr, bytes)));
                         self.unpublished
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
@@ -251,6 +305,7 @@ impl Cluster {
             C_ADD => rt.mirror(Change::Add(w[1] as i64)),
             C_REMOVE => rt.mirror(Change::Remove(w[1] as i64)),
             C_FREE => {
+                self.share(w[1] as i64, None);
                 self.unpublished.lock().unwrap_or_else(|e| e.into_inner()).remove(&(w[1] as i64));
                 rt.mirror(Change::Free(w[1] as i64));
             }
@@ -280,7 +335,9 @@ impl Level for Cluster {
     fn allocate(&self, shape: &Shape, desc: Desc, align: usize) -> Result<Storage, Error> {
         let len = shape.bytes();
         let block = block_bytes(shape, self.size);
-        let mine = crate::levels::smp::host_storage(share(len, block, self.size, 0), align)?;
+        let bytes = share(len, block, self.size, 0);
+        let mine = crate::levels::smp::host_storage(bytes, align)?;
+        self.share(desc, Some((mine.host().map_or(0, |p| p as u64), bytes)));
         let mut words = vec![C_ALLOC, desc as u64];
         words.extend(shape_words(shape));
         words.extend([block as u64, align as u64]);
@@ -295,6 +352,7 @@ impl Level for Cluster {
         publish.extend(&bases);
         self.everyone_else(&publish);
         if let Some(r) = bases.iter().position(|&b| b == 0) {
+            self.share(desc, None);
             self.everyone_else(&[C_FREE, desc as u64]);
             return Err(Error::NoMem(format!("rank {r} could not allocate its share of {len} bytes")));
         }
@@ -346,16 +404,28 @@ impl Level for Cluster {
                     }
                     continue;
                 }
-                match crate::protocol::rma::start(put, p.rank as c_int, remote, local.cast(), len) {
-                    Ok(e) => events.push(e),
-                    Err(r) => {
-                        // Started pieces finish before the error is reported (their buffers are
-                        // the application's until then).
-                        for e in &events {
-                            let _ = e.wait();
+                let server = match &self.moves {
+                    Moves::Messages(s) => s,
+                    Moves::OneSided => match crate::protocol::rma::start(put, p.rank as c_int, remote, local.cast(), len) {
+                        Ok(e) => {
+                            events.push(e);
+                            continue;
                         }
-                        return Err(Error::Io(format!("rank {}: {}", p.rank, r.1)));
-                    }
+                        Err(r) => {
+                            // Started pieces finish before the error is reported (their buffers
+                            // are the application's until then).
+                            for e in &events {
+                                let _ = e.wait();
+                            }
+                            return Err(Error::Io(format!("rank {}: {}", p.rank, r.1)));
+                        }
+                    },
+                };
+                let mut done = 0;
+                while done < len {
+                    let n = PIECE_MAX.min(len - done);
+                    events.push(server.start_op(put, p.rank, remote + done as u64, local.wrapping_add(done), n));
+                    done += n;
                 }
             }
         }
@@ -385,7 +455,10 @@ impl Level for Cluster {
         match *change {
             Change::Add(d) => self.everyone_else(&[C_ADD, d as u64]),
             Change::Remove(d) => self.everyone_else(&[C_REMOVE, d as u64]),
-            Change::Free(d) => self.everyone_else(&[C_FREE, d as u64]),
+            Change::Free(d) => {
+                self.share(d, None);
+                self.everyone_else(&[C_FREE, d as u64]);
+            }
         }
     }
 
@@ -417,6 +490,9 @@ impl Level for Cluster {
                 unsafe { mpi::PMPI_Wait(req, consts::status_ignore()) };
             }
             g.0.clear();
+        }
+        if let Moves::Messages(s) = &self.moves {
+            s.stop();
         }
         let mut comm = self.comm;
         // SAFETY: every rank frees its duplicate once, at close.

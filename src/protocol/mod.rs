@@ -24,6 +24,7 @@ pub mod hints;
 pub mod init;
 pub mod layout;
 pub mod levels;
+pub mod levels_msg;
 pub mod limits;
 pub mod p2p;
 pub mod pack_engine;

@@ -300,10 +300,22 @@ static void top_level(sluice_level_t top) {
 }
 
 int main(int argc, char **argv) {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    int provided, rank;
+    int single = getenv("LEVELS_THREAD_SINGLE") != NULL;
+    MPI_Init_thread(&argc, &argv, single ? MPI_THREAD_SINGLE : MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     const sluice_task_fn tasks[NTASKS] = {fill, errors, barrier, nested};
     sluice_level_t top = NULL;
+    if (single) {
+        /* A cluster level needs MPI_THREAD_MULTIPLE: refused on every rank, with no handle. */
+        EXPECT(sluice_levels_open(NULL, tasks, NTASKS, &top), SLUICE_ERR_THREAD);
+        CHECK(top == NULL, "a handle despite the refusal");
+        int bad = atomic_load(&failures), all = bad;
+        MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        if (rank == 0) printf(all ? "levels_api: FAILED %d checks\n" : "levels_api: OK\n", all);
+        MPI_Finalize();
+        return all != 0;
+    }
     /* Bad compositions. */
     EXPECT(sluice_levels_open("", tasks, NTASKS, &top), SLUICE_LEVELS_ERR_SPEC);
     EXPECT(sluice_levels_open("tape", tasks, NTASKS, &top), SLUICE_LEVELS_ERR_SPEC);
@@ -339,8 +351,6 @@ int main(int argc, char **argv) {
     CHECK(total == N, "leaves checked %ld of %d elements", total, N);
     int bad = atomic_load(&failures), all = bad;
     MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    int rank;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank == 0) printf(all ? "levels_api: FAILED %d checks\n" : "levels_api: OK\n", all);
     MPI_Finalize();
     return all != 0;
