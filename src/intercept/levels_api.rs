@@ -245,7 +245,8 @@ pub unsafe extern "C" fn sluice_level_stats(level: *mut Handle, stats: *mut CSta
     run("sluice_level_stats", || {
         let out = stats.as_mut_ok()?;
         // SAFETY: forwarded contract.
-        let s = unsafe { handle(level) }?.rt.stats();
+        let h = unsafe { handle(level) }?;
+        let s = if h.child.is_none() { h.rt.stats_all() } else { h.rt.stats() };
         *out = CStats {
             tasks: s.tasks,
             xfers: s.xfers,

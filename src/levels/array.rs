@@ -71,7 +71,7 @@ unsafe impl Sync for ArrayInfo {}
 /// Where an array of a top lives.
 #[derive(Debug)]
 pub enum Storage {
-    /// Host memory from `std::alloc` with this alignment.
+    /// Host memory from `std::alloc` with this alignment, or mapped from the kernel (`align` 0).
     Host { ptr: *mut u8, len: usize, align: usize },
     /// A file (unlinked at creation: it disappears with the descriptor), `len` bytes long.
     File { fd: OwnedFd, len: usize },
@@ -110,10 +110,18 @@ unsafe impl Sync for Storage {}
 
 impl Drop for Storage {
     fn drop(&mut self) {
-        if let Storage::Host { ptr, len, align } = *self {
-            // SAFETY: allocated by `smp::host_storage` with this size (at least 1) and alignment,
-            // freed once (the storage is dropped once, after every transfer holding it).
-            unsafe { std::alloc::dealloc(ptr, std::alloc::Layout::from_size_align_unchecked(len.max(1), align)) };
+        match *self {
+            // SAFETY: mapped by `smp::host_storage` with this length, unmapped once (the
+            // storage is dropped once, after every transfer holding it).
+            Storage::Host { ptr, len, align: 0 } => unsafe {
+                libc::munmap(ptr.cast(), len);
+            },
+            // SAFETY: allocated by `smp::host_storage` with this size (at least 1) and
+            // alignment, freed once (as above).
+            Storage::Host { ptr, len, align } => unsafe {
+                std::alloc::dealloc(ptr, std::alloc::Layout::from_size_align_unchecked(len.max(1), align))
+            },
+            _ => {}
         }
     }
 }

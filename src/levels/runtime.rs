@@ -63,6 +63,11 @@ pub trait Level: Send + Sync {
     fn serve(&self, _rt: &Arc<Runtime>) -> bool {
         false
     }
+    /// The counters of the whole runtime from `local`, this process's (a level whose children
+    /// are in other processes adds theirs). Called from the top only.
+    fn gather(&self, local: Stats) -> Stats {
+        local
+    }
     /// Stops the children (after every task returned). Not called from a child.
     fn stop(&self);
 }
@@ -369,6 +374,12 @@ impl Runtime {
         self.registry().get(desc).map(|(info, _)| info)
     }
 
+    /// The counters of the whole runtime (a cluster's: every rank's transfers), from the top.
+    pub fn stats_all(&self) -> Stats {
+        self.level.gather(self.stats())
+    }
+
+    /// This process's counters.
     pub fn stats(&self) -> Stats {
         let c = |i: usize| self.counts[i].load(Ordering::Relaxed);
         Stats {

@@ -22,7 +22,7 @@ use super::levels_msg::{Server, PIECE_MAX};
 use crate::ffi::{consts, mpi};
 use crate::levels::exec::{Completion, Job, Workers};
 use crate::levels::{
-    pieces, ArrayInfo, Change, Desc, Dir, Error, Kind, Level, LevelSpec, Part, RemoteCall, Runtime, Shape, Storage, XferList,
+    pieces, ArrayInfo, Change, Desc, Dir, Error, Kind, Level, LevelSpec, Part, RemoteCall, Runtime, Shape, Stats, Storage, XferList,
 };
 use crate::transfer::runtime::Event;
 
@@ -31,6 +31,7 @@ const ALLOCATED: c_int = 2;
 const DONE: c_int = 3;
 const ARRIVE: c_int = 4;
 const RELEASE: c_int = 5;
+const STATS: c_int = 6;
 
 const C_ALLOC: u64 = 1;
 const C_PUBLISH: u64 = 2;
@@ -39,6 +40,7 @@ const C_REMOVE: u64 = 4;
 const C_FREE: u64 = 5;
 const C_CALL: u64 = 6;
 const C_CLOSE: u64 = 7;
+const C_STATS: u64 = 8;
 /// The completion id that stops rank 0's completion thread.
 const STOP: u64 = u64::MAX;
 
@@ -316,6 +318,10 @@ impl Cluster {
                 rt.run_task(task, self.me, arg);
                 send(&[call], 0, DONE, self.comm);
             }
+            C_STATS => {
+                let st = rt.stats();
+                send(&[st.xfers, st.bytes, st.elided_bytes, st.busy_ns], 0, STATS, self.comm);
+            }
             C_CLOSE => return false,
             _ => log::error!("cluster level: unknown command {}", w[0]),
         }
@@ -460,6 +466,24 @@ impl Level for Cluster {
                 self.everyone_else(&[C_FREE, d as u64]);
             }
         }
+    }
+
+    /// Adds every other rank's transfers (their children move the data); tasks and memory are
+    /// the top's own counts; busy time is the longest of any rank's.
+    fn gather(&self, local: Stats) -> Stats {
+        if self.me != 0 {
+            return local;
+        }
+        self.everyone_else(&[C_STATS]);
+        let mut all = local;
+        for _ in 1..self.size {
+            let (w, _) = recv(crate::ffi::ANY_SOURCE, STATS, self.comm);
+            all.xfers += w[0];
+            all.bytes += w[1];
+            all.elided_bytes += w[2];
+            all.busy_ns = all.busy_ns.max(w[3]);
+        }
+        all
     }
 
     fn serve(&self, rt: &Arc<Runtime>) -> bool {

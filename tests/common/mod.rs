@@ -77,7 +77,7 @@ pub fn compile_linked(dir: &str, name: &str) -> PathBuf {
     build_once(&src.clone(), scratch().join(format!("{name}_linked")), |out| {
         let mut c = Command::new(format!("mpicc.{FLAVOR}"));
         c.args(["-O2", "-Wall", "-I"]).arg(repo().join("tests/c")).arg("-I").arg(repo().join("include")).arg(&src);
-        c.arg("-L").arg(&lib).arg("-lsluice").arg(format!("-Wl,-rpath,{}", lib.display())).arg("-o").arg(out);
+        c.arg("-L").arg(&lib).arg("-lsluice").arg("-lm").arg(format!("-Wl,-rpath,{}", lib.display())).arg("-o").arg(out);
         c
     })
 }
@@ -117,7 +117,7 @@ pub fn compile_fortran_linked(file: &str) -> PathBuf {
     build_once(&src.clone(), scratch().join(format!("{stem}_f_linked")), |out| {
         let mut c = Command::new(format!("mpif90.{FLAVOR}"));
         c.args(["-O1", "-ffree-line-length-none", "-J"]).arg(scratch()).arg(&src);
-        c.arg("-L").arg(&lib).arg("-lsluice").arg(format!("-Wl,-rpath,{}", lib.display())).arg("-o").arg(out);
+        c.arg("-L").arg(&lib).arg("-lsluice").arg("-lm").arg(format!("-Wl,-rpath,{}", lib.display())).arg("-o").arg(out);
         c
     })
 }
