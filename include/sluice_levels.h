@@ -21,8 +21,10 @@
  * of smp (children: threads, default the CPUs this process may run on), disk (one child: this
  * process; files in SLUICE_LEVELS_DIR or $TMPDIR or /tmp) and cluster (children: the ranks; the
  * top is rank 0); MEMORY (bytes, K/M/G suffixes) bounds what the top of that runtime may allocate:
- * an allocation past it fails with SLUICE_LEVELS_ERR_NOMEM. The spec comes from
- * sluice_levels_open's argument, else the environment variable SLUICE_LEVELS, else "smp".
+ * an allocation past it fails with SLUICE_LEVELS_ERR_NOMEM (an array counts its elements' bytes,
+ * exactly). The spec comes from sluice_levels_open's argument, else the environment variable
+ * SLUICE_LEVELS, else "smp". With a composition whose top is not `cluster`, every process that
+ * opens it has a top of its own (ranks of an MPI job run independently).
  *
  * Every function returns SLUICE_SUCCESS (0) or an error code (a message is printed at warning
  * level, SLUICE_LOG); on an error nothing is allocated, registered, written or started. None of
@@ -81,8 +83,9 @@ typedef struct {
 } sluice_array_t;
 
 /* A task: runs on one child, `level` being that child's handle; `arg` points to a copy of the
- * block given to sluice_task_call (valid until the task returns). Tasks are named by their index
- * in the table given to sluice_levels_open, so that every process of a cluster means the same. */
+ * block given to sluice_task_call (aligned to 8 bytes, valid until the task returns). Tasks are
+ * named by their index in the table given to sluice_levels_open, so that every process of a
+ * cluster means the same. A task returns nothing: it reports results through arrays. */
 typedef void (*sluice_task_fn)(sluice_level_t level, const void *arg, size_t arg_len);
 
 /* What a runtime did so far (sluice_level_stats). */
@@ -91,7 +94,8 @@ typedef struct {
     uint64_t xfers;        /* transfer lists run (sluice_xfer calls) */
     uint64_t bytes;        /* bytes moved by them */
     uint64_t elided_bytes; /* bytes not moved: both sides were the same memory */
-    uint64_t busy_ns;      /* time at least one transfer of this runtime was in flight */
+    uint64_t busy_ns;      /* time at least one transfer of this runtime was in flight (a cluster
+                              top: the longest of any rank's) */
     uint64_t alive_ns;     /* time since the runtime was opened */
     uint64_t peak_bytes;   /* most bytes allocated at the top at once */
 } sluice_level_stats_t;
@@ -122,7 +126,9 @@ int sluice_level_siblings(sluice_level_t level);
 const char *sluice_level_kind(sluice_level_t level);
 /* Bytes the top of this runtime may still allocate (SIZE_MAX: no bound). */
 size_t sluice_level_memory(sluice_level_t level);
-/* Counters of the runtime (either handle). */
+/* Counters of the runtime. From a top handle: the whole runtime's (a cluster top adds every
+ * rank's transfers; call it while no task runs there, it waits for them); from a child's: this
+ * process's. */
 int sluice_level_stats(sluice_level_t level, sluice_level_stats_t *stats);
 
 /* ---- Top interface -------------------------------------------------------------------------- */
@@ -161,7 +167,8 @@ int sluice_array_local(void *data, size_t elem_size, int ndims, const size_t *di
 /* A transfer list: `count` runs of lengths[i] elements, from src at element src_idx[i] to dst at
  * element dst_idx[i] (indices into the flattened, row-major array). One of dst and src is a
  * registered array of this runtime's top (named by its descriptor), the other a local array;
- * both have the same element size. Checked here: every run inside both arrays. */
+ * both have the same element size. Checked here: every run inside both arrays. The index and
+ * length arrays are copied: they may be freed or reused once this returns. */
 int sluice_xfer_list_create(sluice_level_t child, const sluice_array_t *dst, const sluice_array_t *src,
                             const size_t *dst_idx, const size_t *src_idx, const size_t *lengths,
                             size_t count, sluice_xfer_list_t *list);

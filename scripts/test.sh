@@ -28,7 +28,7 @@ if [ "$cluster_rc" -eq 0 ]; then
   for f in openmpi mpich; do
     echo "=== $f across 2 emulated nodes ==="
     SLUICE_CLUSTER_NODES=2 SLUICE_MPI=$f cargo test --release --locked --target-dir "target/$f" \
-      --test p2p_conformance --test collectives --test mpi_fortran --test p2p_typepairs --test mpi_c --test runtime --test topology_reorder --test rma \
+      --test p2p_conformance --test collectives --test mpi_fortran --test p2p_typepairs --test mpi_c --test runtime --test topology_reorder --test rma --test levels \
       -- --test-threads=2 2>&1 | tee -a "$log"
     # p2p_conformance and p2p_typepairs have minimum-threshold cases of their own; the
     # collectives' point-to-point requests and the Fortran programs get them here, with every

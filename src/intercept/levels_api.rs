@@ -132,7 +132,7 @@ pub unsafe extern "C" fn sluice_levels_open(
         crate::logging::init(log::LevelFilter::Warn);
     }
     run("sluice_levels_open", || {
-        let out = top.as_mut_ok()?;
+        let out = top.out_ok()?;
         *out = std::ptr::null_mut();
         let n = usize::try_from(ntasks).map_err(|_| Error::Arg(format!("ntasks {ntasks}")))?;
         if tasks.is_null() && n > 0 {
@@ -157,11 +157,11 @@ pub unsafe extern "C" fn sluice_levels_open(
 
 /// Null-checked out-parameters.
 trait OutPtr<T> {
-    fn as_mut_ok<'a>(self) -> Result<&'a mut T, Error>;
+    fn out_ok<'a>(self) -> Result<&'a mut T, Error>;
 }
 
 impl<T> OutPtr<T> for *mut T {
-    fn as_mut_ok<'a>(self) -> Result<&'a mut T, Error> {
+    fn out_ok<'a>(self) -> Result<&'a mut T, Error> {
         // SAFETY: every API function's contract: out-parameters are null or writable.
         unsafe { self.as_mut() }.ok_or_else(|| Error::Arg("null output pointer".into()))
     }
@@ -172,7 +172,7 @@ impl<T> OutPtr<T> for *mut T {
 #[no_mangle]
 pub unsafe extern "C" fn sluice_level_below(level: *mut Handle, below: *mut *mut Handle) -> c_int {
     run("sluice_level_below", || {
-        let out = below.as_mut_ok()?;
+        let out = below.out_ok()?;
         *out = std::ptr::null_mut();
         // SAFETY: forwarded contract.
         let c = child(unsafe { handle(level) }?, "sluice_level_below")?;
@@ -188,7 +188,7 @@ pub unsafe extern "C" fn sluice_level_below(level: *mut Handle, below: *mut *mut
 #[no_mangle]
 pub unsafe extern "C" fn sluice_level_close(top: *mut *mut Handle) -> c_int {
     run("sluice_level_close", || {
-        let slot = top.as_mut_ok()?;
+        let slot = top.out_ok()?;
         // SAFETY: forwarded contract.
         let h = unsafe { handle(*slot) }?;
         self::top(h, "sluice_level_close")?;
@@ -243,7 +243,7 @@ pub unsafe extern "C" fn sluice_level_memory(level: *mut Handle) -> usize {
 #[no_mangle]
 pub unsafe extern "C" fn sluice_level_stats(level: *mut Handle, stats: *mut CStats) -> c_int {
     run("sluice_level_stats", || {
-        let out = stats.as_mut_ok()?;
+        let out = stats.out_ok()?;
         // SAFETY: forwarded contract.
         let h = unsafe { handle(level) }?;
         let s = if h.child.is_none() { h.rt.stats_all() } else { h.rt.stats() };
@@ -273,7 +273,7 @@ pub unsafe extern "C" fn sluice_array_alloc(
     array: *mut CArray,
 ) -> c_int {
     run("sluice_array_alloc", || {
-        let out = array.as_mut_ok()?;
+        let out = array.out_ok()?;
         // SAFETY: forwarded contract.
         let h = unsafe { handle(top) }?;
         self::top(h, "sluice_array_alloc")?;
@@ -294,7 +294,7 @@ pub unsafe extern "C" fn sluice_array_alloc(
 #[no_mangle]
 pub unsafe extern "C" fn sluice_array_free(top: *mut Handle, array: *mut CArray) -> c_int {
     run("sluice_array_free", || {
-        let a = array.as_mut_ok()?;
+        let a = array.out_ok()?;
         // SAFETY: forwarded contract.
         let h = unsafe { handle(top) }?;
         self::top(h, "sluice_array_free")?;
@@ -336,7 +336,7 @@ pub unsafe extern "C" fn sluice_array_remove(top: *mut Handle, desc: i64) -> c_i
 #[no_mangle]
 pub unsafe extern "C" fn sluice_array_get(level: *mut Handle, desc: i64, array: *mut CArray) -> c_int {
     run("sluice_array_get", || {
-        let out = array.as_mut_ok()?;
+        let out = array.out_ok()?;
         // SAFETY: forwarded contract.
         let h = unsafe { handle(level) }?;
         *out = to_c(&h.rt.get(desc)?);
@@ -355,7 +355,7 @@ pub unsafe extern "C" fn sluice_array_local(
     array: *mut CArray,
 ) -> c_int {
     run("sluice_array_local", || {
-        let out = array.as_mut_ok()?;
+        let out = array.out_ok()?;
         if data.is_null() {
             return Err(Error::Arg("null data".into()));
         }
@@ -383,7 +383,7 @@ pub unsafe extern "C" fn sluice_task_call(
     task_handle: *mut *mut TaskCall,
 ) -> c_int {
     run("sluice_task_call", || {
-        let out = task_handle.as_mut_ok()?;
+        let out = task_handle.out_ok()?;
         *out = std::ptr::null_mut();
         // SAFETY: forwarded contract.
         let h = unsafe { handle(top) }?;
@@ -411,7 +411,7 @@ pub unsafe extern "C" fn sluice_task_call(
 #[no_mangle]
 pub unsafe extern "C" fn sluice_task_wait(top: *mut Handle, task_handle: *mut *mut TaskCall) -> c_int {
     run("sluice_task_wait", || {
-        let slot = task_handle.as_mut_ok()?;
+        let slot = task_handle.out_ok()?;
         // SAFETY: forwarded contract.
         self::top(unsafe { handle(top) }?, "sluice_task_wait")?;
         if slot.is_null() {
@@ -440,7 +440,7 @@ pub unsafe extern "C" fn sluice_xfer_list_create(
     list: *mut *mut XferList,
 ) -> c_int {
     run("sluice_xfer_list_create", || {
-        let out = list.as_mut_ok()?;
+        let out = list.out_ok()?;
         *out = std::ptr::null_mut();
         // SAFETY: forwarded contract.
         let c = child(unsafe { handle(level) }?, "sluice_xfer_list_create")?;
@@ -470,7 +470,7 @@ pub unsafe extern "C" fn sluice_xfer_list_create(
 #[no_mangle]
 pub unsafe extern "C" fn sluice_xfer_list_free(list: *mut *mut XferList) -> c_int {
     run("sluice_xfer_list_free", || {
-        let slot = list.as_mut_ok()?;
+        let slot = list.out_ok()?;
         if !slot.is_null() {
             // SAFETY: made by Box::into_raw; the slot is reset so it is freed once.
             drop(unsafe { Box::from_raw(*slot) });
@@ -485,7 +485,7 @@ pub unsafe extern "C" fn sluice_xfer_list_free(list: *mut *mut XferList) -> c_in
 #[no_mangle]
 pub unsafe extern "C" fn sluice_xfer(level: *mut Handle, list: *mut XferList, xfer: *mut *mut CXfer) -> c_int {
     run("sluice_xfer", || {
-        let out = xfer.as_mut_ok()?;
+        let out = xfer.out_ok()?;
         *out = std::ptr::null_mut();
         // SAFETY: forwarded contract.
         let c = child(unsafe { handle(level) }?, "sluice_xfer")?;
@@ -501,7 +501,7 @@ pub unsafe extern "C" fn sluice_xfer(level: *mut Handle, list: *mut XferList, xf
 #[no_mangle]
 pub unsafe extern "C" fn sluice_xfer_wait(level: *mut Handle, xfer: *mut *mut CXfer) -> c_int {
     run("sluice_xfer_wait", || {
-        let slot = xfer.as_mut_ok()?;
+        let slot = xfer.out_ok()?;
         // SAFETY: forwarded contract.
         let c = child(unsafe { handle(level) }?, "sluice_xfer_wait")?;
         if slot.is_null() {

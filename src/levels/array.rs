@@ -127,7 +127,8 @@ impl Drop for Storage {
 }
 
 impl Storage {
-    pub fn len(&self) -> usize {
+    /// Bytes of the array.
+    pub fn bytes(&self) -> usize {
         match self {
             Storage::Host { len, .. } | Storage::File { len, .. } | Storage::Parts { len, .. } => *len,
         }
@@ -179,7 +180,7 @@ impl Registry {
     }
 
     pub fn insert(&mut self, info: ArrayInfo, storage: Storage) {
-        self.used += storage.len();
+        self.used += storage.bytes();
         self.peak = self.peak.max(self.used);
         self.freed.remove(&info.desc);
         self.arrays.insert(info.desc, Entry { info, storage: std::sync::Arc::new(storage), registered: false });
@@ -196,7 +197,7 @@ impl Registry {
             None => return Err(Error::Desc(format!("descriptor {} names no array of this top", info.desc))),
         }
         let e = self.arrays.remove(&info.desc).expect("checked above");
-        self.used -= e.storage.len();
+        self.used -= e.storage.bytes();
         self.freed.insert(info.desc);
         Ok(e.storage)
     }
