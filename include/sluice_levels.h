@@ -113,7 +113,8 @@ int sluice_levels_open(const char *spec, const sluice_task_fn *tasks, int ntasks
 int sluice_level_below(sluice_level_t child, sluice_level_t *below);
 
 /* From the top: waits for running tasks, frees every array still allocated, stops the children
- * and frees the runtime; *top becomes NULL. */
+ * and frees the runtime; *top becomes NULL. Close a cluster runtime before MPI_Finalize (its
+ * other ranks wait inside sluice_levels_open until it is closed). */
 int sluice_level_close(sluice_level_t *top);
 
 /* ---- Queries (either side) ------------------------------------------------------------------ */

@@ -67,3 +67,18 @@ fn examples_run_unchanged_on_every_composition() {
         }
     }
 }
+
+/// The Fortran binding (`use sluice_levels`, include/sluice_levels.f90): tests/fortran/levels.F90
+/// (Fortran tasks from a c_funloc table, puts and gets from local Fortran arrays with 0-based index
+/// lists, a strided get, a barrier, error codes, the level below, statistics) on a composition of
+/// each kind; the local ones at 1 rank and 2 (every rank its own runtime), the cluster at 1 and 2.
+#[test]
+fn fortran_module_runs_tasks_and_transfers() {
+    let exe = compile_fortran_linked("levels.F90");
+    for spec in ["smp:2", "disk/smp:2", "cluster/smp:2"] {
+        for np in [1u32, 2] {
+            let job = launch_shim(np, &exe, &[("SLUICE_LEVELS", spec)]);
+            assert!(job.ok && job.stdout.lines().any(|l| l.trim() == "PASS"), "levels.F90 {spec} np={np} ({FLAVOR}):\n{}", job.all());
+        }
+    }
+}
