@@ -82,10 +82,11 @@ typedef struct {
     size_t dims[SLUICE_LEVELS_MAX_DIMS];
 } sluice_array_t;
 
-/* A task: runs on one child, `level` being that child's handle; `arg` points to a copy of the
- * block given to sluice_task_call (aligned to 8 bytes, valid until the task returns). Tasks are
- * named by their index in the table given to sluice_levels_open, so that every process of a
- * cluster means the same. A task returns nothing: it reports results through arrays. */
+/* A task: runs on one child, `level` being that child's handle (valid until the task returns);
+ * `arg` points to a copy of the block given to sluice_task_call (aligned to 8 bytes, valid until
+ * the task returns). Tasks are named by their index in the table given to sluice_levels_open, so
+ * that every process of a cluster means the same. A task returns nothing: it reports results
+ * through arrays. */
 typedef void (*sluice_task_fn)(sluice_level_t level, const void *arg, size_t arg_len);
 
 /* What a runtime did so far (sluice_level_stats). */

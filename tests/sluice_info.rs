@@ -62,6 +62,7 @@ fn hw_flag_prints_hardware_only() {
     let (out, text) = run(&["--hw"], &[]);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("cores") && text.contains("CUDA") && text.contains("RDMA"), "{text}");
+    assert!(text.contains("multi-level disk I/O"), "{text}");
     assert!(!text.contains("SLUICE_LOG"), "{text}");
 }
 

@@ -155,6 +155,13 @@ fn print_hardware() {
         Err(why) => format!("unavailable ({why}): pinned buckets are not cached between operations"),
     };
     println!("    invalidation       {hooks}");
+    println!(
+        "  multi-level disk I/O (docs/levels.md): {}",
+        match sluice::levels::io::backend() {
+            "io_uring" => "io_uring (one ring, one thread)",
+            _ => "a pool of pread/pwrite threads (no io_uring here)",
+        }
+    );
 }
 
 /// `SLUICE_CALIBRATION` as set (None: auto).
