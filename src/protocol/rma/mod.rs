@@ -195,6 +195,8 @@ pub fn init() -> Result<(), Refused> {
     // SAFETY: written by PMPI_Win_create_dynamic (rc was 0).
     let win = unsafe { win.assume_init() };
     if let Err(e) = progress::thread::start(crate::protocol::p2p::pipeline::nudge) {
+        // The window and its communicator stay: freeing them is collective, and the other
+        // processes (whose threads started) would not join; a leak beats a hang.
         return Err(Refused(code::ERR_THREAD, format!("cannot start the service thread: {e}")));
     }
     *g = Some(Service {
