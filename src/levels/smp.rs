@@ -74,18 +74,29 @@ fn dense_local(list: &XferList) -> Option<usize> {
     Some(first)
 }
 
-/// Copies `list` between the top array at `top` and local memory; returns the bytes elided.
+/// Copies `list` between the top array at `top` (`top_len` bytes) and local memory; returns the
+/// bytes elided.
 ///
 /// # Safety
 /// `top` holds the array the list was checked against and the list's local memory is valid.
-pub unsafe fn copy(top: *mut u8, list: &XferList) -> usize {
+pub unsafe fn copy(top: *mut u8, top_len: usize, list: &XferList) -> usize {
     // Address comparison only (no access): wrapping arithmetic needs no proof.
     let same = |t: usize, l: usize| top.wrapping_add(t) == list.local.wrapping_add(l);
     let elided: usize = list.runs.iter().filter(|r| same(r.0, r.1)).map(|r| r.2).sum();
     if elided == list.bytes {
         return elided;
     }
+    // The engine's kernels assume the two sides apart: a local buffer inside the top array
+    // (legal in a shared namespace) is copied run by run instead.
+    let apart = |first: usize| {
+        let (l, t) = (list.local as usize + first, top as usize);
+        l + list.bytes <= t || t + top_len <= l
+    };
     if let (0, Some(first), true) = (elided, dense_local(list), list.runs.len() > 1) {
+        if !apart(first) {
+            // SAFETY: forwarded contract.
+            return unsafe { copy_runs(top, list, same) };
+        }
         let ty = list.layout.get_or_init(|| {
             Arc::new(CompiledType::new(&DataLoop::indexed(
                 list.runs.iter().map(|r| r.2).collect(),
@@ -104,8 +115,20 @@ pub unsafe fn copy(top: *mut u8, list: &XferList) -> usize {
         }
         return 0;
     }
+    // SAFETY: forwarded contract.
+    unsafe { copy_runs(top, list, same) }
+}
+
+/// Copies the runs one by one (skipping those whose sides are the same memory); returns the
+/// bytes skipped.
+///
+/// # Safety
+/// As [`copy`].
+unsafe fn copy_runs(top: *mut u8, list: &XferList, same: impl Fn(usize, usize) -> bool) -> usize {
+    let mut elided = 0;
     for &(t, l, n) in &list.runs {
         if same(t, l) {
+            elided += n;
             continue;
         }
         // SAFETY: both runs lie inside their arrays (checked); `copy` allows overlap.
@@ -142,7 +165,7 @@ impl Level for Smp {
         let base = top.host().ok_or_else(|| Error::Arg("an smp array without host memory".into()))?;
         // SAFETY: the storage is the registered array the list was checked against (alive: we
         // hold a reference); the local memory is the application's, valid by the API's rule.
-        let elided = unsafe { copy(base, list) };
+        let elided = unsafe { copy(base, top.bytes(), list) };
         Ok((vec![Event::done(Ok(()))], elided))
     }
 

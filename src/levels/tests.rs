@@ -157,6 +157,15 @@ fn smp_transfers_copy_gather_scatter_and_elide() {
         let scatter = c.xfer_list(&sp, &top, &(0..8).map(|i| 2 * i).collect::<Vec<_>>(), &idx, &[1; 8]).unwrap();
         c.wait(c.xfer(&scatter).unwrap()).unwrap();
         assert!((0..8).all(|i| sparse[2 * i] == (7 * i) as f64 && sparse[2 * i + 1] == 0.));
+        // A dense local buffer inside the top array itself (shared namespace): gathered run by
+        // run, elements 0, 2, .. 14 into elements 32 .. 40.
+        let inside = ArrayInfo { desc: LOCAL, shape: shape(8), data: top.data.map(|p| p.wrapping_add(32 * 8)) };
+        let shift = c.xfer_list(&inside, &top, &(0..8).collect::<Vec<_>>(), &(0..8).map(|i| 2 * i).collect::<Vec<_>>(), &[1; 8]).unwrap();
+        c.wait(c.xfer(&shift).unwrap()).unwrap();
+        let mut now = [0f64; 64];
+        let all = ArrayInfo { desc: LOCAL, shape: shape(64), data: Some(now.as_mut_ptr().cast()) };
+        c.wait(c.xfer(&c.xfer_list(&all, &top, &[0], &[0], &[64]).unwrap()).unwrap()).unwrap();
+        assert!((0..8).all(|i| now[32 + i] == (2 * i) as f64) && now[31] == 31. && now[40] == 40.);
         let before = c.rt.stats().elided_bytes;
         let own = ArrayInfo { desc: LOCAL, shape: shape(64), data: top.data };
         let same = c.xfer_list(&own, &top, &[3], &[3], &[10]).unwrap();
