@@ -57,7 +57,7 @@ fn a_cluster_level_needs_thread_multiple() {
 /// result and prints one line with its time and the level pairs' statistics.
 #[test]
 fn examples_run_unchanged_on_every_composition() {
-    let specs = ["smp:2", "disk/smp:2@2M", "smp:2/smp:1", "cluster/smp:2", "cluster"];
+    let specs = ["smp:2", "disk/smp:2@2M", "smp:2/smp:1", "smp:2/disk", "cluster/smp:2", "cluster", "cluster/disk/smp:2@4M"];
     for name in ["saxpy", "sgemv", "sgemm", "conv2d"] {
         let exe = compile_linked("examples/levels", name);
         for spec in &specs {

@@ -16,6 +16,9 @@
  *         every child below with the block's arrays (pipe_run), or
  *       - is a leaf: computes on the parent's memory where it is addressable (data != NULL,
  *         Sequoia's shared namespace), else streams its share through malloc'ed buffers.
+ *     Where below's top is not addressable (a disk level under a child: files), blocks are staged
+ *     through this child's own buffers and the STAGE task (T_STAGE, first in every example's task
+ *     table) moves them between those buffers and below's arrays (see lv_walk_t).
  *     rw_task walks "row" work (1-D ranges, optional halo, optional whole read-only arrays):
  *     SAXPY, SGEMV, CONV2D and the generic FILL (inputs) and CHECK tasks; gemm_task walks C tiles
  *     with a loop over blocks of k (SGEMM);
@@ -41,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sluice_levels.h"
 
@@ -209,24 +213,109 @@ static inline void lv_close_below(sluice_level_t *below, int depth, int measure)
 /* ---- Blocks: arrays of one step of a walk, at the top of the runtime below or in malloc'ed memory */
 
 /* Where a walker puts its blocks: the top of the runtime below (`below` != NULL, children run
- * the task there) or this leaf's own buffers (`below` == NULL, the leaf computes itself). */
+ * the task there) or this leaf's own buffers (`below` == NULL, the leaf computes itself).
+ *
+ * Staging. Only children of a runtime transfer, and only between their parent's arrays and their
+ * own memory; so where below's top is not addressable (a disk level under a child: its arrays
+ * are files), this child cannot move a block from its parent straight into below's array. It
+ * stages it through its own memory instead: each block is a file array at below's top *and* a
+ * malloc'ed staging buffer of the same shape. Inputs come from the parent into the staging
+ * buffer (this child's transfer), then the STAGE task on below's children puts the buffer into
+ * the file array (their transfer); outputs go the other way (STAGE gets the file array into the
+ * buffer, then this child puts the buffer up to its parent). The task argument carries the
+ * buffer's address, so below's children must run in this process (a disk level's one child is
+ * this very thread); the STAGE task checks that. */
 typedef struct {
     sluice_level_t child; /* this child's handle in the runtime above (transfers go through it) */
     sluice_level_t below; /* the runtime below, or NULL */
     int task;             /* the task to run on below's children */
+    int staged;           /* below's top is not addressable: blocks go through staging buffers */
 } lv_walk_t;
 
-/* A rows x cols float array of a block: registered at below's top under `desc`, or malloc'ed. */
+/* The task every example puts first in its table (common.h's own; the examples' tasks follow
+ * from LV_APP_TASKS): moves a staging buffer into or out of an array of its parent. */
+enum { T_STAGE = 0, LV_APP_TASKS };
+
+/* The argument of a STAGE call: elements [0, elems) of array `desc` of the caller's below <->
+ * the staging buffer at `buf` in process `pid`; below's children split the elements. */
+typedef struct {
+    int dir; /* LV_IN: buffer -> array (the block goes down); LV_OUT: array -> buffer */
+    int pid;
+    sluice_array_desc_t desc;
+    uint64_t buf; /* the buffer's address */
+    size_t elems, elem_size;
+} lv_stage_arg_t;
+
+enum { LV_IN, LV_OUT };
+
+static inline void lv_task_stage(sluice_level_t child, const void *arg, size_t arg_len) {
+    lv_stage_arg_t s;
+    if (arg_len != sizeof s) FAIL("stage task: argument of %zu bytes, expected %zu", arg_len, sizeof s);
+    memcpy(&s, arg, sizeof s);
+    if (s.pid != (int)getpid())
+        FAIL("stage task: the children of a level whose top is not addressable run in another process; "
+             "this composition cannot be fed through a staging buffer");
+    size_t lo, hi;
+    lv_split(0, s.elems, sluice_level_id(child), sluice_level_siblings(child), 1, &lo, &hi);
+    if (lo >= hi) return;
+    sluice_array_t arr, local;
+    CK(sluice_array_get(child, s.desc, &arr));
+    size_t n = hi - lo, zero = 0;
+    CK(sluice_array_local((unsigned char *)(uintptr_t)s.buf + lo * s.elem_size, s.elem_size, 1, &n, &local));
+    sluice_xfer_list_t list;
+    sluice_xfer_t x;
+    if (s.dir == LV_IN)
+        CK(sluice_xfer_list_create(child, &arr, &local, &lo, &zero, &n, 1, &list));
+    else
+        CK(sluice_xfer_list_create(child, &local, &arr, &zero, &lo, &n, 1, &list));
+    CK(sluice_xfer(child, list, &x));
+    CK(sluice_xfer_wait(child, &x));
+    CK(sluice_xfer_list_free(&list));
+}
+
+/* Runs STAGE on all of below's children for the block `desc` (its staging buffer `buf`, `elems`
+ * floats) and waits. */
+static inline void lv_stage_call(const lv_walk_t *w, int dir, sluice_array_desc_t desc, void *buf, size_t elems) {
+    lv_stage_arg_t s = {.dir = dir, .pid = (int)getpid(), .desc = desc, .buf = (uint64_t)(uintptr_t)buf,
+                        .elems = elems, .elem_size = sizeof(float)};
+    sluice_task_t h;
+    CK(sluice_task_call(w->below, T_STAGE, 0, sluice_level_siblings(w->below), &s, sizeof s, &h));
+    CK(sluice_task_wait(w->below, &h));
+}
+
+/* Descriptor of the one-element array lv_walk_open allocates to learn whether below's top is
+ * addressable (never registered; far from the walkers' block descriptors). */
+#define LV_PROBE_DESC ((sluice_array_desc_t)1 << 40)
+
+/* Opens the runtime below this child (w->below = NULL at a leaf) and learns whether its arrays
+ * are addressable here (an smp top) or must be staged (a disk top). */
+static inline void lv_walk_open(sluice_level_t child, int task, lv_walk_t *w) {
+    w->child = child;
+    w->below = NULL;
+    w->task = task;
+    w->staged = 0;
+    CK(sluice_level_below(child, &w->below));
+    if (w->below == NULL) return;
+    sluice_array_t probe;
+    size_t one = 1;
+    CK(sluice_array_alloc(w->below, sizeof(float), 1, &one, LV_PROBE_DESC, 0, &probe));
+    w->staged = probe.data == NULL;
+    CK(sluice_array_free(w->below, &probe));
+}
+
+/* A rows x cols float array of a block: registered at below's top under `desc` (with a staging
+ * buffer in `data` where below's top is not addressable: what this child's transfers use), or
+ * malloc'ed. */
 static inline void blk_alloc(const lv_walk_t *w, sluice_array_desc_t desc, size_t rows, size_t cols, sluice_array_t *a) {
     size_t dims[2] = {rows, cols};
     if (rows == 0 || cols == 0) FAIL("empty block (%zu x %zu)", rows, cols);
     if (w->below != NULL) {
         CK(sluice_array_alloc(w->below, sizeof(float), 2, dims, desc, 64, a));
-        if (a->data == NULL)
-            FAIL("the arrays of the level below (%s) are not addressable from this child: a child "
-                 "cannot feed that composition (put disk and cluster levels above smp ones)",
-                 sluice_level_kind(w->below));
         CK(sluice_array_add(w->below, a));
+        if (w->staged)
+            a->data = lv_malloc(rows * cols * sizeof(float));
+        else if (a->data == NULL)
+            FAIL("an array of the level below (%s) is not addressable, unlike the probe", sluice_level_kind(w->below));
     } else {
         CK(sluice_array_local(lv_malloc(rows * cols * sizeof(float)), sizeof(float), 2, dims, a));
     }
@@ -234,6 +323,10 @@ static inline void blk_alloc(const lv_walk_t *w, sluice_array_desc_t desc, size_
 
 static inline void blk_free(const lv_walk_t *w, sluice_array_t *a) {
     if (w->below != NULL) {
+        if (w->staged) {
+            free(a->data); /* the staging buffer */
+            a->data = NULL;
+        }
         CK(sluice_array_free(w->below, a));
     } else {
         free(a->data);
@@ -241,21 +334,30 @@ static inline void blk_free(const lv_walk_t *w, sluice_array_t *a) {
     }
 }
 
-/* One transfer list and its transfer in flight. */
+/* One transfer list and its transfer in flight; for a staged block, what STAGE moves (the whole
+ * block: before an input is complete, and before an output starts). */
 typedef struct {
     sluice_xfer_list_t list;
     sluice_xfer_t xfer;
+    int dir, staged;
+    sluice_array_desc_t desc;
+    void *buf;
+    size_t elems;
 } lv_xlist_t;
-
-enum { LV_IN, LV_OUT };
 
 /* Describes a rectangle moved between the parent array `par` (registered above; rows of `pcols`
  * elements) at (pr, pc) and the block `blk` (rows of `bcols`) at (br, bc), nr x nc elements:
  * one run per row, or one run in all where both sides hold whole rows (the runtime would merge
  * them anyway; fewer indices to build). */
-static inline void lv_rect(sluice_level_t child, int dir, const sluice_array_t *par, size_t pcols, size_t pr, size_t pc,
+static inline void lv_rect(const lv_walk_t *w, int dir, const sluice_array_t *par, size_t pcols, size_t pr, size_t pc,
                            const sluice_array_t *blk, size_t bcols, size_t br, size_t bc, size_t nr, size_t nc,
                            lv_xlist_t *x) {
+    sluice_level_t child = w->child;
+    x->dir = dir;
+    x->staged = w->below != NULL && w->staged;
+    x->desc = blk->desc;
+    x->buf = blk->data;
+    x->elems = blk->dims[0] * blk->dims[1];
     sluice_array_t local;
     CK(sluice_array_local(blk->data, blk->elem_size, blk->ndims, blk->dims, &local));
     int whole_rows = nc == pcols && nc == bcols;
@@ -292,14 +394,20 @@ typedef struct {
 typedef void (*lv_begin_fn)(const lv_walk_t *w, void *ctx, size_t step, lv_stage_t *st);
 typedef void (*lv_compute_fn)(const lv_walk_t *w, void *ctx, lv_stage_t *st);
 
+/* Starts transfer lists; an output of a staged block first comes out of below's array. */
 static inline void lv_stage_start(const lv_walk_t *w, lv_xlist_t *x, int n) {
-    for (int i = 0; i < n; i++) CK(sluice_xfer(w->child, x[i].list, &x[i].xfer));
+    for (int i = 0; i < n; i++) {
+        if (x[i].staged && x[i].dir == LV_OUT) lv_stage_call(w, LV_OUT, x[i].desc, x[i].buf, x[i].elems);
+        CK(sluice_xfer(w->child, x[i].list, &x[i].xfer));
+    }
 }
 
+/* Waits for transfer lists; an input of a staged block then goes on into below's array. */
 static inline void lv_stage_wait(const lv_walk_t *w, lv_xlist_t *x, int n) {
     for (int i = 0; i < n; i++) {
         CK(sluice_xfer_wait(w->child, &x[i].xfer));
         CK(sluice_xfer_list_free(&x[i].list));
+        if (x[i].staged && x[i].dir == LV_IN) lv_stage_call(w, LV_IN, x[i].desc, x[i].buf, x[i].elems);
     }
 }
 
@@ -325,13 +433,20 @@ static inline void lv_pipe_run(const lv_walk_t *w, size_t nsteps, lv_begin_fn be
     for (size_t k = 0; k < nsteps; k++) {
         lv_stage_t *cur = &st[k % 2], *other = &st[(k + 1) % 2];
         lv_stage_wait(w, cur->in, cur->nin);
-        if (w->below != NULL)
+        /* Below's children start on step k first where they are other threads; where the call
+         * runs on this thread (a disk level: staged walks) it returns when step k is done, so
+         * step k+1's inputs are started before it, to stream in meanwhile. Either way step k-1
+         * ends before step k+1 begins: at most two steps' arrays. */
+        int on_this_thread = w->staged;
+        if (w->below != NULL && !on_this_thread)
             CK(sluice_task_call(w->below, w->task, 0, children, cur->arg, cur->arg_len, &cur->call));
         if (k > 0) lv_stage_end(w, other); /* step k-1 */
         if (k + 1 < nsteps) {
             begin(w, ctx, k + 1, other);
             lv_stage_start(w, other->in, other->nin);
         }
+        if (w->below != NULL && on_this_thread)
+            CK(sluice_task_call(w->below, w->task, 0, children, cur->arg, cur->arg_len, &cur->call));
         if (w->below != NULL)
             CK(sluice_task_wait(w->below, &cur->call));
         else
@@ -347,6 +462,14 @@ static inline void lv_pipe_run(const lv_walk_t *w, size_t nsteps, lv_begin_fn be
 #define LV_LOCAL_BUDGET ((size_t)64 << 20)
 /* Slack per array for the runtime's alignment and bookkeeping when sizing blocks to a bound. */
 #define LV_ARRAY_SLACK ((size_t)4096)
+
+/* Bytes two steps' blocks may take: below's bound; a staged walk also holds every block in this
+ * child's own memory (the staging buffers), so at most LV_LOCAL_BUDGET too; a leaf's own. */
+static inline size_t lv_budget(const lv_walk_t *w) {
+    if (w->below == NULL) return LV_LOCAL_BUDGET;
+    size_t m = sluice_level_memory(w->below);
+    return w->staged ? lv_min(m, LV_LOCAL_BUDGET) : m;
+}
 
 /* ---- Row walker: SAXPY, SGEMV, CONV2D, FILL, CHECK ----------------------------------------------- */
 
@@ -474,9 +597,9 @@ static inline void rw_begin(const lv_walk_t *w, void *ctx, size_t step, lv_stage
         d.arr[i].desc = st->use[i].desc;
         d.arr[i].off = (int64_t)b0 + x->off - (int64_t)r0;
         if (x->role & RW_IN)
-            lv_rect(w->child, LV_IN, &rw->par[i], re, r0, 0, &st->use[i], re, 0, 0, r1 - r0, re, &st->in[st->nin++]);
+            lv_rect(w, LV_IN, &rw->par[i], re, r0, 0, &st->use[i], re, 0, 0, r1 - r0, re, &st->in[st->nin++]);
         if (x->role & RW_OUT)
-            lv_rect(w->child, LV_OUT, &rw->par[i], re, (size_t)((int64_t)b0 + x->off), 0, &st->use[i], re,
+            lv_rect(w, LV_OUT, &rw->par[i], re, (size_t)((int64_t)b0 + x->off), 0, &st->use[i], re,
                     (size_t)d.arr[i].off, 0, b1 - b0, re, &st->out[st->nout++]);
     }
     memcpy(st->arg, &d, sizeof d);
@@ -553,8 +676,8 @@ static inline void rw_task(sluice_level_t child, const void *arg, size_t arg_len
         addressable &= rw.par[i].data != NULL;
     }
 
-    lv_walk_t w = {.child = child, .below = NULL, .task = a.task};
-    CK(sluice_level_below(child, &w.below));
+    lv_walk_t w;
+    lv_walk_open(child, a.task, &w);
     if (w.below == NULL && addressable) { /* a leaf on the parent's memory: no copies at all */
         rw_view_t v[RW_MAX_ARRAYS];
         rw_views(&a, rw.par, v);
@@ -563,13 +686,13 @@ static inline void rw_task(sluice_level_t child, const void *arg, size_t arg_len
     }
     /* Stream the share through blocks: at below's top, or (leaf over a file or a distributed
      * array) through this thread's own buffers. */
-    rw.block = rw_block(&rw, w.below != NULL ? sluice_level_memory(w.below) : LV_LOCAL_BUDGET);
+    rw.block = rw_block(&rw, lv_budget(&w));
     for (int i = 0; i < a.narrays; i++) {
         if (a.arr[i].role != RW_WHOLE) continue;
         size_t n = lv_elements(&rw.par[i]);
         lv_xlist_t x;
         blk_alloc(&w, 100 + i, 1, n, &rw.whole[i]);
-        lv_rect(child, LV_IN, &rw.par[i], n, 0, 0, &rw.whole[i], n, 0, 0, 1, n, &x);
+        lv_rect(&w, LV_IN, &rw.par[i], n, 0, 0, &rw.whole[i], n, 0, 0, 1, n, &x);
         lv_stage_start(&w, &x, 1);
         lv_stage_wait(&w, &x, 1);
     }
@@ -680,9 +803,9 @@ static inline void gemm_begin(const lv_walk_t *w, void *ctx, size_t step, lv_sta
     sluice_array_desc_t slot = (sluice_array_desc_t)(step % 2);
     /* A block: ni runs of nk (rows of A inside the k block); B block: nk runs of nj. */
     blk_alloc(w, 1 + slot, ni, nk, &st->use[0]);
-    lv_rect(w->child, LV_IN, &gw->A, gw->k, i0, k0, &st->use[0], nk, 0, 0, ni, nk, &st->in[st->nin++]);
+    lv_rect(w, LV_IN, &gw->A, gw->k, i0, k0, &st->use[0], nk, 0, 0, ni, nk, &st->in[st->nin++]);
     blk_alloc(w, 3 + slot, nk, nj, &st->use[1]);
-    lv_rect(w->child, LV_IN, &gw->B, gw->n, k0, j0, &st->use[1], nj, 0, 0, nk, nj, &st->in[st->nin++]);
+    lv_rect(w, LV_IN, &gw->B, gw->n, k0, j0, &st->use[1], nj, 0, 0, nk, nj, &st->in[st->nin++]);
     st->own[st->nown++] = st->use[0];
     st->own[st->nown++] = st->use[1];
     /* C tile: allocated by its first k block (read in only if the caller accumulates), written
@@ -690,11 +813,11 @@ static inline void gemm_begin(const lv_walk_t *w, void *ctx, size_t step, lv_sta
     if (kb == 0) {
         blk_alloc(w, 5 + (sluice_array_desc_t)(t % 2), ni, nj, &gw->ctile[t % 2]);
         if (gw->g->beta)
-            lv_rect(w->child, LV_IN, &gw->C, gw->n, i0, j0, &gw->ctile[t % 2], nj, 0, 0, ni, nj, &st->in[st->nin++]);
+            lv_rect(w, LV_IN, &gw->C, gw->n, i0, j0, &gw->ctile[t % 2], nj, 0, 0, ni, nj, &st->in[st->nin++]);
     }
     st->use[2] = gw->ctile[t % 2];
     if (kb + 1 == gw->nkb) {
-        lv_rect(w->child, LV_OUT, &gw->C, gw->n, i0, j0, &st->use[2], nj, 0, 0, ni, nj, &st->out[st->nout++]);
+        lv_rect(w, LV_OUT, &gw->C, gw->n, i0, j0, &st->use[2], nj, 0, 0, ni, nj, &st->out[st->nout++]);
         st->own[st->nown++] = st->use[2];
     }
     gemm_arg_t d = *gw->g;
@@ -736,8 +859,8 @@ static inline void gemm_task(sluice_level_t child, const void *arg, size_t arg_l
     if (gw.A.dims[0] != gw.m || gw.B.dims[0] != gw.k || gw.B.dims[1] != gw.n || gw.r1 > gw.m)
         FAIL("sgemm: shapes do not match");
 
-    lv_walk_t w = {.child = child, .below = NULL, .task = g.task};
-    CK(sluice_level_below(child, &w.below));
+    lv_walk_t w;
+    lv_walk_open(child, g.task, &w);
     if (w.below == NULL && gw.A.data && gw.B.data && gw.C.data) { /* leaf on the parent's memory */
         const float *A = gw.A.data, *B = gw.B.data;
         float *C = gw.C.data;
@@ -746,7 +869,7 @@ static inline void gemm_task(sluice_level_t child, const void *arg, size_t arg_l
     }
     /* Tiles: everything in one step where it fits, else the largest square-ish tiles that do
      * (bigger tiles: fewer re-reads of A and B, 2 N^3 (1/bi + 1/bj) bytes in all). */
-    size_t budget = w.below != NULL ? sluice_level_memory(w.below) : LV_LOCAL_BUDGET;
+    size_t budget = lv_budget(&w);
     size_t rows = gw.r1 - gw.r0;
     gw.bi = rows;
     gw.bj = gw.n;

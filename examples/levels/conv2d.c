@@ -18,7 +18,8 @@
  * level: a block lacks a row only where its halo was clipped, i.e. outside the image. */
 #include "common.h"
 
-enum { T_FILL, T_CONV, T_CHECK, NTASKS };
+/* T_STAGE (common.h: staging through a level whose top is not addressable) comes first. */
+enum { T_FILL = LV_APP_TASKS, T_CONV, T_CHECK, NTASKS };
 enum { D_IN = 1, D_OUT = 2 };
 #define R 4 /* filter radius: 9 x 9 */
 #define TAPS ((2 * R + 1) * (2 * R + 1))
@@ -89,7 +90,8 @@ int main(int argc, char **argv) {
     conv_params_t params = {.h = h, .w = w, .stride = check_stride(h, w)};
     for (int t = 0; t < TAPS; t++) params.f[t] = gen(F_FILTER, (uint64_t)t);
     _Static_assert(sizeof(conv_params_t) <= RW_USER_MAX, "filter does not fit the argument block");
-    static const sluice_task_fn tasks[NTASKS] = {[T_FILL] = task_fill, [T_CONV] = task_conv, [T_CHECK] = task_check};
+    static const sluice_task_fn tasks[NTASKS] = {[T_STAGE] = lv_task_stage,
+                                                 [T_FILL] = task_fill, [T_CONV] = task_conv, [T_CHECK] = task_check};
 
     sluice_level_t top = NULL;
     CK(sluice_levels_open(NULL, tasks, NTASKS, &top));

@@ -13,7 +13,8 @@
  * Prints one line "saxpy: OK ..." (or "saxpy: FAILED <n> mismatches", exit status 1). */
 #include "common.h"
 
-enum { T_FILL, T_SAXPY, T_CHECK, NTASKS };
+/* T_STAGE (common.h: staging through a level whose top is not addressable) comes first. */
+enum { T_FILL = LV_APP_TASKS, T_SAXPY, T_CHECK, NTASKS };
 enum { D_X = 1, D_Y = 2 };
 /* Shares of 16 elements (64 bytes): children never write the same cache line of y. */
 #define ALIGN 16
@@ -47,7 +48,8 @@ int main(int argc, char **argv) {
     lv_init(&argc, &argv);
     size_t n = argc > 1 ? lv_parse_size(argv[1]) : (size_t)4 << 20;
     const saxpy_params_t params = {.alpha = 3.0f};
-    static const sluice_task_fn tasks[NTASKS] = {[T_FILL] = task_fill, [T_SAXPY] = task_saxpy, [T_CHECK] = task_check};
+    static const sluice_task_fn tasks[NTASKS] = {[T_STAGE] = lv_task_stage,
+                                                 [T_FILL] = task_fill, [T_SAXPY] = task_saxpy, [T_CHECK] = task_check};
 
     sluice_level_t top = NULL;
     CK(sluice_levels_open(NULL, tasks, NTASKS, &top));

@@ -19,7 +19,8 @@
  * double-buffered. A leaf runs sgemm_blocked on the parent's memory (smp) or its own buffers. */
 #include "common.h"
 
-enum { T_FILL, T_SGEMM, T_CHECK, NTASKS };
+/* T_STAGE (common.h: staging through a level whose top is not addressable) comes first. */
+enum { T_FILL = LV_APP_TASKS, T_SGEMM, T_CHECK, NTASKS };
 enum { D_A = 1, D_B = 2, D_C = 3 };
 
 typedef struct {
@@ -86,7 +87,8 @@ int main(int argc, char **argv) {
             n = lv_parse_size(argv[i]);
     }
     const sgemm_params_t params = {.n = n, .stride = check_stride(n)};
-    static const sluice_task_fn tasks[NTASKS] = {[T_FILL] = task_fill, [T_SGEMM] = gemm_task, [T_CHECK] = task_check};
+    static const sluice_task_fn tasks[NTASKS] = {[T_STAGE] = lv_task_stage,
+                                                 [T_FILL] = task_fill, [T_SGEMM] = gemm_task, [T_CHECK] = task_check};
 
     lv_run_t run = {0};
     if (direct) {

@@ -13,7 +13,8 @@
  * its own buffers (disk, cluster). Prints one line "sgemv: OK ..." or "sgemv: FAILED ...". */
 #include "common.h"
 
-enum { T_FILL, T_SGEMV, T_CHECK, NTASKS };
+/* T_STAGE (common.h: staging through a level whose top is not addressable) comes first. */
+enum { T_FILL = LV_APP_TASKS, T_SGEMV, T_CHECK, NTASKS };
 enum { D_A = 1, D_X = 2, D_Y = 3 };
 
 typedef struct {
@@ -65,7 +66,8 @@ int main(int argc, char **argv) {
     size_t m = argc > 1 ? lv_parse_size(argv[1]) : 2048;
     size_t n = argc > 2 ? lv_parse_size(argv[2]) : 2048;
     const sgemv_params_t params = {.n = n};
-    static const sluice_task_fn tasks[NTASKS] = {[T_FILL] = task_fill, [T_SGEMV] = task_sgemv, [T_CHECK] = task_check};
+    static const sluice_task_fn tasks[NTASKS] = {[T_STAGE] = lv_task_stage,
+                                                 [T_FILL] = task_fill, [T_SGEMV] = task_sgemv, [T_CHECK] = task_check};
 
     sluice_level_t top = NULL;
     CK(sluice_levels_open(NULL, tasks, NTASKS, &top));

@@ -100,10 +100,9 @@ impl TaskCall {
     }
 }
 
-/// A transfer in flight: its event and when it started (for the busy time).
+/// A transfer in flight: the events of its parts.
 pub struct Xfer {
     events: Vec<Event>,
-    started: Instant,
 }
 
 /// Counters of a runtime (`sluice_level_stats`).
@@ -118,38 +117,35 @@ pub struct Stats {
     pub peak_bytes: u64,
 }
 
-/// Intervals during which transfers were in flight, merged when read.
+/// The time at least one transfer of a runtime is in flight: a count of transfers' events in
+/// flight, since when it is nonzero, and the total of earlier busy periods (exact, O(1) per
+/// event: events report their completion through a hook, wherever they complete).
 #[derive(Default)]
 struct Busy {
-    spans: Vec<(Instant, Instant)>,
+    in_flight: usize,
+    since: Option<Instant>,
+    total: std::time::Duration,
 }
 
-/// Spans kept before they are merged into fewer.
-const SPANS_KEPT: usize = 4096;
-
 impl Busy {
-    fn add(&mut self, from: Instant, to: Instant) {
-        self.spans.push((from, to));
-        if self.spans.len() >= SPANS_KEPT {
-            self.merge();
+    fn start(&mut self, at: Instant, events: usize) {
+        if self.in_flight == 0 {
+            self.since = Some(at);
         }
+        self.in_flight += events;
     }
 
-    fn merge(&mut self) {
-        self.spans.sort_by_key(|s| s.0);
-        let mut out: Vec<(Instant, Instant)> = Vec::with_capacity(self.spans.len());
-        for &(a, b) in &self.spans {
-            match out.last_mut() {
-                Some(l) if a <= l.1 => l.1 = l.1.max(b),
-                _ => out.push((a, b)),
+    fn end(&mut self) {
+        self.in_flight -= 1;
+        if self.in_flight == 0 {
+            if let Some(s) = self.since.take() {
+                self.total += s.elapsed();
             }
         }
-        self.spans = out;
     }
 
-    fn total_ns(&mut self) -> u64 {
-        self.merge();
-        self.spans.iter().map(|(a, b)| b.duration_since(*a).as_nanos() as u64).sum()
+    fn total_ns(&self) -> u64 {
+        (self.total + self.since.map_or(std::time::Duration::ZERO, |s| s.elapsed())).as_nanos() as u64
     }
 }
 
@@ -163,7 +159,7 @@ pub struct Runtime {
     memory: Option<usize>,
     barrier: RangeBarrier,
     calls: Mutex<Vec<Weak<Completion>>>,
-    busy: Mutex<Busy>,
+    busy: Arc<Mutex<Busy>>,
     counts: [AtomicU64; 4],
     opened: Instant,
     closed: AtomicBool,
@@ -197,7 +193,7 @@ impl Runtime {
             memory,
             barrier: RangeBarrier::default(),
             calls: Mutex::new(Vec::new()),
-            busy: Mutex::new(Busy::default()),
+            busy: Arc::default(),
             counts: Default::default(),
             opened: Instant::now(),
             closed: AtomicBool::new(false),
@@ -423,25 +419,31 @@ impl Child {
     pub fn xfer(&self, list: &XferList) -> Result<Xfer, Error> {
         let (_, storage) = self.rt.registry().get(list.desc)?;
         let started = Instant::now();
-        let (events, elided) = self.rt.level.transfer(&storage, list)?;
+        let (mut events, elided) = self.rt.level.transfer(&storage, list)?;
+        if events.is_empty() {
+            // Everything was copied in the call (or elided): busy for the call's duration.
+            events.push(Event::done(Ok(())));
+        }
+        self.rt.busy.lock().unwrap_or_else(|e| e.into_inner()).start(started, events.len());
+        for e in &events {
+            let busy = self.rt.busy.clone();
+            e.on_complete(move || busy.lock().unwrap_or_else(|e| e.into_inner()).end());
+        }
         let rt = &self.rt;
         rt.counts[XFERS].fetch_add(1, Ordering::Relaxed);
         rt.counts[BYTES].fetch_add((list.bytes - elided) as u64, Ordering::Relaxed);
         rt.counts[ELIDED].fetch_add(elided as u64, Ordering::Relaxed);
-        Ok(Xfer { events, started })
+        Ok(Xfer { events })
     }
 
     /// Waits for a transfer (the first failure of its parts is its outcome).
     pub fn wait(&self, x: Xfer) -> Result<(), Error> {
         let mut outcome = Ok(());
-        let mut end = x.started;
         for e in &x.events {
             if let (Err(m), Ok(())) = (e.wait(), &outcome) {
                 outcome = Err(Error::Io(m));
             }
-            end = end.max(e.completed_at().unwrap_or_else(Instant::now));
         }
-        self.rt.busy.lock().unwrap_or_else(|e| e.into_inner()).add(x.started, end);
         outcome
     }
 

@@ -52,6 +52,34 @@ enum Moves {
     Messages(Arc<Server>),
 }
 
+/// Gets of pieces at most this far apart in the owner's memory are read as one span.
+const SPAN_GAP: u64 = 4096;
+/// The longest span read at once.
+const SPAN_MAX: u64 = 64 << 20;
+
+/// A span read into scratch memory and the local places its pieces go to.
+struct Scatter {
+    scratch: Vec<u8>,
+    base: u64,
+    /// (remote address, local address, bytes)
+    pieces: Vec<(u64, *mut u8, usize)>,
+}
+
+// SAFETY: the local addresses are the application's memory, valid until the transfer's event
+// completes, which happens only after `deliver` wrote them.
+unsafe impl Send for Scatter {}
+
+impl Scatter {
+    fn deliver(self) {
+        for &(addr, local, len) in &self.pieces {
+            let at = (addr - self.base) as usize;
+            // SAFETY: the piece lies inside the span read (it was grown to cover it) and its
+            // local run inside the checked local array.
+            unsafe { std::ptr::copy_nonoverlapping(self.scratch.as_ptr().add(at), local, len) };
+        }
+    }
+}
+
 /// Nonblocking sends still in flight, with their buffers.
 struct Sends(Vec<(mpi::MPI_Request, Vec<u64>)>);
 
@@ -250,6 +278,83 @@ impl Cluster {
         }
     }
 
+    /// Starts moving one remote piece (`put`: from `local` to `addr` of `rank`).
+    fn move_piece(&self, put: bool, rank: usize, addr: u64, local: *mut u8, len: usize, events: &mut Vec<Event>) -> Result<(), Error> {
+        match &self.moves {
+            Moves::OneSided => {
+                let e = crate::protocol::rma::start(put, rank as c_int, addr, local.cast(), len)
+                    .map_err(|r| Error::Io(format!("rank {rank}: {}", r.1)))?;
+                events.push(e);
+            }
+            Moves::Messages(server) => {
+                let mut done = 0;
+                while done < len {
+                    let n = PIECE_MAX.min(len - done);
+                    events.push(server.start_op(put, rank, addr + done as u64, local.wrapping_add(done), n));
+                    done += n;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn put_pieces(&self, remote: &[(usize, u64, *mut u8, usize)], events: &mut Vec<Event>) -> Result<(), Error> {
+        // One operation per piece: a put of a covering span would overwrite the gaps, which
+        // other children may be writing.
+        remote.iter().try_for_each(|&(rank, addr, local, len)| self.move_piece(true, rank, addr, local, len, events))
+    }
+
+    /// Gets: pieces of one rank close together in its memory (every piece of an array on a rank
+    /// lies in that rank's one share) are read as one span into scratch memory and scattered
+    /// when it lands, instead of one operation each.
+    fn get_pieces(&self, remote: &mut [(usize, u64, *mut u8, usize)], events: &mut Vec<Event>) -> Result<(), Error> {
+        remote.sort_by_key(|p| (p.0, p.1));
+        let mut i = 0;
+        while i < remote.len() {
+            let (rank, lo) = (remote[i].0, remote[i].1);
+            let (mut hi, mut j) = (lo + remote[i].3 as u64, i + 1);
+            while j < remote.len()
+                && remote[j].0 == rank
+                && remote[j].1 <= hi + SPAN_GAP
+                && remote[j].1 + remote[j].3 as u64 - lo <= SPAN_MAX
+            {
+                hi = hi.max(remote[j].1 + remote[j].3 as u64);
+                j += 1;
+            }
+            if j == i + 1 {
+                let (_, addr, local, len) = remote[i];
+                self.move_piece(false, rank, addr, local, len, events)?;
+            } else {
+                let mut scratch = vec![0u8; (hi - lo) as usize];
+                let mut inner = Vec::new();
+                self.move_piece(false, rank, lo, scratch.as_mut_ptr(), scratch.len(), &mut inner)?;
+                let outer = Event::new();
+                let scatter = Scatter { scratch, base: lo, pieces: remote[i..j].iter().map(|p| (p.1, p.2, p.3)).collect() };
+                let (left, first_error) = (Arc::new(AtomicU64::new(inner.len() as u64)), Arc::new(Mutex::new(None::<String>)));
+                let shared = Arc::new(Mutex::new(Some(scatter)));
+                for e in &inner {
+                    let (e2, outer, left, first_error, shared) =
+                        (e.clone(), outer.clone(), left.clone(), first_error.clone(), shared.clone());
+                    e.on_complete(move || {
+                        if let Some(Err(m)) = e2.test() {
+                            first_error.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(m);
+                        }
+                        if left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                            let err = first_error.lock().unwrap_or_else(|e| e.into_inner()).take();
+                            if let (None, Some(s)) = (&err, shared.lock().unwrap_or_else(|e| e.into_inner()).take()) {
+                                s.deliver();
+                            }
+                            outer.complete(err.map_or(Ok(()), Err));
+                        }
+                    });
+                }
+                events.push(outer);
+            }
+            i = j;
+        }
+        Ok(())
+    }
+
     /// Rank 0: a command to every other rank, without waiting for it to be received (a rank
     /// may be running a task).
     fn command(&self, to: usize, words: Vec<u64>) {
@@ -386,54 +491,44 @@ impl Level for Cluster {
             return Err(Error::Arg("a cluster array without parts".into()));
         };
         let put = list.dir == Dir::Put;
-        let (mut events, mut elided) = (Vec::new(), 0);
+        let mut elided = 0;
+        // Remote pieces: (rank, remote address, local address, bytes).
+        let mut remote: Vec<(usize, u64, *mut u8, usize)> = Vec::new();
         for &(t, l, n) in &list.runs {
             let mut at = l;
             for (p, off, len) in pieces(parts, t, n) {
                 let local = list.local.wrapping_add(at);
                 at += len;
-                let remote = p.addr + off as u64;
-                if p.rank == self.me {
-                    let mine = remote as usize as *mut u8;
-                    if mine == local {
-                        elided += len;
-                        continue;
-                    }
-                    // SAFETY: this process's share holds the part (allocated here); the local
-                    // run lies in the checked local array; `copy` allows overlap.
-                    unsafe {
-                        if put {
-                            std::ptr::copy(local, mine, len)
-                        } else {
-                            std::ptr::copy(mine, local, len)
-                        }
-                    }
+                let addr = p.addr + off as u64;
+                if p.rank != self.me {
+                    remote.push((p.rank, addr, local, len));
                     continue;
                 }
-                let server = match &self.moves {
-                    Moves::Messages(s) => s,
-                    Moves::OneSided => match crate::protocol::rma::start(put, p.rank as c_int, remote, local.cast(), len) {
-                        Ok(e) => {
-                            events.push(e);
-                            continue;
-                        }
-                        Err(r) => {
-                            // Started pieces finish before the error is reported (their buffers
-                            // are the application's until then).
-                            for e in &events {
-                                let _ = e.wait();
-                            }
-                            return Err(Error::Io(format!("rank {}: {}", p.rank, r.1)));
-                        }
-                    },
-                };
-                let mut done = 0;
-                while done < len {
-                    let n = PIECE_MAX.min(len - done);
-                    events.push(server.start_op(put, p.rank, remote + done as u64, local.wrapping_add(done), n));
-                    done += n;
+                let mine = addr as usize as *mut u8;
+                if mine == local {
+                    elided += len;
+                    continue;
+                }
+                // SAFETY: this process's share holds the part (allocated here); the local run
+                // lies in the checked local array; `copy` allows overlap.
+                unsafe {
+                    if put {
+                        std::ptr::copy(local, mine, len)
+                    } else {
+                        std::ptr::copy(mine, local, len)
+                    }
                 }
             }
+        }
+        let mut events = Vec::new();
+        let moved = if put { self.put_pieces(&remote, &mut events) } else { self.get_pieces(&mut remote, &mut events) };
+        if let Err(e) = moved {
+            // Started pieces finish before the error is reported (their buffers are the
+            // application's until then).
+            for e in &events {
+                let _ = e.wait();
+            }
+            return Err(e);
         }
         Ok((events, elided))
     }

@@ -159,6 +159,21 @@ static void barrier(sluice_level_t lv, const void *arg, size_t len) {
     EXPECT(sluice_xfer(lv, get, &x), SLUICE_SUCCESS);
     EXPECT(sluice_xfer_wait(lv, &x), SLUICE_SUCCESS);
     for (int i = 0; i < n; i++) CHECK(marks[i] == i + 1, "child %d: after the barrier slot %d holds %d", id, i, marks[i]);
+    /* A gets every 5th element of the whole array A, written by every child (other processes'
+     * shares on a cluster: runs close together in their memory are read as spans). */
+    size_t k = N / 5, *di = malloc(k * sizeof *di), *si = malloc(k * sizeof *si), *ln = malloc(k * sizeof *ln);
+    double *sel = calloc(k, sizeof *sel);
+    for (size_t i = 0; i < k; i++) { di[i] = i; si[i] = 5 * i + (size_t)id % 5; ln[i] = 1; }
+    sluice_array_t a, lsel;
+    sluice_xfer_list_t gather;
+    EXPECT(sluice_array_get(lv, D_A, &a), SLUICE_SUCCESS);
+    EXPECT(sluice_array_local(sel, sizeof(double), 1, &k, &lsel), SLUICE_SUCCESS);
+    EXPECT(sluice_xfer_list_create(lv, &lsel, &a, di, si, ln, k, &gather), SLUICE_SUCCESS);
+    EXPECT(sluice_xfer(lv, gather, &x), SLUICE_SUCCESS);
+    EXPECT(sluice_xfer_wait(lv, &x), SLUICE_SUCCESS);
+    for (size_t i = 0; i < k; i++) CHECK(sel[i] == value(si[i]), "child %d: gathered element %zu is %g", id, si[i], sel[i]);
+    EXPECT(sluice_xfer_list_free(&gather), SLUICE_SUCCESS);
+    free(di), free(si), free(ln), free(sel);
     EXPECT(sluice_level_barrier(lv, 0, n), SLUICE_SUCCESS);
     if (n > 1 && id < 2) EXPECT(sluice_level_barrier(lv, 0, 2), SLUICE_SUCCESS); /* a sub-range */
     EXPECT(sluice_xfer_list_free(&put), SLUICE_SUCCESS);
