@@ -128,11 +128,12 @@ struct Busy {
 }
 
 impl Busy {
-    fn start(&mut self, at: Instant, events: usize) {
+    /// `parts` more in flight from `at` on (`at`: now, or the start of the call adding them).
+    fn start(&mut self, at: Instant, parts: usize) {
         if self.in_flight == 0 {
             self.since = Some(at);
         }
-        self.in_flight += events;
+        self.in_flight += parts;
     }
 
     fn end(&mut self) {
@@ -418,17 +419,25 @@ impl Child {
     /// Starts a transfer list.
     pub fn xfer(&self, list: &XferList) -> Result<Xfer, Error> {
         let (_, storage) = self.rt.registry().get(list.desc)?;
-        let started = Instant::now();
-        let (mut events, elided) = self.rt.level.transfer(&storage, list)?;
-        if events.is_empty() {
-            // Everything was copied in the call (or elided): busy for the call's duration.
-            events.push(Event::done(Ok(())));
-        }
-        self.rt.busy.lock().unwrap_or_else(|e| e.into_inner()).start(started, events.len());
+        let busy = &self.rt.busy;
+        let lock = || busy.lock().unwrap_or_else(|e| e.into_inner());
+        // The call itself is in flight while it runs (levels copy inside it, concurrently with
+        // other children's calls: counted from its start, so overlaps count once).
+        lock().start(Instant::now(), 1);
+        let moved = self.rt.level.transfer(&storage, list);
+        let (events, elided) = match moved {
+            Ok(m) => m,
+            Err(e) => {
+                lock().end();
+                return Err(e);
+            }
+        };
+        lock().start(Instant::now(), events.len());
         for e in &events {
-            let busy = self.rt.busy.clone();
+            let busy = busy.clone();
             e.on_complete(move || busy.lock().unwrap_or_else(|e| e.into_inner()).end());
         }
+        lock().end();
         let rt = &self.rt;
         rt.counts[XFERS].fetch_add(1, Ordering::Relaxed);
         rt.counts[BYTES].fetch_add((list.bytes - elided) as u64, Ordering::Relaxed);

@@ -266,3 +266,26 @@ proptest! {
         prop_assert_eq!(next, at + n);
     }
 }
+
+/// Busy time is the union of the periods with a transfer in flight: children copying at once
+/// count once (it never exceeds the runtime's lifetime), and it grows with their copies.
+#[test]
+fn busy_time_counts_overlapping_transfers_once() {
+    let task: Task = Arc::new(|c: &Child, _: &[u8]| {
+        let top = c.rt.get(7).unwrap();
+        let mut buf = vec![0u8; top.shape.bytes()];
+        let local = ArrayInfo { desc: LOCAL, shape: top.shape, data: Some(buf.as_mut_ptr()) };
+        let list = c.xfer_list(&local, &top, &[0], &[0], &[top.shape.elements()]).unwrap();
+        for _ in 0..20 {
+            c.wait(c.xfer(&list).unwrap()).unwrap();
+        }
+    });
+    let rt = open_top("smp:4", Arc::new(vec![task]));
+    let a = rt.alloc(Shape::new(1, &[4 << 20]).unwrap(), 7, 0).unwrap();
+    rt.add(&a).unwrap();
+    rt.call(0, 0, 4, &[]).unwrap().wait();
+    let s = rt.stats();
+    assert!(s.busy_ns > 0 && s.busy_ns <= s.alive_ns, "busy {} of {} ns", s.busy_ns, s.alive_ns);
+    assert_eq!((s.xfers, s.bytes), (80, 80 * (4 << 20)));
+    rt.close();
+}
