@@ -32,6 +32,11 @@ unsafe impl Send for Op {}
 const THREADS: usize = 4;
 /// Requests in flight in the ring (plus its wake-up read).
 const DEPTH: usize = 63;
+/// Batches this small are done by the caller itself: waking the ring's (or a pool's) thread and
+/// being woken back costs more than the copies (measured: an 8-byte read 45 us through the ring
+/// on the development VM, against ~1 us in place).
+const INLINE_BYTES: usize = 64 << 10;
+const INLINE_OPS: usize = 16;
 /// Largest piece one thread moves at once.
 const PIECE: usize = 4 << 20;
 
@@ -158,6 +163,11 @@ pub fn submit(ops: Vec<Op>, keep: Arc<dyn Any + Send + Sync>) -> Event {
 }
 
 fn submit_to(engine: &Engine, ops: Vec<Op>, keep: Arc<dyn Any + Send + Sync>) -> Event {
+    if ops.len() <= INLINE_OPS && ops.iter().map(|o| o.len).sum::<usize>() <= INLINE_BYTES {
+        let outcome = ops.iter().try_for_each(perform);
+        drop(keep);
+        return Event::done(outcome);
+    }
     let mut pieces = Vec::with_capacity(ops.len());
     for op in ops {
         let mut at = 0;
@@ -330,6 +340,12 @@ mod tests {
             let read = vec![Op { fd, offset: 0, mem: back.as_mut_ptr(), len: n, write: false }];
             submit_to(e, read, Arc::new(())).wait().unwrap();
             assert!(back == data, "bytes differ");
+            // A small batch (done by the caller) too.
+            let mut few = [0u8; 100];
+            let small: Vec<Op> =
+                (0..4).map(|k| Op { fd, offset: 1000 * k as u64, mem: few[25 * k..].as_mut_ptr(), len: 25, write: false }).collect();
+            submit_to(e, small, Arc::new(())).wait().unwrap();
+            assert!((0..4).all(|k| few[25 * k..25 * k + 25] == data[1000 * k..1000 * k + 25]));
             let past = vec![Op { fd, offset: n as u64 - 10, mem: back.as_mut_ptr(), len: 20, write: false }];
             let err = submit_to(e, past, Arc::new(())).wait().unwrap_err();
             assert!(err.contains("end of file"), "{err}");
