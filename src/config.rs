@@ -237,7 +237,7 @@ pub const PARAMS: &[Param] = &[
         name: "SLUICE_LEVELS_MOVES",
         default: "auto",
         accepted: "auto, messages",
-        doc: "How the cluster level of sluice_levels moves remote pieces of arrays: auto = sluice's one-sided gets and puts (firehoses) where every rank has an RMA window, else messages served by the owning rank (Open MPI 4.1 between nodes over TCP); messages = always messages.",
+        doc: "How the cluster level of sluice_levels moves remote pieces of arrays: auto = sluice's one-sided gets and puts (firehoses) where every rank has an RMA window, else messages served by the owning rank (Open MPI 4.1 between nodes over TCP); messages = always messages. Read when a cluster level opens; another value makes sluice_levels_open return SLUICE_LEVELS_ERR_SPEC.",
     },
     Param {
         name: "SLUICE_LEVELS_DIR",

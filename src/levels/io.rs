@@ -122,30 +122,9 @@ fn serve(p: &'static Pool) {
 
 /// Moves all of `op`'s bytes.
 fn perform(op: &Op) -> Result<(), String> {
-    let mut done = 0usize;
-    while done < op.len {
-        let (mem, len, off) = (op.mem.wrapping_add(done), op.len - done, (op.offset + done as u64) as libc::off_t);
-        // SAFETY: `mem .. mem + len` lies in the op's memory (the caller's contract); positioned
-        // I/O on a descriptor the batch keeps open.
-        let n = unsafe {
-            if op.write {
-                libc::pwrite(op.fd, mem.cast(), len, off)
-            } else {
-                libc::pread(op.fd, mem.cast(), len, off)
-            }
-        };
-        match n {
-            n if n > 0 => done += n as usize,
-            0 => return Err(format!("{} at file offset {off}: end of file after {done} of {} bytes", io_name(op), op.len)),
-            _ => {
-                let e = std::io::Error::last_os_error();
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    return Err(format!("{} of {len} bytes at file offset {off}: {e}", io_name(op)));
-                }
-            }
-        }
-    }
-    Ok(())
+    // SAFETY: the op's memory is valid for its length until its batch completes (the caller's
+    // contract of `submit`).
+    unsafe { crate::transfer::runtime::positioned(op.fd, op.offset, op.mem, op.len, op.write) }
 }
 
 fn io_name(op: &Op) -> &'static str {

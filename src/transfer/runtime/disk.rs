@@ -9,12 +9,27 @@ use crate::transfer::plan::ChannelKind;
 pub struct DiskRead;
 pub struct DiskWrite;
 
-/// Moves `len` bytes with `io(done)` (one `pread`/`pwrite` of the bytes from `done` on) until all
-/// are moved; `what` names the request in errors.
-fn all(len: usize, what: impl Fn() -> String, mut io: impl FnMut(usize) -> isize) -> Result<(), String> {
+/// Moves all `len` bytes between `mem` and file offset `offset` of `fd` with positioned I/O
+/// (`write`: memory to file): short transfers are continued, `EINTR` retried, end of file before
+/// the range is complete is an error. Also the multi-level interface's file I/O
+/// (`levels::io`).
+///
+/// # Safety
+/// `mem` is valid for `len` bytes: readable for a write, writable for a read.
+pub unsafe fn positioned(fd: i32, offset: u64, mem: *mut u8, len: usize, write: bool) -> Result<(), String> {
+    let what = || format!("file descriptor {fd}: {} of {len} bytes at offset {offset}", if write { "write" } else { "read" });
     let mut done = 0usize;
     while done < len {
-        match io(done) {
+        let (at, off) = (mem.wrapping_add(done), (offset + done as u64) as libc::off_t);
+        // SAFETY: `at .. mem + len` lies in the caller's memory (the contract above).
+        let n = unsafe {
+            if write {
+                libc::pwrite(fd, at.cast(), len - done, off)
+            } else {
+                libc::pread(fd, at.cast(), len - done, off)
+            }
+        };
+        match n {
             n if n > 0 => done += n as usize,
             0 => return Err(format!("{}: end of file (or no progress) after {done} bytes", what())),
             _ => {
@@ -37,14 +52,8 @@ impl Channel for DiskRead {
         let &Step::Read { fd, offset, into, len } = step else {
             return Err(format!("disk-read channel cannot perform {step:?}"));
         };
-        all(
-            len,
-            || format!("file descriptor {fd}: read of {len} bytes at offset {offset}"),
-            |done| {
-                // SAFETY: the caller's contract: `into` is writable for `len` bytes.
-                unsafe { libc::pread(fd, into.add(done).cast(), len - done, (offset + done as u64) as libc::off_t) }
-            },
-        )
+        // SAFETY: the caller's contract: `into` is writable for `len` bytes.
+        unsafe { positioned(fd, offset, into, len, false) }
     }
 }
 
@@ -57,13 +66,7 @@ impl Channel for DiskWrite {
         let &Step::Write { fd, offset, from, len } = step else {
             return Err(format!("disk-write channel cannot perform {step:?}"));
         };
-        all(
-            len,
-            || format!("file descriptor {fd}: write of {len} bytes at offset {offset}"),
-            |done| {
-                // SAFETY: the caller's contract: `from` is readable for `len` bytes.
-                unsafe { libc::pwrite(fd, from.add(done).cast(), len - done, (offset + done as u64) as libc::off_t) }
-            },
-        )
+        // SAFETY: the caller's contract: `from` is readable for `len` bytes.
+        unsafe { positioned(fd, offset, from.cast_mut(), len, true) }
     }
 }

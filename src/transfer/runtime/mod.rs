@@ -26,6 +26,7 @@ mod tests;
 
 use std::sync::{Arc, OnceLock};
 
+pub use disk::positioned;
 pub use engine::{CopyError, Runtime};
 pub use event::Event;
 pub use path::Path;
