@@ -109,7 +109,8 @@ module sluice_levels
     public :: sluice_task_fn
 
     ! Wrappers (Fortran strings and arrays): below, in `contains`.
-    public :: sluice_levels_open, sluice_level_kind, sluice_array_alloc, sluice_array_local
+    public :: sluice_levels_open, sluice_level_kind, sluice_array_alloc, sluice_array_alloc_cyclic
+    public :: sluice_array_local, sluice_array_home
     public :: sluice_xfer_list_create
     ! Direct bindings of the C functions.
     public :: sluice_level_below, sluice_level_close, sluice_level_id, sluice_level_siblings
@@ -196,6 +197,15 @@ module sluice_levels
             integer(c_int64_t), value :: desc
             type(sluice_array_t), intent(out) :: array
         end function
+        ! child = the child whose memory holds element `index` (0-based, row-major flattened) of
+        ! the registered array `desc`, or -1 where the whole array is in the top's one memory.
+        integer(c_int) function sluice_array_home(level, desc, index, child) bind(C, name="sluice_array_home")
+            import :: c_int, c_ptr, c_int64_t, c_size_t
+            type(c_ptr), value :: level
+            integer(c_int64_t), value :: desc
+            integer(c_size_t), value :: index
+            integer(c_int), intent(out) :: child
+        end function
 
         ! ---- Bottom interface ----
         integer(c_int) function sluice_xfer_list_free(list) bind(C, name="sluice_xfer_list_free")
@@ -248,6 +258,17 @@ module sluice_levels
             integer(c_size_t), intent(in) :: dims(*)
             integer(c_int64_t), value :: desc
             integer(c_size_t), value :: alignment
+            type(sluice_array_t), intent(out) :: array
+        end function
+        integer(c_int) function c_alloc_cyclic(top, elem_size, ndims, dims, desc, alignment, block_rows, array) &
+                bind(C, name="sluice_array_alloc_cyclic")
+            import :: c_int, c_ptr, c_size_t, c_int64_t, sluice_array_t
+            type(c_ptr), value :: top
+            integer(c_size_t), value :: elem_size
+            integer(c_int), value :: ndims
+            integer(c_size_t), intent(in) :: dims(*)
+            integer(c_int64_t), value :: desc
+            integer(c_size_t), value :: alignment, block_rows
             type(sluice_array_t), intent(out) :: array
         end function
         integer(c_int) function c_local(data, elem_size, ndims, dims, array) bind(C, name="sluice_array_local")
@@ -332,6 +353,22 @@ contains
         d = 0
         d(1:size(dims)) = dims
         sluice_array_alloc = c_alloc(top, elem_size, int(size(dims), c_int), d, desc, alignment, array)
+    end function
+
+    ! As sluice_array_alloc, distributed block-cyclically over a cluster top's ranks in blocks of
+    ! block_rows rows (rows: dims(1), the ROW-MAJOR first extent; 0: one block per child).
+    integer function sluice_array_alloc_cyclic(top, elem_size, dims, desc, alignment, block_rows, array)
+        type(c_ptr), intent(in) :: top
+        integer(c_size_t), intent(in) :: elem_size
+        integer(c_size_t), intent(in) :: dims(:)
+        integer(c_int64_t), intent(in) :: desc
+        integer(c_size_t), intent(in) :: alignment, block_rows
+        type(sluice_array_t), intent(out) :: array
+        integer(c_size_t) :: d(max(size(dims), 1))
+        d = 0
+        d(1:size(dims)) = dims
+        sluice_array_alloc_cyclic = c_alloc_cyclic(top, elem_size, int(size(dims), c_int), d, desc, alignment, &
+                                                   block_rows, array)
     end function
 
     ! Describes memory of this child at `data` (c_loc of a TARGET array, or an array%data of the

@@ -139,6 +139,15 @@ int sluice_level_stats(sluice_level_t level, sluice_level_stats_t *stats);
  * in *array under descriptor `desc` (>= 0). Not yet visible to children: sluice_array_add. */
 int sluice_array_alloc(sluice_level_t top, size_t elem_size, int ndims, const size_t *dims,
                        sluice_array_desc_t desc, size_t alignment, sluice_array_t *array);
+/* As sluice_array_alloc, choosing how a top spread over its children (a cluster: the ranks'
+ * memories) distributes the array: blocks of `block_rows` rows (rows: the first extent; a block
+ * larger than the array is the whole array), block k in the memory of child k mod children
+ * (block-cyclic; Sequoia 3.4), so that a task can work where its data is (sluice_array_home).
+ * 0: one block per child, dims[0]/children rows rounded up (what sluice_array_alloc does). A
+ * top of one memory (smp, disk) has nothing to distribute and ignores `block_rows`. */
+int sluice_array_alloc_cyclic(sluice_level_t top, size_t elem_size, int ndims, const size_t *dims,
+                              sluice_array_desc_t desc, size_t alignment, size_t block_rows,
+                              sluice_array_t *array);
 /* Frees an array of this top (removing its registration if any); array->data becomes NULL.
  * Freeing twice returns SLUICE_LEVELS_ERR_FREED. */
 int sluice_array_free(sluice_level_t top, sluice_array_t *array);
@@ -159,6 +168,10 @@ int sluice_task_wait(sluice_level_t top, sluice_task_t *handle);
 
 /* The registered array of descriptor `desc`. */
 int sluice_array_get(sluice_level_t level, sluice_array_desc_t desc, sluice_array_t *array);
+/* *child = the child whose memory holds element `index` (of the flattened array) of the
+ * registered array `desc` (a cluster top's: the rank), or -1 where the whole array is in the
+ * top's one memory (smp, disk). SLUICE_LEVELS_ERR_BOUNDS if `index` is past the end. */
+int sluice_array_home(sluice_level_t level, sluice_array_desc_t desc, size_t index, int *child);
 
 /* ---- Bottom interface ----------------------------------------------------------------------- */
 

@@ -12,7 +12,7 @@
  *     descriptors of the arrays of the runtime above it; it takes its share of the range
  *     (sluice_level_id / sluice_level_siblings) and either
  *       - opens the runtime below (sluice_level_below) and streams its share through it in
- *         double-buffered blocks sized to sluice_level_memory(below), calling the same task on
+ *         pipelined blocks (LV_PIPE_DEPTH in flight) sized to sluice_level_memory(below), calling the same task on
  *         every child below with the block's arrays (pipe_run), or
  *       - is a leaf: computes on the parent's memory where it is addressable (data != NULL,
  *         Sequoia's shared namespace), else streams its share through malloc'ed buffers.
@@ -376,7 +376,14 @@ static inline void lv_rect(const lv_walk_t *w, int dir, const sluice_array_t *pa
     x->xfer = NULL;
 }
 
-/* ---- The double-buffered pipeline ---------------------------------------------------------------- */
+/* ---- The pipeline -------------------------------------------------------------------------------- */
+
+/* Steps whose arrays exist at once: the one computing, the one whose outputs drain, and the ones
+ * whose inputs stream in. Three keeps a transfer queued behind the one in flight, so the channel
+ * stays busy through the gap between one step's inputs landing and the next step's being
+ * started (a task call, freeing a step, allocating one); two left that gap idle (SGEMV out of core:
+ * disk busy 76-82% with two, see docs/benchmarks.md). Blocks are sized so LV_PIPE_DEPTH steps fit. */
+#define LV_PIPE_DEPTH 3
 
 #define LV_STAGE_ARRAYS 6
 /* One step of a walk: its arrays, its transfers and the argument of its task call. */
@@ -418,32 +425,37 @@ static inline void lv_stage_end(const lv_walk_t *w, lv_stage_t *st) {
     st->nown = st->nout = st->nin = 0;
 }
 
-/* Runs `nsteps` steps, two in flight: while step k computes (on below's children, or here),
- * step k+1's inputs stream in and step k-1's outputs stream out, so a slow level (disk) keeps
- * its channel busy. Step k+1 is allocated only after step k-1 is freed: at most two steps'
- * arrays exist at once, which is what the walkers size blocks for. */
+/* Runs `nsteps` steps, LV_PIPE_DEPTH in flight: while step k computes (on below's children, or
+ * here), steps k+1 .. k+DEPTH-1's inputs stream in and step k-1's outputs stream out, so a slow
+ * level (disk) keeps its channel busy. Step k+DEPTH-1 is allocated only after step k-1 is freed:
+ * at most LV_PIPE_DEPTH steps' arrays exist at once, which is what the walkers size blocks for;
+ * step s lives in slot s % LV_PIPE_DEPTH (its descriptors below too). */
 static inline void lv_pipe_run(const lv_walk_t *w, size_t nsteps, lv_begin_fn begin, lv_compute_fn compute, void *ctx) {
     if (nsteps == 0) return;
-    lv_stage_t *st = calloc(2, sizeof *st);
+    lv_stage_t *st = calloc(LV_PIPE_DEPTH, sizeof *st);
     if (st == NULL) FAIL("out of memory");
     int children = w->below != NULL ? sluice_level_siblings(w->below) : 0;
     if (w->below != NULL && children <= 0) FAIL("sluice_level_siblings(below) = %d", children);
-    begin(w, ctx, 0, &st[0]);
-    lv_stage_start(w, st[0].in, st[0].nin);
+    size_t begun = 0; /* steps begun so far */
+    for (; begun < nsteps && begun + 1 < LV_PIPE_DEPTH; begun++) {
+        begin(w, ctx, begun, &st[begun % LV_PIPE_DEPTH]);
+        lv_stage_start(w, st[begun % LV_PIPE_DEPTH].in, st[begun % LV_PIPE_DEPTH].nin);
+    }
     for (size_t k = 0; k < nsteps; k++) {
-        lv_stage_t *cur = &st[k % 2], *other = &st[(k + 1) % 2];
+        lv_stage_t *cur = &st[k % LV_PIPE_DEPTH];
         lv_stage_wait(w, cur->in, cur->nin);
         /* Below's children start on step k first where they are other threads; where the call
          * runs on this thread (a disk level: staged walks) it returns when step k is done, so
-         * step k+1's inputs are started before it, to stream in meanwhile. Either way step k-1
-         * ends before step k+1 begins: at most two steps' arrays. */
+         * the next step's inputs are started before it, to stream in meanwhile. Either way step
+         * k-1 ends before step k+DEPTH-1 begins (in k-1's slot). */
         int on_this_thread = w->staged;
         if (w->below != NULL && !on_this_thread)
             CK(sluice_task_call(w->below, w->task, 0, children, cur->arg, cur->arg_len, &cur->call));
-        if (k > 0) lv_stage_end(w, other); /* step k-1 */
-        if (k + 1 < nsteps) {
-            begin(w, ctx, k + 1, other);
-            lv_stage_start(w, other->in, other->nin);
+        if (k > 0) lv_stage_end(w, &st[(k - 1) % LV_PIPE_DEPTH]);
+        if (begun < nsteps) {
+            lv_stage_t *next = &st[begun % LV_PIPE_DEPTH];
+            begin(w, ctx, begun++, next);
+            lv_stage_start(w, next->in, next->nin);
         }
         if (w->below != NULL && on_this_thread)
             CK(sluice_task_call(w->below, w->task, 0, children, cur->arg, cur->arg_len, &cur->call));
@@ -453,7 +465,7 @@ static inline void lv_pipe_run(const lv_walk_t *w, size_t nsteps, lv_begin_fn be
             compute(w, ctx, cur);
         lv_stage_start(w, cur->out, cur->nout);
     }
-    lv_stage_end(w, &st[(nsteps - 1) % 2]);
+    lv_stage_end(w, &st[(nsteps - 1) % LV_PIPE_DEPTH]);
     free(st);
 }
 
@@ -463,7 +475,7 @@ static inline void lv_pipe_run(const lv_walk_t *w, size_t nsteps, lv_begin_fn be
 /* Slack per array for the runtime's alignment and bookkeeping when sizing blocks to a bound. */
 #define LV_ARRAY_SLACK ((size_t)4096)
 
-/* Bytes two steps' blocks may take: below's bound; a staged walk also holds every block in this
+/* Bytes LV_PIPE_DEPTH steps' blocks may take: below's bound; a staged walk also holds every block in this
  * child's own memory (the staging buffers), so at most LV_LOCAL_BUDGET too; a leaf's own. */
 static inline size_t lv_budget(const lv_walk_t *w) {
     if (w->below == NULL) return LV_LOCAL_BUDGET;
@@ -590,8 +602,8 @@ static inline void rw_begin(const lv_walk_t *w, void *ctx, size_t step, lv_stage
         }
         size_t r0, r1, re = x->row_elems;
         rw_rows(rw, i, b0, b1, &r0, &r1);
-        /* descriptors below: 1.. for slot 0, then RW_MAX_ARRAYS more for slot 1 (two steps live) */
-        sluice_array_desc_t desc = 1 + (sluice_array_desc_t)((step % 2) * RW_MAX_ARRAYS + (size_t)i);
+        /* descriptors below: RW_MAX_ARRAYS per pipeline slot, from 1 */
+        sluice_array_desc_t desc = 1 + (sluice_array_desc_t)((step % LV_PIPE_DEPTH) * RW_MAX_ARRAYS + (size_t)i);
         blk_alloc(w, desc, r1 - r0, re, &st->use[i]);
         st->own[st->nown++] = st->use[i];
         d.arr[i].desc = st->use[i].desc;
@@ -632,7 +644,7 @@ static inline void rw_compute(const lv_walk_t *w, void *ctx, lv_stage_t *st) {
 #define LV_PIPE_BLOCKS 8
 #define LV_PIPE_MIN_BYTES ((size_t)1 << 20)
 
-/* Units per block: two blocks (plus the whole arrays, once) fit `budget` bytes. */
+/* Units per block: LV_PIPE_DEPTH blocks (plus the whole arrays, once) fit `budget` bytes. */
 static inline size_t rw_block(const rw_walk_t *rw, size_t budget) {
     const rw_arg_t *a = rw->a;
     size_t share = rw->hi - rw->lo;
@@ -645,13 +657,13 @@ static inline size_t rw_block(const rw_walk_t *rw, size_t budget) {
             halo += 2 * a->arr[i].halo * a->arr[i].row_elems * sizeof(float) + LV_ARRAY_SLACK;
         }
     }
-    fixed += 2 * halo;
+    fixed += LV_PIPE_DEPTH * halo;
     if (per_unit == 0) return share;
     size_t block = share;
     if (budget != SIZE_MAX) {
-        if (budget <= fixed || (budget - fixed) / 2 / per_unit == 0)
-            FAIL("a memory bound of %zu bytes holds no block (needs more than %zu + 2 x %zu bytes)", budget, fixed, per_unit);
-        block = lv_min((budget - fixed) / 2 / per_unit, share);
+        if (budget <= fixed || (budget - fixed) / LV_PIPE_DEPTH / per_unit == 0)
+            FAIL("a memory bound of %zu bytes holds no block (needs more than %zu + %d x %zu bytes)", budget, fixed, LV_PIPE_DEPTH, per_unit);
+        block = lv_min((budget - fixed) / LV_PIPE_DEPTH / per_unit, share);
     }
     size_t pipelined = lv_ceil_div(share, LV_PIPE_BLOCKS);
     if (pipelined * per_unit >= LV_PIPE_MIN_BYTES) block = lv_min(block, pipelined);
@@ -784,12 +796,14 @@ typedef struct {
     size_t r0, r1;              /* this child's rows of C */
     size_t bi, bj, bk;          /* tile sizes */
     size_t ntj, nkb;            /* tiles across, k blocks */
-    sluice_array_t ctile[2];    /* C tiles live across the k blocks of a tile; two tiles at once */
+    sluice_array_t ctile[LV_PIPE_DEPTH]; /* C tiles live across the k blocks of a tile; one per slot */
 } gemm_walk_t;
 
 static inline int gemm_fits(size_t bi, size_t bj, size_t bk, size_t budget) {
-    /* two steps' A and B blocks, two C tiles (a tile's last step overlaps the next one's first) */
-    double need = (double)sizeof(float) * (2.0 * ((double)bi * bk + (double)bk * bj) + 2.0 * (double)bi * bj) + 6.0 * LV_ARRAY_SLACK;
+    /* LV_PIPE_DEPTH steps' A and B blocks, as many C tiles (the steps in flight touch at most
+     * that many tiles: a tile's last step overlaps the next ones' first) */
+    double need = (double)sizeof(float) * LV_PIPE_DEPTH * ((double)bi * bk + (double)bk * bj + (double)bi * bj) +
+                  3.0 * LV_PIPE_DEPTH * LV_ARRAY_SLACK;
     return need <= (double)budget;
 }
 
@@ -800,22 +814,23 @@ static inline void gemm_begin(const lv_walk_t *w, void *ctx, size_t step, lv_sta
     size_t j0 = tj * gw->bj, j1 = lv_min(j0 + gw->bj, gw->n);
     size_t k0 = kb * gw->bk, k1 = lv_min(k0 + gw->bk, gw->k);
     size_t ni = i1 - i0, nj = j1 - j0, nk = k1 - k0;
-    sluice_array_desc_t slot = (sluice_array_desc_t)(step % 2);
-    /* A block: ni runs of nk (rows of A inside the k block); B block: nk runs of nj. */
+    sluice_array_desc_t slot = (sluice_array_desc_t)(step % LV_PIPE_DEPTH), tslot = (sluice_array_desc_t)(t % LV_PIPE_DEPTH);
+    /* A block: ni runs of nk (rows of A inside the k block); B block: nk runs of nj. Descriptors:
+     * A 1.., B 1+DEPTH.., C tiles 1+2*DEPTH.. (by slot). */
     blk_alloc(w, 1 + slot, ni, nk, &st->use[0]);
     lv_rect(w, LV_IN, &gw->A, gw->k, i0, k0, &st->use[0], nk, 0, 0, ni, nk, &st->in[st->nin++]);
-    blk_alloc(w, 3 + slot, nk, nj, &st->use[1]);
+    blk_alloc(w, 1 + LV_PIPE_DEPTH + slot, nk, nj, &st->use[1]);
     lv_rect(w, LV_IN, &gw->B, gw->n, k0, j0, &st->use[1], nj, 0, 0, nk, nj, &st->in[st->nin++]);
     st->own[st->nown++] = st->use[0];
     st->own[st->nown++] = st->use[1];
     /* C tile: allocated by its first k block (read in only if the caller accumulates), written
      * out and freed by its last. */
     if (kb == 0) {
-        blk_alloc(w, 5 + (sluice_array_desc_t)(t % 2), ni, nj, &gw->ctile[t % 2]);
+        blk_alloc(w, 1 + 2 * LV_PIPE_DEPTH + tslot, ni, nj, &gw->ctile[tslot]);
         if (gw->g->beta)
-            lv_rect(w, LV_IN, &gw->C, gw->n, i0, j0, &gw->ctile[t % 2], nj, 0, 0, ni, nj, &st->in[st->nin++]);
+            lv_rect(w, LV_IN, &gw->C, gw->n, i0, j0, &gw->ctile[tslot], nj, 0, 0, ni, nj, &st->in[st->nin++]);
     }
-    st->use[2] = gw->ctile[t % 2];
+    st->use[2] = gw->ctile[tslot];
     if (kb + 1 == gw->nkb) {
         lv_rect(w, LV_OUT, &gw->C, gw->n, i0, j0, &st->use[2], nj, 0, 0, ni, nj, &st->out[st->nout++]);
         st->own[st->nown++] = st->use[2];

@@ -8,7 +8,7 @@
  *   COMPUTE (SAXPY) timed;
  *   CHECK           y[i] against a*gen(F_X, i) + gen(F_Y, i), computed here from the formulas.
  * Every task is a row walk (common.h, rw_task) over elements: each child takes its share, and
- * either streams it through the runtime below in double-buffered blocks (x in; y in and out) or,
+ * either streams it through the runtime below in pipelined blocks (x in; y in and out) or,
  * as a leaf, computes on the parent's memory (smp) or on its own buffers (disk, cluster).
  * Prints one line "saxpy: OK ..." (or "saxpy: FAILED <n> mismatches", exit status 1). */
 #include "common.h"

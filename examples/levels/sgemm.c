@@ -16,7 +16,7 @@
  * tiles them (bi x bj, the largest that fit twice in the level's memory) and loops over blocks of
  * k: A blocks (bi runs of bk), B blocks (bk runs of bj) and C tiles (bi runs of bj, read only when
  * accumulating, written after the tile's last k block) are transfer lists of many runs; blocks are
- * double-buffered. A leaf runs sgemm_blocked on the parent's memory (smp) or its own buffers. */
+ * pipelined. A leaf runs sgemm_blocked on the parent's memory (smp) or its own buffers. */
 #include "common.h"
 
 /* T_STAGE (common.h: staging through a level whose top is not addressable) comes first. */

@@ -8,7 +8,7 @@
  *   COMPUTE (SGEMV) timed;
  *   CHECK           y[i] against the plain sum over j of gen(F_A, i*n + j) * gen(F_X, j).
  * COMPUTE is a row walk (common.h, rw_task) over the rows of A and y: each child takes its rows;
- * going down a level it moves row blocks of A (and of y back out) per double-buffered block and
+ * going down a level it moves row blocks of A (and of y back out) per pipelined block and
  * all of x once (RW_WHOLE: every row needs it); a leaf computes on the parent's memory (smp) or
  * its own buffers (disk, cluster). Prints one line "sgemv: OK ..." or "sgemv: FAILED ...". */
 #include "common.h"

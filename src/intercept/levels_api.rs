@@ -272,18 +272,56 @@ pub unsafe extern "C" fn sluice_array_alloc(
     alignment: usize,
     array: *mut CArray,
 ) -> c_int {
-    run("sluice_array_alloc", || {
+    // SAFETY: forwarded contract.
+    unsafe { alloc("sluice_array_alloc", top, elem_size, ndims, dims, desc, alignment, 0, array) }
+}
+
+/// # Safety
+/// As [`sluice_array_alloc`].
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the C signature
+pub unsafe extern "C" fn sluice_array_alloc_cyclic(
+    top: *mut Handle,
+    elem_size: usize,
+    ndims: c_int,
+    dims: *const usize,
+    desc: i64,
+    alignment: usize,
+    block_rows: usize,
+    array: *mut CArray,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { alloc("sluice_array_alloc_cyclic", top, elem_size, ndims, dims, desc, alignment, block_rows, array) }
+}
+
+/// Both allocation calls.
+///
+/// # Safety
+/// `top` a live handle, `dims` holds `ndims` extents, `array` writable.
+#[allow(clippy::too_many_arguments)]
+unsafe fn alloc(
+    function: &str,
+    top: *mut Handle,
+    elem_size: usize,
+    ndims: c_int,
+    dims: *const usize,
+    desc: i64,
+    alignment: usize,
+    block_rows: usize,
+    array: *mut CArray,
+) -> c_int {
+    run(function, || {
         let out = array.out_ok()?;
         // SAFETY: forwarded contract.
         let h = unsafe { handle(top) }?;
-        self::top(h, "sluice_array_alloc")?;
+        self::top(h, function)?;
         let n = usize::try_from(ndims).ok().filter(|n| (1..=4).contains(n)).ok_or_else(|| Error::Arg(format!("ndims {ndims} (1 to 4)")))?;
         if dims.is_null() {
             return Err(Error::Arg("null dims".into()));
         }
         // SAFETY: `ndims` extents (the caller's contract).
         let d = unsafe { std::slice::from_raw_parts(dims, n) };
-        let info = h.rt.alloc(Shape::new(elem_size, d)?, desc, alignment)?;
+        let info = h.rt.alloc_cyclic(Shape::new(elem_size, d)?, desc, alignment, block_rows)?;
         *out = to_c(&info);
         Ok(())
     })
@@ -340,6 +378,19 @@ pub unsafe extern "C" fn sluice_array_get(level: *mut Handle, desc: i64, array: 
         // SAFETY: forwarded contract.
         let h = unsafe { handle(level) }?;
         *out = to_c(&h.rt.get(desc)?);
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `level` a live handle, `child` writable.
+#[no_mangle]
+pub unsafe extern "C" fn sluice_array_home(level: *mut Handle, desc: i64, index: usize, child: *mut c_int) -> c_int {
+    run("sluice_array_home", || {
+        let out = child.out_ok()?;
+        // SAFETY: forwarded contract.
+        let h = unsafe { handle(level) }?;
+        *out = h.rt.home(desc, index)?.map_or(-1, |c| c as c_int);
         Ok(())
     })
 }

@@ -85,7 +85,7 @@ impl Level for Disk {
         1
     }
 
-    fn allocate(&self, shape: &Shape, _desc: Desc, _align: usize) -> Result<Storage, Error> {
+    fn allocate(&self, shape: &Shape, _desc: Desc, _align: usize, _block_rows: usize) -> Result<Storage, Error> {
         let bytes = shape.bytes();
         Ok(Storage::File { fd: self.file(bytes.max(1))?, len: bytes })
     }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
-use super::array::{ArrayInfo, Desc, Registry, Shape, Storage};
+use super::array::{pieces, ArrayInfo, Desc, Registry, Shape, Storage};
 use super::barrier::RangeBarrier;
 pub use super::exec::Completion as CallCompletion;
 use super::exec::{Completion, Job};
@@ -43,8 +43,10 @@ pub trait Level: Send + Sync {
     fn kind(&self) -> Kind;
     /// Number of children.
     fn children(&self) -> usize;
-    /// Storage for array `desc` of `shape` at the top (`align`: a power of two).
-    fn allocate(&self, shape: &Shape, desc: Desc, align: usize) -> Result<Storage, Error>;
+    /// Storage for array `desc` of `shape` at the top (`align`: a power of two). A level whose
+    /// top is spread over its children places blocks of `block_rows` rows (the first extent;
+    /// 0: one block per child) round-robin on them; a top of one memory ignores it.
+    fn allocate(&self, shape: &Shape, desc: Desc, align: usize, block_rows: usize) -> Result<Storage, Error>;
     /// Runs a task on child `i`: `job` where the child is in this process (it finishes the
     /// call's completion itself), else the level sends `remote` and finishes it on the reply.
     fn spawn(&self, child: usize, remote: RemoteCall, job: Job);
@@ -234,6 +236,12 @@ impl Runtime {
     // ---- top interface ----
 
     pub fn alloc(&self, shape: Shape, desc: Desc, align: usize) -> Result<ArrayInfo, Error> {
+        self.alloc_cyclic(shape, desc, align, 0)
+    }
+
+    /// As [`Runtime::alloc`], distributed block-cyclically in blocks of `block_rows` rows where
+    /// the top is spread over the children (0: one block per child).
+    pub fn alloc_cyclic(&self, shape: Shape, desc: Desc, align: usize, block_rows: usize) -> Result<ArrayInfo, Error> {
         let align = if align == 0 { 64 } else { align };
         if !align.is_power_of_two() || align > 1 << 30 {
             return Err(Error::Arg(format!("alignment {align} is not a power of two up to 1 GiB")));
@@ -248,7 +256,7 @@ impl Runtime {
                 self.registry().used
             )));
         }
-        let storage = self.level.allocate(&shape, desc, align)?;
+        let storage = self.level.allocate(&shape, desc, align, block_rows)?;
         let info = ArrayInfo { desc, shape, data: storage.host() };
         let mut reg = self.registry();
         // Checked again under the lock: another thread may have taken the descriptor or memory.
@@ -369,6 +377,20 @@ impl Runtime {
 
     pub fn get(&self, desc: Desc) -> Result<ArrayInfo, Error> {
         self.registry().get(desc).map(|(info, _)| info)
+    }
+
+    /// The child whose memory holds element `index` of the registered array `desc`; `None` when
+    /// the whole array is in the top's memory (one memory: smp, disk).
+    pub fn home(&self, desc: Desc, index: usize) -> Result<Option<usize>, Error> {
+        let (info, storage) = self.registry().get(desc)?;
+        let n = info.shape.elements();
+        if index >= n {
+            return Err(Error::Bounds(format!("element {index} of descriptor {desc}: the array has {n}")));
+        }
+        Ok(match &*storage {
+            Storage::Parts { parts, .. } => pieces(parts, index * info.shape.elem_size, 1).next().map(|(p, _, _)| p.rank),
+            Storage::Host { .. } | Storage::File { .. } => None,
+        })
     }
 
     /// The counters of the whole runtime (a cluster's: every rank's transfers), from the top.

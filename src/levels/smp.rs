@@ -151,7 +151,7 @@ impl Level for Smp {
         self.n
     }
 
-    fn allocate(&self, shape: &Shape, _desc: Desc, align: usize) -> Result<Storage, Error> {
+    fn allocate(&self, shape: &Shape, _desc: Desc, align: usize, _block_rows: usize) -> Result<Storage, Error> {
         host_storage(shape.bytes(), align)
     }
 

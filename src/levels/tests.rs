@@ -73,6 +73,9 @@ fn registry_reports_each_misuse_with_its_code() {
     rt.add(&a).unwrap();
     assert_eq!(rt.add(&a).unwrap_err().code(), -20, "registered twice");
     assert_eq!(rt.get(1).unwrap(), a);
+    assert_eq!(rt.home(1, 9), Ok(None), "one memory: no child holds it");
+    assert_eq!(rt.home(1, 10).unwrap_err().code(), -21, "past the end");
+    assert_eq!(rt.home(2, 0).unwrap_err().code(), -20, "unknown descriptor");
     rt.remove(1).unwrap();
     assert_eq!(rt.remove(1).unwrap_err().code(), -20);
     rt.free(&a).unwrap();

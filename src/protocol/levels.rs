@@ -127,11 +127,13 @@ fn recv(from: c_int, tag: c_int, comm: mpi::MPI_Comm) -> (Vec<u64>, usize) {
     (words, st.MPI_SOURCE as usize)
 }
 
-/// Bytes per block of an array of `shape` over `ranks`: whole rows, one block per rank.
-fn block_bytes(shape: &Shape, ranks: usize) -> usize {
+/// Bytes per block of an array of `shape` over `ranks`: `block_rows` whole rows (clipped to the
+/// array), or with 0 one block per rank (an even share).
+fn block_bytes(shape: &Shape, ranks: usize, block_rows: usize) -> usize {
     let rows = shape.dims[0];
     let row = shape.bytes() / rows;
-    rows.div_ceil(ranks).max(1) * row
+    let per_block = if block_rows == 0 { rows.div_ceil(ranks) } else { block_rows.min(rows) };
+    per_block.max(1) * row
 }
 
 /// The parts of an array of `len` bytes in blocks of `block`, rank `r`'s share at `bases[r]`.
@@ -443,9 +445,9 @@ impl Level for Cluster {
         self.size
     }
 
-    fn allocate(&self, shape: &Shape, desc: Desc, align: usize) -> Result<Storage, Error> {
+    fn allocate(&self, shape: &Shape, desc: Desc, align: usize, block_rows: usize) -> Result<Storage, Error> {
         let len = shape.bytes();
-        let block = block_bytes(shape, self.size);
+        let block = block_bytes(shape, self.size, block_rows);
         let bytes = share(len, block, self.size, 0);
         let mine = crate::levels::smp::host_storage(bytes, align)?;
         self.share(desc, Some((mine.host().map_or(0, |p| p as u64), bytes)));
@@ -616,5 +618,29 @@ impl Level for Cluster {
         let mut comm = self.comm;
         // SAFETY: every rank frees its duplicate once, at close.
         unsafe { mpi::PMPI_Comm_free(&mut comm) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_are_whole_rows_dealt_round_robin() {
+        let s = Shape::new(8, &[10, 3]).unwrap(); // rows of 24 bytes
+        assert_eq!(block_bytes(&s, 4, 0), 3 * 24, "even share: 10 rows over 4 ranks, 3 each");
+        assert_eq!(block_bytes(&s, 4, 1), 24);
+        assert_eq!(block_bytes(&s, 4, 99), 10 * 24, "a block past the array is the array");
+        let bases = [1000, 2000, 3000];
+        let parts = parts_of(s.bytes(), 2 * 24, &bases);
+        assert_eq!(parts.len(), 5);
+        for (k, p) in parts.iter().enumerate() {
+            assert_eq!((p.start, p.len, p.rank), (k * 48, 48, k % 3));
+            assert_eq!(p.addr, bases[k % 3] + ((k / 3) * 48) as u64, "rank's blocks packed in order");
+        }
+        let shares: Vec<usize> = (0..3).map(|r| share(s.bytes(), 48, 3, r)).collect();
+        assert_eq!(shares, [96, 96, 48]);
+        let ragged = parts_of(100, 48, &bases);
+        assert_eq!(ragged.last().map(|p| (p.start, p.len, p.rank)), Some((96, 4, 2)), "last block short");
     }
 }

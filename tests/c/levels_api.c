@@ -24,8 +24,9 @@ static atomic_int failures;
     } while (0)
 #define EXPECT(call, code) CHECK((call) == (code), "%s != %s", #call, #code)
 
-enum { T_FILL, T_ERRORS, T_BARRIER, T_NESTED, NTASKS };
-enum { D_A = 1, D_B = 2, D_F = 3 };
+enum { T_FILL, T_ERRORS, T_BARRIER, T_NESTED, T_CYCLIC, NTASKS };
+enum { D_A = 1, D_B = 2, D_F = 3, D_C = 4 };
+#define BLOCK_ROWS 7 /* rows (here: elements) per block of the block-cyclic array D_C */
 #define N 100000 /* elements of array A (doubles) */
 
 struct range { size_t n, base; };
@@ -127,6 +128,7 @@ static void errors(sluice_level_t lv, const void *arg, size_t len) {
     /* Top calls on a child's handle. */
     sluice_array_t c;
     EXPECT(sluice_array_alloc(lv, 8, 1, &sixteen, 50, 0, &c), SLUICE_LEVELS_ERR_ROLE);
+    EXPECT(sluice_array_alloc_cyclic(lv, 8, 1, &sixteen, 50, 0, 1, &c), SLUICE_LEVELS_ERR_ROLE);
     EXPECT(sluice_array_remove(lv, D_A), SLUICE_LEVELS_ERR_ROLE);
     sluice_task_t t;
     EXPECT(sluice_task_call(lv, T_FILL, 0, 1, NULL, 0, &t), SLUICE_LEVELS_ERR_ROLE);
@@ -179,6 +181,62 @@ static void barrier(sluice_level_t lv, const void *arg, size_t len) {
     EXPECT(sluice_xfer_list_free(&put), SLUICE_SUCCESS);
     EXPECT(sluice_xfer_list_free(&get), SLUICE_SUCCESS);
     free(marks);
+}
+
+/* D_C (N doubles in blocks of BLOCK_ROWS, block-cyclic where the top is spread over the
+ * children): each child learns from sluice_array_home which blocks its memory holds and puts
+ * exactly those (one list of many runs); after a barrier every child gets runs of 5 elements
+ * every 11th element, which cross blocks of every child, and checks them. */
+static void cyclic(sluice_level_t lv, const void *arg, size_t len) {
+    (void)arg, (void)len;
+    int n = sluice_level_siblings(lv), id = sluice_level_id(lv), home = -2;
+    int spread = strcmp(sluice_level_kind(lv), "cluster") == 0;
+    sluice_array_t c;
+    EXPECT(sluice_array_get(lv, D_C, &c), SLUICE_SUCCESS);
+    EXPECT(sluice_array_home(lv, D_C, N, &home), SLUICE_LEVELS_ERR_BOUNDS);
+    EXPECT(sluice_array_home(lv, 999, 0, &home), SLUICE_LEVELS_ERR_DESC);
+    EXPECT(sluice_array_home(lv, D_C, 0, NULL), SLUICE_ERR_ARG);
+    CHECK(home == -2, "home written by a refused call");
+    size_t blocks = (N + BLOCK_ROWS - 1) / BLOCK_ROWS, runs = 0;
+    size_t *di = malloc(blocks * sizeof *di), *si = malloc(blocks * sizeof *si), *ln = malloc(blocks * sizeof *ln);
+    for (size_t k = 0; k < blocks; k++) {
+        size_t at = k * BLOCK_ROWS, in = at + BLOCK_ROWS <= N ? BLOCK_ROWS : N - at; /* the last is short */
+        EXPECT(sluice_array_home(lv, D_C, at + k % in, &home), SLUICE_SUCCESS);
+        int want = spread ? (int)(k % (size_t)n) : -1;
+        CHECK(home == want, "child %d: block %zu is at %d, not %d", id, k, home, want);
+        /* Who writes the block: its home, or (one memory) child k mod n. */
+        if ((int)(k % (size_t)n) != id) continue;
+        di[runs] = si[runs] = at;
+        ln[runs++] = in;
+    }
+    double *buf = calloc(N, sizeof *buf);
+    for (size_t r = 0; r < runs; r++)
+        for (size_t i = si[r]; i < si[r] + ln[r]; i++) buf[i] = value(i) + 1;
+    size_t whole = N;
+    sluice_array_t local;
+    sluice_xfer_list_t put, get;
+    sluice_xfer_t x;
+    EXPECT(sluice_array_local(buf, sizeof(double), 1, &whole, &local), SLUICE_SUCCESS);
+    if (runs > 0) {
+        EXPECT(sluice_xfer_list_create(lv, &c, &local, di, si, ln, runs, &put), SLUICE_SUCCESS);
+        EXPECT(sluice_xfer(lv, put, &x), SLUICE_SUCCESS);
+        EXPECT(sluice_xfer_wait(lv, &x), SLUICE_SUCCESS);
+        EXPECT(sluice_xfer_list_free(&put), SLUICE_SUCCESS);
+    }
+    EXPECT(sluice_level_barrier(lv, 0, n), SLUICE_SUCCESS);
+    size_t k = (N - 5) / 11 + 1;
+    size_t *gi = malloc(k * sizeof *gi), *gl = malloc(k * sizeof *gl), *li = malloc(k * sizeof *li);
+    for (size_t i = 0; i < k; i++) { gi[i] = 11 * i; li[i] = 5 * i; gl[i] = 5; }
+    memset(buf, 0, N * sizeof *buf);
+    EXPECT(sluice_xfer_list_create(lv, &local, &c, li, gi, gl, k, &get), SLUICE_SUCCESS);
+    EXPECT(sluice_xfer(lv, get, &x), SLUICE_SUCCESS);
+    EXPECT(sluice_xfer_wait(lv, &x), SLUICE_SUCCESS);
+    EXPECT(sluice_xfer_list_free(&get), SLUICE_SUCCESS);
+    for (size_t i = 0; i < k; i++)
+        for (size_t j = 0; j < 5; j++)
+            CHECK(buf[5 * i + j] == value(11 * i + j) + 1, "child %d: cyclic element %zu is %g", id, 11 * i + j, buf[5 * i + j]);
+    EXPECT(sluice_level_barrier(lv, 0, n), SLUICE_SUCCESS); /* nobody frees D_C while others read */
+    free(di), free(si), free(ln), free(gi), free(gl), free(li), free(buf);
 }
 
 /* Composition: each child opens the level below (if any), allocates its share there, pulls it
@@ -296,10 +354,25 @@ static void top_level(sluice_level_t top) {
     EXPECT(sluice_task_wait(top, &t), SLUICE_SUCCESS);
     EXPECT(sluice_task_call(top, T_NESTED, 0, n, &r, sizeof r, &t), SLUICE_SUCCESS);
     EXPECT(sluice_task_wait(top, &t), SLUICE_SUCCESS);
+    /* A block-cyclic array (refusals first: they change nothing). */
+    sluice_array_t cy;
+    EXPECT(sluice_array_alloc_cyclic(top, sizeof(double), 1, dims, D_A, 0, BLOCK_ROWS, &cy), SLUICE_LEVELS_ERR_DESC);
+    EXPECT(sluice_array_alloc_cyclic(top, sizeof(double), 1, dims, D_C, 3, BLOCK_ROWS, &cy), SLUICE_ERR_ARG);
+    EXPECT(sluice_array_alloc_cyclic(top, sizeof(double), 1, dims, D_C, 0, BLOCK_ROWS, &cy), SLUICE_SUCCESS);
+    int home = -2;
+    EXPECT(sluice_array_home(top, D_C, 0, &home), SLUICE_LEVELS_ERR_DESC); /* not registered yet */
+    EXPECT(sluice_array_add(top, &cy), SLUICE_SUCCESS);
+    EXPECT(sluice_task_call(top, T_CYCLIC, 0, n, NULL, 0, &t), SLUICE_SUCCESS);
+    EXPECT(sluice_task_wait(top, &t), SLUICE_SUCCESS);
+    if (cy.data) for (size_t i = 0; i < N; i += 991) CHECK(((double *)cy.data)[i] == value(i) + 1, "cyclic top element %zu", i);
+    EXPECT(sluice_array_home(top, D_C, N - 1, &home), SLUICE_SUCCESS);
+    int spread = strcmp(sluice_level_kind(top), "cluster") == 0;
+    CHECK(home == (spread ? (int)(((N - 1) / BLOCK_ROWS) % (size_t)n) : -1), "top: last element at %d", home);
+    EXPECT(sluice_array_free(top, &cy), SLUICE_SUCCESS);
     if (a.data) for (size_t i = 0; i < N; i += 997) CHECK(((double *)a.data)[i] == value(i), "top element %zu", i);
     sluice_level_stats_t st;
     EXPECT(sluice_level_stats(top, &st), SLUICE_SUCCESS);
-    CHECK(st.tasks == (uint64_t)(4 * n), "%llu tasks run", (unsigned long long)st.tasks);
+    CHECK(st.tasks == (uint64_t)(5 * n), "%llu tasks run", (unsigned long long)st.tasks);
     CHECK(st.xfers > 0 && st.peak_bytes >= N * sizeof(double), "stats %llu xfers, peak %llu",
           (unsigned long long)st.xfers, (unsigned long long)st.peak_bytes);
     if (a.data) CHECK(st.elided_bytes > 0, "nothing elided in a shared namespace");
@@ -319,7 +392,7 @@ int main(int argc, char **argv) {
     int single = getenv("LEVELS_THREAD_SINGLE") != NULL;
     MPI_Init_thread(&argc, &argv, single ? MPI_THREAD_SINGLE : MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    const sluice_task_fn tasks[NTASKS] = {fill, errors, barrier, nested};
+    const sluice_task_fn tasks[NTASKS] = {fill, errors, barrier, nested, cyclic};
     sluice_level_t top = NULL;
     if (single) {
         /* A cluster level needs MPI_THREAD_MULTIPLE: refused on every rank, with no handle. */

@@ -13,7 +13,7 @@ module levels_checks
     use, intrinsic :: iso_fortran_env, only: error_unit
     implicit none
     integer(c_size_t), parameter :: N = 100000
-    integer(c_int64_t), parameter :: D_A = 1, D_B = 2
+    integer(c_int64_t), parameter :: D_A = 1, D_B = 2, D_C = 3
     integer(c_int), parameter :: T_PUT = 0, T_GET = 1, T_NESTED = 2, NTASKS = 3
     ! Slots: a top-level call's children use slot0 = 0 (slot = id); a child at slot s calls the
     ! level below with slot0 = (s + 1) * FAN, so no two children running at once share a slot.
@@ -295,7 +295,7 @@ program levels
     character(len=:), allocatable :: top_kind, top_spec
     real(c_double), pointer :: x(:)
     integer(c_size_t) :: i
-    integer :: ierr, rank, provided, bad, nch, wrong, cut, total, mine
+    integer :: ierr, rank, provided, bad, nch, wrong, cut, total, mine, home, want
 
     call MPI_Init_thread(MPI_THREAD_MULTIPLE, provided, ierr)
     call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -390,6 +390,20 @@ program levels
         call check(st%tasks == 3 * nch, 'tasks counted', bad)
         call check(st%xfers > 0 .and. st%bytes > 0, 'transfers counted', bad)
         call check(st%peak_bytes >= N * 8, 'peak bytes', bad)
+        ! A block-cyclic array (blocks of 3 rows: rows are dims(1)) and where its elements live.
+        call expect(sluice_array_alloc_cyclic(top, c_sizeof(0d0), [N], D_C, 0_c_size_t, 3_c_size_t, got), SLUICE_SUCCESS, &
+                    'alloc_cyclic', bad)
+        call expect(sluice_array_add(top, got), SLUICE_SUCCESS, 'add C', bad)
+        wrong = 0
+        do i = 0, N - 1, 5
+            call expect(sluice_array_home(top, D_C, i, home), SLUICE_SUCCESS, 'sluice_array_home', bad)
+            want = -1
+            if (top_kind == 'cluster') want = int(mod(i / 3, int(nch, c_size_t)))
+            if (home /= want) wrong = wrong + 1
+        end do
+        call check(wrong == 0, 'homes of a block-cyclic array', bad)
+        call expect(sluice_array_home(top, D_C, N, home), SLUICE_LEVELS_ERR_BOUNDS, 'home past the end', bad)
+        call expect(sluice_array_free(top, got), SLUICE_SUCCESS, 'free C', bad)
         ! Remove, free, double free.
         call expect(sluice_array_remove(top, D_A), SLUICE_SUCCESS, 'remove A', bad)
         call expect(sluice_array_remove(top, D_A), SLUICE_LEVELS_ERR_DESC, 'remove A twice', bad)
