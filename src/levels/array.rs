@@ -71,8 +71,8 @@ unsafe impl Sync for ArrayInfo {}
 /// Where an array of a top lives.
 #[derive(Debug)]
 pub enum Storage {
-    /// Host memory from `std::alloc` with this alignment, or mapped from the kernel (`align` 0).
-    Host { ptr: *mut u8, len: usize, align: usize },
+    /// Host memory (zeroed, aligned as asked).
+    Host(crate::transfer::runtime::Slab),
     /// A file (unlinked at creation: it disappears with the descriptor), `len` bytes long.
     File { fd: OwnedFd, len: usize },
     /// Distributed over processes: `parts` sorted by their start, disjoint, covering `len`
@@ -102,41 +102,25 @@ pub fn pieces(parts: &[Part], at: usize, n: usize) -> impl Iterator<Item = (&Par
     })
 }
 
-// SAFETY: the host allocation is owned by the registry entry and freed once; transfers into it
-// are ordered by the application (a child writes a region only through a transfer it waits for).
+// SAFETY: the parts' addresses are descriptions (other processes' memory); transfers into
+// `mine` and a host slab are ordered by the application (a child writes a region only through a
+// transfer it waits for).
 unsafe impl Send for Storage {}
 // SAFETY: as above.
 unsafe impl Sync for Storage {}
-
-impl Drop for Storage {
-    fn drop(&mut self) {
-        match *self {
-            // SAFETY: mapped by `smp::host_storage` with this length, unmapped once (the
-            // storage is dropped once, after every transfer holding it).
-            Storage::Host { ptr, len, align: 0 } => unsafe {
-                libc::munmap(ptr.cast(), len);
-            },
-            // SAFETY: allocated by `smp::host_storage` with this size (at least 1) and
-            // alignment, freed once (as above).
-            Storage::Host { ptr, len, align } => unsafe {
-                std::alloc::dealloc(ptr, std::alloc::Layout::from_size_align_unchecked(len.max(1), align))
-            },
-            _ => {}
-        }
-    }
-}
 
 impl Storage {
     /// Bytes of the array.
     pub fn bytes(&self) -> usize {
         match self {
-            Storage::Host { len, .. } | Storage::File { len, .. } | Storage::Parts { len, .. } => *len,
+            Storage::Host(slab) => slab.len(),
+            Storage::File { len, .. } | Storage::Parts { len, .. } => *len,
         }
     }
 
     pub fn host(&self) -> Option<*mut u8> {
         match self {
-            Storage::Host { ptr, .. } => Some(*ptr),
+            Storage::Host(slab) => Some(slab.at(0)),
             Storage::File { .. } | Storage::Parts { .. } => None,
         }
     }
@@ -144,7 +128,7 @@ impl Storage {
     pub fn fd(&self) -> Option<i32> {
         match self {
             Storage::File { fd, .. } => Some(fd.as_raw_fd()),
-            Storage::Host { .. } | Storage::Parts { .. } => None,
+            Storage::Host(_) | Storage::Parts { .. } => None,
         }
     }
 }

@@ -389,7 +389,7 @@ impl Runtime {
         }
         Ok(match &*storage {
             Storage::Parts { parts, .. } => pieces(parts, index * info.shape.elem_size, 1).next().map(|(p, _, _)| p.rank),
-            Storage::Host { .. } | Storage::File { .. } => None,
+            Storage::Host(_) | Storage::File { .. } => None,
         })
     }
 

@@ -15,7 +15,7 @@ use super::xfer::{Dir, XferList};
 use super::Error;
 use crate::datatype::compiled::CompiledType;
 use crate::datatype::DataLoop;
-use crate::transfer::runtime::Event;
+use crate::transfer::runtime::{Event, Slab};
 
 pub struct Smp {
     n: usize,
@@ -31,33 +31,11 @@ impl Smp {
     }
 }
 
-/// Arrays from this size on are mapped from the kernel (page-aligned zero pages, touched first by
-/// whoever fills them) instead of taken from the allocator: `alloc_zeroed` with an alignment above
-/// the allocator's clears them with a `memset`, which costs an extra pass over every block a
-/// program stages (measured: a disk-over-smp SAXPY's disk busy 17-19% -> 86%).
-const MAPPED_FROM: usize = 1 << 20;
-
 /// Host memory of `bytes` bytes aligned to `align`, zeroed (so that no child ever reads memory
-/// nothing wrote).
+/// nothing wrote); from 1 MiB mapped from the kernel, not cleared by a `memset` (`Slab`).
 pub fn host_storage(bytes: usize, align: usize) -> Result<Storage, Error> {
-    let page = 4096;
-    if bytes >= MAPPED_FROM && align <= page {
-        // SAFETY: a private anonymous mapping of `bytes` bytes; nothing else refers to it.
-        let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
-        };
-        if p == libc::MAP_FAILED {
-            return Err(Error::NoMem(format!("{bytes} bytes of host memory could not be mapped: {}", std::io::Error::last_os_error())));
-        }
-        return Ok(Storage::Host { ptr: p.cast(), len: bytes, align: 0 });
-    }
-    let layout = std::alloc::Layout::from_size_align(bytes.max(1), align).map_err(|e| Error::Arg(format!("array layout: {e}")))?;
-    // SAFETY: a layout of non-zero size.
-    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-    if ptr.is_null() {
-        return Err(Error::NoMem(format!("{bytes} bytes of host memory could not be allocated")));
-    }
-    Ok(Storage::Host { ptr, len: bytes, align })
+    let slab = Slab::aligned(bytes.max(1), align).map_err(|e| Error::NoMem(format!("host memory: {e}")))?;
+    Ok(Storage::Host(slab))
 }
 
 /// Whether the list's local runs follow each other from the first one's start (a dense local

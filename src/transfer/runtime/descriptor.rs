@@ -95,11 +95,18 @@ impl Transfer {
     /// The budget admitted it: allocate the slots, suspend lower priorities on its channels and
     /// issue the first requests.
     pub fn start(self: &Arc<Self>) {
-        if let Some(rt) = self.runtime.upgrade() {
+        let rt = self.runtime.upgrade();
+        if let Some(rt) = &rt {
             rt.using(&self.channels(), self.priority, true);
         }
+        let slabs = self
+            .path
+            .slot
+            .iter()
+            .map(|&s| rt.as_ref().map_or_else(|| Slab::new(s * self.path.depth), |rt| rt.slab(s * self.path.depth)))
+            .collect();
         let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        g.slabs = self.path.slot.iter().map(|&s| Slab::new(s * self.path.depth)).collect();
+        g.slabs = slabs;
         self.pump(&mut g);
     }
 
@@ -153,14 +160,14 @@ impl Transfer {
             }
             self.pump(&mut g);
             if g.in_flight == 0 && (g.error.is_some() || g.finished == self.blocks) {
-                g.slabs.clear();
-                Some(g.error.clone().map_or(Ok(()), Err))
+                Some((g.error.clone().map_or(Ok(()), Err), std::mem::take(&mut g.slabs)))
             } else {
                 None
             }
         };
-        if let Some(o) = outcome {
+        if let Some((o, slabs)) = outcome {
             if let Some(rt) = self.runtime.upgrade() {
+                rt.recycle(slabs);
                 rt.using(&self.channels(), self.priority, false);
                 rt.release(self.space(), self.priority);
             }

@@ -31,6 +31,7 @@ pub use engine::{CopyError, Runtime};
 pub use event::Event;
 pub use path::Path;
 pub use place::{Memory, Place};
+pub use slab::Slab;
 
 use crate::transfer::plan::Model;
 
