@@ -72,7 +72,7 @@ unsafe impl Sync for ArrayInfo {}
 #[derive(Debug)]
 pub enum Storage {
     /// Host memory (zeroed, aligned as asked).
-    Host(crate::transfer::runtime::Slab),
+    Host(super::host::HostMemory),
     /// A file (unlinked at creation: it disappears with the descriptor), `len` bytes long.
     File { fd: OwnedFd, len: usize },
     /// Distributed over processes: `parts` sorted by their start, disjoint, covering `len`
@@ -113,14 +113,14 @@ impl Storage {
     /// Bytes of the array.
     pub fn bytes(&self) -> usize {
         match self {
-            Storage::Host(slab) => slab.len(),
+            Storage::Host(m) => m.len(),
             Storage::File { len, .. } | Storage::Parts { len, .. } => *len,
         }
     }
 
     pub fn host(&self) -> Option<*mut u8> {
         match self {
-            Storage::Host(slab) => Some(slab.at(0)),
+            Storage::Host(m) => Some(m.as_ptr()),
             Storage::File { .. } | Storage::Parts { .. } => None,
         }
     }

@@ -21,6 +21,7 @@ pub mod array;
 pub mod barrier;
 pub mod disk;
 pub mod exec;
+mod host;
 pub mod io;
 pub mod runtime;
 pub mod smp;

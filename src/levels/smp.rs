@@ -9,13 +9,14 @@ use std::sync::{Arc, Mutex};
 
 use super::array::{Desc, Shape, Storage};
 use super::exec::{Job, Workers};
+use super::host::HostMemory;
 use super::runtime::{Level, RemoteCall};
 use super::spec::Kind;
 use super::xfer::{Dir, XferList};
 use super::Error;
 use crate::datatype::compiled::CompiledType;
 use crate::datatype::DataLoop;
-use crate::transfer::runtime::{Event, Slab};
+use crate::transfer::runtime::Event;
 
 pub struct Smp {
     n: usize,
@@ -32,10 +33,9 @@ impl Smp {
 }
 
 /// Host memory of `bytes` bytes aligned to `align`, zeroed (so that no child ever reads memory
-/// nothing wrote); from 1 MiB mapped from the kernel, not cleared by a `memset` (`Slab`).
+/// nothing wrote); from 1 MiB mapped from the kernel, not cleared by a `memset`.
 pub fn host_storage(bytes: usize, align: usize) -> Result<Storage, Error> {
-    let slab = Slab::aligned(bytes.max(1), align).map_err(|e| Error::NoMem(format!("host memory: {e}")))?;
-    Ok(Storage::Host(slab))
+    HostMemory::new(bytes, align).map(Storage::Host)
 }
 
 /// Whether the list's local runs follow each other from the first one's start (a dense local

@@ -23,7 +23,6 @@ use super::descriptor::Transfer;
 use super::event::Event;
 use super::path::{plan, Path, PathError};
 use super::place::Place;
-use super::slab::{Slab, SlabPool};
 use super::{disk, memcpy};
 use crate::stats::Family;
 use crate::transfer::plan::{ChannelKind, Model};
@@ -101,8 +100,6 @@ pub struct Runtime {
     started: Mutex<Vec<bool>>,
     limit: usize,
     budget: Mutex<Budget>,
-    /// Intermediate buffers of finished transfers, for the next ones.
-    slabs: Mutex<SlabPool>,
     seq: AtomicU64,
     stop: Arc<AtomicBool>,
 }
@@ -149,7 +146,6 @@ impl Runtime {
             model,
             limit,
             budget: Mutex::new(Budget { used: 0, running: Vec::new(), waiting: VecDeque::new() }),
-            slabs: Mutex::new(SlabPool::new(limit)),
             seq: AtomicU64::new(0),
             stop: Arc::new(AtomicBool::new(false)),
         })
@@ -224,17 +220,6 @@ impl Runtime {
         if start {
             t.start();
         }
-    }
-
-    /// A slab of `len` bytes for a starting transfer: an idle one of that size, else a new one.
-    pub(super) fn slab(&self, len: usize) -> Slab {
-        let reused = self.slabs.lock().unwrap_or_else(|e| e.into_inner()).take(len);
-        reused.unwrap_or_else(|| Slab::new(len))
-    }
-
-    /// A finished transfer's slabs, kept for the next transfers (within the budget).
-    pub(super) fn recycle(&self, slabs: Vec<Slab>) {
-        self.slabs.lock().unwrap_or_else(|e| e.into_inner()).give(slabs);
     }
 
     fn fits(&self, used: usize, need: usize) -> bool {

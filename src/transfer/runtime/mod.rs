@@ -20,7 +20,6 @@ mod memcpy;
 mod path;
 mod place;
 pub mod progress;
-mod slab;
 #[cfg(test)]
 mod tests;
 
@@ -31,7 +30,6 @@ pub use engine::{CopyError, Runtime};
 pub use event::Event;
 pub use path::Path;
 pub use place::{Memory, Place};
-pub use slab::Slab;
 
 use crate::transfer::plan::Model;
 
