@@ -104,6 +104,8 @@ pub const DEPTH: usize = 4;
 const REQUEST_COST: f64 = 5e-6;
 /// The predicted gain (fraction of the copy's time) that makes a larger block worth its memory.
 const LARGER_BLOCK_GAIN: f64 = 0.03;
+/// Longest a request may hold its channel (seconds; see `plan`).
+const MAX_REQUEST_TIME: f64 = 100e-6;
 /// Block sizes tried: 4 KiB .. 64 MiB.
 const BLOCKS: std::ops::RangeInclusive<u32> = 12..=26;
 
@@ -244,6 +246,11 @@ pub fn plan(model: &Model, src: &Place, dst: &Place) -> Result<Path, PathError> 
             .iter()
             .map(|&(c, a)| b / (b / model.channel(c).curve.at(request(a, block, &buffers, src, dst) as f64) + REQUEST_COST))
             .fold(f64::INFINITY, f64::min);
+        // Priorities preempt at request granularity: a block that would hold a channel longer
+        // than MAX_REQUEST_TIME makes an urgent copy wait that long behind it.
+        if !first && b / t > MAX_REQUEST_TIME {
+            break;
+        }
         let fill = if serial { total as f64 } else { (hops.len() - 1) as f64 * block.min(total) as f64 };
         let time = (total as f64 + fill) / t;
         // A larger block must pay for its memory: it wins only by a clear margin (the buffers
