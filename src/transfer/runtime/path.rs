@@ -105,7 +105,7 @@ const REQUEST_COST: f64 = 5e-6;
 /// The predicted gain (fraction of the copy's time) that makes a larger block worth its memory.
 const LARGER_BLOCK_GAIN: f64 = 0.03;
 /// Longest a request may hold its channel (seconds; see `plan`).
-const MAX_REQUEST_TIME: f64 = 100e-6;
+pub(super) const MAX_REQUEST_TIME: f64 = 100e-6;
 /// Block sizes tried: 4 KiB .. 64 MiB.
 const BLOCKS: std::ops::RangeInclusive<u32> = 12..=26;
 

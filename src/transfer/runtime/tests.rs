@@ -196,6 +196,19 @@ fn paths_follow_the_places() {
 }
 
 #[test]
+fn a_path_without_buffers_holds_its_channel_briefly() {
+    // 64 MiB host to host: nothing bounds the blocks' space, so the request time does (an urgent
+    // copy waits behind at most one request).
+    let rt = Runtime::new(default_model(), 1 << 20);
+    let v = ty(DataLoop::vector(1 << 16, 512, 1024, DataLoop::bytes(1)));
+    let (mut a, mut b) = (vec![0u8; 64 << 20], vec![0u8; 32 << 20]);
+    let p = rt.plan(&host(&mut a, &v, 1, 0), &host(&mut b, &bytes(), 32 << 20, 0)).unwrap();
+    assert!(p.buffers.is_empty() && p.hops.len() == 1);
+    assert!(p.block < 32 << 20, "one block for the whole copy");
+    assert!(p.block as f64 / p.throughput <= path::MAX_REQUEST_TIME, "{} bytes at {} B/s", p.block, p.throughput);
+}
+
+#[test]
 fn many_concurrent_copies_share_a_tiny_buffer_budget() {
     // Each copy needs 2 slots of 4 KiB; the budget holds one copy's buffers: copies wait for
     // each other, none deadlocks, every byte arrives.
