@@ -103,7 +103,7 @@ pub fn pieces(parts: &[Part], at: usize, n: usize) -> impl Iterator<Item = (&Par
 }
 
 // SAFETY: the parts' addresses are descriptions (other processes' memory); transfers into
-// `mine` and a host slab are ordered by the application (a child writes a region only through a
+// `mine` and into host memory are ordered by the application (a child writes a region only through a
 // transfer it waits for).
 unsafe impl Send for Storage {}
 // SAFETY: as above.

@@ -27,7 +27,8 @@ const MAPPED_FROM: usize = 1 << 20;
 const PAGE: usize = 4096;
 
 impl HostMemory {
-    /// `len` (> 0) zeroed bytes aligned to `align` (a power of two).
+    /// `len` zeroed bytes (at least 1: a rank's empty share still has an address) aligned to
+    /// `align` (a power of two).
     pub fn new(len: usize, align: usize) -> Result<HostMemory, Error> {
         let len = len.max(1);
         if len >= MAPPED_FROM && align <= PAGE {

@@ -17,7 +17,9 @@ use crate::transfer::staging::{self, Staging};
 /// Where an intermediate buffer's slots start (the staging pool's buffers are only 16-byte
 /// aligned). Measured on the 8 MiB file -> converted memory copy (`bench/runtime/copy_stages.c`,
 /// AMD EPYC VM): slots 16 bytes past a cache line took 3.0-3.6 ms, page-aligned 1.8-2.0 ms (the
-/// kernel's copy from the page cache and the conversion both run on aligned lines).
+/// kernel's copy from the page cache and the conversion both run on aligned lines). The extra
+/// page can put a buffer in the pool's next size class; the pages past the slots are never
+/// touched, so they cost address space, not memory.
 const SLAB_ALIGN: usize = 4096;
 
 struct State {

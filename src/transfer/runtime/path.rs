@@ -12,7 +12,8 @@
 //! moves per block, or for a conversion the contiguous run the datatype engine copies (a
 //! channel that converts layouts sees requests of its runs: isometry, Section 4.2). The size
 //! minimizes the predicted time of the pipelined copy, `S / T(b) + (hops - 1) * b / T(b)`, with
-//! every intermediate buffer's slots within the model's space threshold.
+//! every intermediate buffer's slots within the model's space threshold, and on a path without
+//! intermediate buffers no request longer than `MAX_REQUEST_TIME` (priorities preempt per request).
 
 use std::fmt::Write as _;
 
