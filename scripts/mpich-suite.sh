@@ -101,7 +101,7 @@ build() {
     [ -f "$mark" ] && continue
     local progs
     mapfile -t progs < <(lists_of "$e" | while read -r l; do
-      [ -f "$b/build/$d/$l" ] && awk '$1 !~ /^#/ && NF { print $1 }' "$b/build/$d/$l"; done | sort -u)
+      p=$(list_path "$f" "$d" "$l") && awk '$1 !~ /^#/ && NF { print $1 }' "$p"; done | sort -u)
     # -k: programs of calls this MPI lacks fail to link; the rest build.
     make -C "$b/build/$d" -k -j2 "${progs[@]}" >"$b/build-${e//[:\/]/-}.log" 2>&1 || true
     touch "$mark"
@@ -111,6 +111,16 @@ build() {
 # The test lists of an entry of SUITE_DIRS: DIR (its testlist and testlist.dtp) or DIR:LIST.
 lists_of() {
   case $1 in *:*) echo "${1#*:}" ;; *) printf '%s\n' testlist testlist.dtp ;; esac
+}
+
+# Where list $3 of directory $2 is for MPI $1: configured into the build directory, or, for the
+# directories whose list is not generated, in the source.
+list_path() {
+  local p
+  for p in "$OUT/$1/build/$2/$3" "$SRC/$2/$3"; do
+    [ -f "$p" ] && { echo "$p"; return 0; }
+  done
+  return 1
 }
 
 # Runs the test lines in file $4 of directory $2 of MPI $1 through the suite's runner, with
@@ -134,10 +144,10 @@ run_lines() {
 
 # The test lines of entry $2 of SUITE_DIRS (MPI $1) whose program was built.
 lines_of() {
-  local d=${2%%:*} l
+  local d=${2%%:*} l p
   local b=$OUT/$1/build/$d
   for l in $(lists_of "$2"); do
-    [ -f "$b/$l" ] || continue
+    p=$(list_path "$1" "$d" "$l") || continue
     while read -r prog rest; do
       case $prog in '' | '#'*) continue ;; esac
       [ -f "$b/$prog" ] && [ -x "$b/$prog" ] || continue
@@ -156,7 +166,7 @@ lines_of() {
       np=${rest%% *}
       [[ $np =~ ^[0-9]+$ ]] && [ "$np" -gt "$MAXNP" ] && continue
       printf '%s %s\n' "$prog" "$rest"
-    done <"$b/$l"
+    done <"$p"
   done
 }
 
