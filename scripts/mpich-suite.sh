@@ -6,7 +6,8 @@
 #
 #   scripts/mpich-suite.sh                     (both MPIs; SUITE_MPIS="openmpi" for one)
 #   SUITE_DIRS="pt2pt datatype coll:testlist.dtp" scripts/mpich-suite.sh   (DIR: its testlist
-#                                       and testlist.dtp; DIR:LIST: that list only)
+#                                       and testlist.dtp; DIR:LIST: that list only; DIR
+#                                       may be a subdirectory, as threads/pt2pt)
 #
 # Every test line of the chosen directories' test lists (`testlist`, and the DTPools-generated
 # `testlist.dtp` of derived-datatype point-to-point and collective tests) runs with sluice
@@ -138,7 +139,7 @@ run_lines() {
   fi
   rm -f "$b/$mode.tap"
   # stdin from /dev/null: the launcher would read it.
-  (cd "$b" && MPITEST_MPIEXECARG="$preload" ../runtests -srcdir="$SRC/$d" -tests="$list" -mpiexec="$mpiexec" \
+  (cd "$b" && MPITEST_MPIEXECARG="$preload" "$OUT/$f/build/runtests" -srcdir="$SRC/$d" -tests="$list" -mpiexec="$mpiexec" \
     -maxnp="$MAXNP" -tapfile="$b/$mode.tap" </dev/null >"$b/$mode.out" 2>&1) || true
   sed -n 's/^\(not ok\|ok\) .*/\1/p' "$b/$mode.tap" | sed 's/^ok$/pass/; s/^not ok$/fail/'
 }
