@@ -7,8 +7,8 @@
 !   MPI_Send/MPI_Recv (status source/tag, MPI_Get_count, MPI_Get_elements), MPI_Isend/MPI_Irecv
 !   + MPI_Waitall, MPI_Sendrecv, MPI_Sendrecv_replace, persistent MPI_Send_init/MPI_Recv_init
 !   + MPI_Startall/MPI_Waitall and MPI_Start/MPI_Wait + MPI_Request_free, MPI_Probe and
-!   MPI_Iprobe + MPI_Recv, MPI_Mprobe/MPI_Mrecv, MPI_Improbe/MPI_Imrecv, MPI_Type_vector +
-!   MPI_Type_commit + send of the vector + MPI_Type_free, MPI_Pack_size/MPI_Pack/MPI_Unpack,
+!   MPI_Iprobe + MPI_Recv, MPI_Mprobe/MPI_Mrecv (these five leave a status's MPI_ERROR alone),
+!   MPI_Improbe/MPI_Imrecv, MPI_Type_vector + MPI_Type_commit + send of the vector + MPI_Type_free, MPI_Pack_size/MPI_Pack/MPI_Unpack,
 !   MPI_Comm_dup/MPI_Comm_free, MPI_Waitany / MPI_Waitsome / MPI_Testany indices (1-based,
 !   MPI_UNDEFINED when nothing is active), MPI_Test/MPI_Testall/MPI_Testsome/
 !   MPI_Request_get_status LOGICAL flags, MPI_STATUS_IGNORE and MPI_STATUSES_IGNORE.
@@ -128,8 +128,13 @@ program p2p
   ! ---- Probe, Iprobe, Mprobe, Improbe ------------------------------------------------------
   call fill(3)
   call MPI_Isend(sbuf, 7, MPI_INTEGER, right, 51, MPI_COMM_WORLD, sreq, ierr)
+  ! Single-status calls leave MPI_ERROR alone (MPI 4.0, 3.2.5): preset, checked after each.
+  ! MPICH's own MPI_Probe and MPI_Iprobe set it to MPI_SUCCESS (with or without sluice).
+  status(MPI_ERROR) = MPI_ERR_DIMS
   call MPI_Probe(left, MPI_ANY_TAG, MPI_COMM_WORLD, status, ierr)
   call check_status(status, 51, 7, 'probe')
+  call check(status(MPI_ERROR) == MPI_ERR_DIMS .or. (is_mpich .and. status(MPI_ERROR) == MPI_SUCCESS), &
+             'probe leaves MPI_ERROR')
   call MPI_Get_count(status, MPI_INTEGER, cnt, ierr)
   call MPI_Recv(rbuf, cnt, MPI_INTEGER, status(MPI_SOURCE), status(MPI_TAG), MPI_COMM_WORLD, &
                 MPI_STATUS_IGNORE, ierr)
@@ -141,13 +146,18 @@ program p2p
   flag = .false.
   spins = 0
   do while (.not. flag .and. spins < maxspins)
+    status(MPI_ERROR) = MPI_ERR_DIMS
     call MPI_Iprobe(left, 52, MPI_COMM_WORLD, flag, status, ierr)
     spins = spins + 1
   end do
   call check(flag, 'iprobe flag')
   call check_status(status, 52, 5, 'iprobe')
+  call check(status(MPI_ERROR) == MPI_ERR_DIMS .or. (is_mpich .and. status(MPI_ERROR) == MPI_SUCCESS), &
+             'iprobe leaves MPI_ERROR')
+  status(MPI_ERROR) = MPI_ERR_OTHER
   call MPI_Recv(rbuf, 12, MPI_INTEGER, left, 52, MPI_COMM_WORLD, status, ierr)
   call check_data(rbuf, 5, 4, 'iprobe recv')
+  call check(status(MPI_ERROR) == MPI_ERR_OTHER, 'recv leaves MPI_ERROR')
   flag = .false.
   do while (.not. flag)
     call MPI_Request_get_status(sreq, flag, status, ierr)
@@ -157,11 +167,15 @@ program p2p
 
   call fill(5)
   call MPI_Isend(sbuf, 6, MPI_INTEGER, right, 53, MPI_COMM_WORLD, sreq, ierr)
+  status(MPI_ERROR) = MPI_ERR_DIMS
   call MPI_Mprobe(left, 53, MPI_COMM_WORLD, msg, status, ierr)
   call check_status(status, 53, 6, 'mprobe')
+  call check(status(MPI_ERROR) == MPI_ERR_DIMS, 'mprobe leaves MPI_ERROR')
+  status(MPI_ERROR) = MPI_ERR_OTHER
   call MPI_Mrecv(rbuf, 12, MPI_INTEGER, msg, status, ierr)
   call check(msg == MPI_MESSAGE_NULL, 'mrecv message null')
   call check_status(status, 53, 6, 'mrecv')
+  call check(status(MPI_ERROR) == MPI_ERR_OTHER, 'mrecv leaves MPI_ERROR')
   call check_data(rbuf, 6, 5, 'mrecv')
   flag = .false.
   do while (.not. flag)

@@ -213,22 +213,36 @@ fn zeroed_status() -> MPI_Status {
 }
 
 /// An output status: a C status to pass to the call, copied back to the Fortran status
-/// unless the caller passed `MPI_STATUS_IGNORE`.
+/// unless the caller passed `MPI_STATUS_IGNORE`. The C status starts as a copy of the Fortran
+/// one, so the fields the call leaves alone keep the caller's values, as with the MPI's own
+/// Fortran bindings (which hand the Fortran array to the C call): a probe or a single-request
+/// completion does not set `MPI_ERROR`, and programs check that it does not.
 pub struct StatusOut {
     fortran: *mut Fint,
     c: Option<MPI_Status>,
+    loaded: bool,
 }
 
 impl StatusOut {
     /// `fortran` is the caller's status argument (a status or `MPI_STATUS_IGNORE`).
     pub fn new(fortran: *mut Fint) -> Self {
         let c = (!is_status_ignore(fortran)).then(zeroed_status);
-        Self { fortran, c }
+        Self { fortran, c, loaded: false }
     }
 
-    /// The C argument: this status, or C `MPI_STATUS_IGNORE`.
-    pub fn c(&mut self) -> *mut MPI_Status {
-        self.c.as_mut().map_or_else(consts::status_ignore, |s| s as *mut _)
+    /// The C argument: this status (holding the Fortran status's values the first time), or
+    /// C `MPI_STATUS_IGNORE`.
+    ///
+    /// # Safety
+    /// The Fortran status is `MPI_STATUS_SIZE` readable INTEGERs.
+    pub unsafe fn c(&mut self) -> *mut MPI_Status {
+        let Some(s) = self.c.as_mut() else { return consts::status_ignore() };
+        if !self.loaded {
+            self.loaded = true;
+            // SAFETY: caller's contract; `s` is a writable C status.
+            unsafe { mpi::PMPI_Status_f2c(self.fortran, s) };
+        }
+        s
     }
 
     /// Copies the C status to the Fortran one.
@@ -254,22 +268,36 @@ pub unsafe fn status_in(p: *const Fint) -> MPI_Status {
     s
 }
 
-/// An output array of statuses (`MPI_Waitall`, ...), or `MPI_STATUSES_IGNORE`.
+/// An output array of statuses (`MPI_Waitall`, ...), or `MPI_STATUSES_IGNORE`; like
+/// [`StatusOut`], the C statuses start as copies of the Fortran ones.
 pub struct StatusesOut {
     fortran: *mut Fint,
     c: Option<Vec<MPI_Status>>,
+    loaded: bool,
 }
 
 impl StatusesOut {
     /// `fortran` is the caller's array of `n` statuses or `MPI_STATUSES_IGNORE`.
     pub fn new(fortran: *mut Fint, n: c_int) -> Self {
         let c = (!is_statuses_ignore(fortran)).then(|| vec![zeroed_status(); len(n)]);
-        Self { fortran, c }
+        Self { fortran, c, loaded: false }
     }
 
-    /// The C argument: these statuses, or C `MPI_STATUSES_IGNORE`.
-    pub fn c(&mut self) -> *mut MPI_Status {
-        self.c.as_mut().map_or_else(consts::statuses_ignore, |v| v.as_mut_ptr())
+    /// The C argument: these statuses (holding the Fortran statuses' values the first time),
+    /// or C `MPI_STATUSES_IGNORE`.
+    ///
+    /// # Safety
+    /// The Fortran array holds as many readable statuses as were given to `new`.
+    pub unsafe fn c(&mut self) -> *mut MPI_Status {
+        let Some(v) = self.c.as_mut() else { return consts::statuses_ignore() };
+        if !self.loaded {
+            self.loaded = true;
+            for (k, s) in v.iter_mut().enumerate() {
+                // SAFETY: caller's contract: status `k` of the Fortran array is readable.
+                unsafe { mpi::PMPI_Status_f2c(self.fortran.add(k * F_STATUS_SIZE), s) };
+            }
+        }
+        v.as_mut_ptr()
     }
 
     /// Copies the first `n` C statuses back (all of them when `n` exceeds the array).
