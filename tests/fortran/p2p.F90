@@ -8,7 +8,8 @@
 !   + MPI_Waitall, MPI_Sendrecv, MPI_Sendrecv_replace, persistent MPI_Send_init/MPI_Recv_init
 !   + MPI_Startall/MPI_Waitall and MPI_Start/MPI_Wait + MPI_Request_free, MPI_Probe and
 !   MPI_Iprobe + MPI_Recv, MPI_Mprobe/MPI_Mrecv (these five leave a status's MPI_ERROR alone),
-!   MPI_Improbe/MPI_Imrecv, MPI_Type_vector + MPI_Type_commit + send of the vector + MPI_Type_free, MPI_Pack_size/MPI_Pack/MPI_Unpack,
+!   MPI_Improbe/MPI_Imrecv, MPI_Type_vector + MPI_Type_commit + send of the vector +
+!   MPI_Type_free, MPI_Pack_size/MPI_Pack/MPI_Unpack,
 !   MPI_Comm_dup/MPI_Comm_free, MPI_Waitany / MPI_Waitsome / MPI_Testany indices (1-based,
 !   MPI_UNDEFINED when nothing is active), MPI_Test/MPI_Testall/MPI_Testsome/
 !   MPI_Request_get_status LOGICAL flags, MPI_STATUS_IGNORE and MPI_STATUSES_IGNORE.
