@@ -13,6 +13,7 @@ pub mod mpi_calibrate;
 pub mod netpath;
 pub mod node;
 pub mod plan;
+pub mod receipt;
 pub mod runtime;
 pub mod shm;
 pub mod staging;

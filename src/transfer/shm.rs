@@ -8,7 +8,8 @@
 //!
 //! Layout of an arena: page 0 holds the owner's token (checked by every peer that maps it, so
 //! a stale or foreign `/proc` entry is never used), then [`CONTROLS`] control blocks of one cache
-//! line each, then the data region, handed out in whole pages first fit (the lowest pages are
+//! line each, then one receipt slot per world rank below [`RECEIPT_RANKS`] (`transfer::receipt`:
+//! written by that rank when it finished a large message from the owner), then the data region, handed out in whole pages first fit (the lowest pages are
 //! reused, so a stream of transfers stays on pages already faulted in).
 //!
 //! Hand-written: the arena's layout, its allocator and the publish/done handshake are sluice's
@@ -20,13 +21,19 @@ use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use super::receipt::Slot;
 use crate::ffi::{consts, mpi};
 
 const PAGE: usize = 4096;
 /// Transfers one process can have in its arena at once.
 pub const CONTROLS: usize = 4096;
+/// First receipt slot.
+const RECEIPTS: usize = PAGE + CONTROLS * 64;
+/// World ranks with a receipt slot (a receiver above has none: its senders' path contests time
+/// the send alone).
+pub const RECEIPT_RANKS: usize = 2048;
 /// First byte of the data region.
-const DATA: usize = PAGE + CONTROLS * 64;
+const DATA: usize = RECEIPTS + RECEIPT_RANKS * std::mem::size_of::<Slot>();
 /// The smallest arena `SLUICE_SHM_ARENA` accepts (the control blocks and some data).
 pub const MIN_ARENA: usize = 1 << 20;
 
@@ -39,6 +46,7 @@ struct Control {
 }
 
 const _: () = assert!(std::mem::size_of::<Control>() == 64);
+const _: () = assert!(DATA % PAGE == 0 && DATA < MIN_ARENA);
 
 /// A mapped arena.
 #[derive(Clone, Copy)]
@@ -54,6 +62,14 @@ unsafe impl Send for Mapping {}
 unsafe impl Sync for Mapping {}
 
 impl Mapping {
+    /// The receipt slot of receiver `rank` (`None` above [`RECEIPT_RANKS`]).
+    fn receipt(&self, rank: c_int) -> Option<&Slot> {
+        let i = usize::try_from(rank).ok().filter(|&i| i < RECEIPT_RANKS)?;
+        // SAFETY: inside the receipt slots of a mapped arena (`DATA` <= every arena's size:
+        // `MIN_ARENA`), 64-byte aligned, only accessed through atomics.
+        Some(unsafe { &*self.base.add(RECEIPTS + i * std::mem::size_of::<Slot>()).cast::<Slot>() })
+    }
+
     fn control(&self, i: u32) -> &Control {
         // SAFETY: `i < CONTROLS` (checked by callers); the block lies in page 1.. of the mapping
         // and is only accessed atomically.
@@ -315,6 +331,28 @@ pub fn set_own_pull(sender: c_int, p: Pull) {
     if let Some(b) = NODE.get().filter(|n| n.own.size != 0).and_then(|n| n.own.pull_byte(sender)) {
         b.store(p as u8, Ordering::Release);
     }
+}
+
+/// The slot in this process's arena where world rank `receiver` writes its receipts (`None`:
+/// no own arena, `receiver` did not map it, or it has no slot).
+pub fn own_receipts(receiver: c_int) -> Option<&'static Slot> {
+    let node = NODE.get()?;
+    if !node.reach.contains(&receiver) {
+        return None;
+    }
+    node.own.receipt(receiver)
+}
+
+/// The slot in world rank `sender`'s arena where this process writes its receipts for messages
+/// from `sender` (`None`: that arena is not mapped, or this rank has no slot).
+pub fn peer_receipts(sender: c_int) -> Option<&'static Slot> {
+    let node = NODE.get()?;
+    node.peers.get(&sender)?.receipt(node.me)
+}
+
+/// Whether this process mapped any peer's arena (it can write receipts).
+pub fn maps_peers() -> bool {
+    NODE.get().is_some_and(|n| !n.peers.is_empty())
 }
 
 /// Whether a pipelined send to world rank `peer` may name a region of this arena (the peer

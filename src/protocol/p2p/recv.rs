@@ -21,7 +21,9 @@ type Dt = mpi::MPI_Datatype;
 type Req = mpi::MPI_Request;
 type Status = mpi::MPI_Status;
 
-/// A blocking receive into staging, then unpack.
+/// A blocking receive into staging, then unpack (`from`: the communicator whose ranks the
+/// status names, when known: the sender learns when the receive finished, `contest::received`;
+/// a pipelined message tells it from its last chunk).
 ///
 /// # Safety
 /// As `MPI_Recv`; `receive(staging, bytes, status)` performs the MPI receive.
@@ -30,6 +32,7 @@ unsafe fn blocking(
     buf: *mut c_void,
     status: *mut Status,
     pipe: Option<Comm>,
+    from: Option<Comm>,
     receive: impl FnOnce(*mut c_void, c_int, *mut Status) -> c_int,
 ) -> c_int {
     super::note_staged(&layout, false);
@@ -40,8 +43,16 @@ unsafe fn blocking(
     if let Some(comm) = pipe {
         // SAFETY: the MPI filled `stp` for this receive.
         if rc == errclass::SUCCESS && unsafe { super::received_bytes(stp) } == pipeline::reserved() {
-            let op =
-                Op { dir: Dir::Recv, layout: layout.clone(), user: buf as usize, staging: st, persistent: false, active: true, gap_at: 0 };
+            let op = Op {
+                dir: Dir::Recv,
+                layout: layout.clone(),
+                user: buf as usize,
+                staging: st,
+                persistent: false,
+                active: true,
+                gap_at: 0,
+                comm: None,
+            };
             let cap = layout.bytes();
             // SAFETY: M0 landed in the operation's staging; the user buffer is the receive's.
             match unsafe { pipeline::track::receive_rest(pipeline::incoming::Dest::Engine(op), cap, comm) } {
@@ -59,6 +70,10 @@ unsafe fn blocking(
         // application's blocking call.
         unsafe { layout.unpack_in_call(&st, n, buf) };
     }
+    if let Some(comm) = from {
+        // SAFETY: the MPI filled `stp`.
+        unsafe { receipt(rc, comm, stp) };
+    }
     rc
 }
 
@@ -66,12 +81,14 @@ unsafe fn blocking(
 /// `receive(staging, count, datatype)` posts it. A nonblocking receive from `peer` (a world
 /// rank, or -1) that cannot get a pipelined message (`pipe == None`) lands in two runs where
 /// [`netpath::p2p_recv_split_at`] says so.
+#[allow(clippy::too_many_arguments)]
 fn with_request(
     layout: Layout,
     buf: *mut c_void,
     request: *mut Req,
     persistent: bool,
     split_from: Option<c_int>,
+    comm: Option<usize>,
     receive: impl FnOnce(*mut c_void, c_int, Dt) -> c_int,
 ) -> c_int {
     super::note_staged(&layout, false);
@@ -93,6 +110,7 @@ fn with_request(
         persistent,
         active: !persistent,
         gap_at,
+        comm,
     };
     let rc = match split {
         Some(t) => receive(op.staging.as_mut_ptr().cast(), 1, t),
@@ -205,6 +223,12 @@ unsafe fn direct_blocking(direct: Direct, status: *mut Status, receive: impl FnO
     let rc = receive(post, stp);
     // SAFETY: the MPI filled `stp`.
     if rc != errclass::SUCCESS || unsafe { super::received_bytes(stp) } != pipeline::reserved() {
+        if let Landing::InPlace(..) = landing {
+            // Non-contiguous types only (a contiguous receive's sender has no contest); the
+            // receive is the application's own, on `comm`.
+            // SAFETY: as above.
+            unsafe { receipt(rc, comm, stp) };
+        }
         return rc;
     }
     let dest = match landing {
@@ -250,9 +274,21 @@ fn matched_path(message: *mut mpi::MPI_Message) -> P2pPath {
     comm_hints::matched_path(unsafe { *message })
 }
 
-/// The engine layout of a receive, if sluice serves it.
+/// The engine layout of a receive, if sluice serves it: by the built-in rules, or because this
+/// process's sends of the same type and size to its node chose sluice's path in their contest
+/// (`contest::receive_takes_sluice`; a receive from this node without a path key, of a size
+/// that may get a pipelined message).
 fn recv_layout(buf: *mut c_void, count: i64, t: &TypeArg, source: c_int, comm: Comm, path: P2pPath) -> Option<Layout> {
-    Layout::of(buf, count, t, path, &|| super::shares_node(comm, source)).filter(|_| !is_proc_null(source))
+    if is_proc_null(source) {
+        return None;
+    }
+    let shares = || super::shares_node(comm, source);
+    Layout::of(buf, count, t, path, &shares).or_else(|| {
+        let ct = (path == P2pPath::Auto && super::contest::any_chose_sluice()).then(|| t.compiled()).flatten()?;
+        let bytes = ct.size().saturating_mul(usize::try_from(count).ok()?);
+        let follow = bytes >= pipeline::reserved() && super::contest::receive_takes_sluice(ct.id(), bytes) && shares();
+        follow.then(|| Layout::of(buf, count, t, P2pPath::Arena, &shares)).flatten()
+    })
 }
 
 /// `MPI_Recv`.
@@ -269,7 +305,7 @@ pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, 
         // SAFETY: forwarded contract; the staging buffer has `n` bytes.
         Some(l) => unsafe {
             let pipe = pipe_for(l.bytes(), source, comm);
-            blocking(l, buf, status, pipe, |p, n, s| next::MPI_Recv(p, n, consts::packed(), source, tag, comm, s))
+            blocking(l, buf, status, pipe, Some(comm), |p, n, s| next::MPI_Recv(p, n, consts::packed(), source, tag, comm, s))
         },
         None => match direct_landing(buf, count.into(), &t, source, comm) {
             // SAFETY: forwarded contract; the posting describes the application's buffer.
@@ -277,9 +313,41 @@ pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, 
             // SAFETY: forwarded unchanged.
             None => unsafe {
                 let p = plain_posting(buf, count.into(), &t);
-                next::MPI_Recv(p.buf, p.int_count(), p.datatype, source, tag, comm, status)
+                if !tells_sender(count.into(), &t) {
+                    return next::MPI_Recv(p.buf, p.int_count(), p.datatype, source, tag, comm, status);
+                }
+                let mut local = super::blank_status();
+                let stp = status_or(status, &mut local);
+                let rc = next::MPI_Recv(p.buf, p.int_count(), p.datatype, source, tag, comm, stp);
+                receipt(rc, comm, stp);
+                rc
             },
         },
+    }
+}
+
+/// Whether a receive the MPI's engine serves still tells its sender when it finished
+/// (`contest::received`): a non-contiguous type of a size that has a contest, where contests
+/// run. Without it a sender's contest would time its sends alone against a receiver the rules
+/// leave to the MPI (face-y at 64 KiB: the receiver's unpacking of staged bytes went unseen and
+/// sluice's path was chosen, 1.6x slower than the MPI's on both MPIs).
+fn tells_sender(count: i64, t: &TypeArg) -> bool {
+    super::contest::learning_here()
+        && t.compiled().is_some_and(|ct| {
+            let dl = ct.dataloop();
+            !(dl.contiguous && dl.extent == dl.size as i64) && ct.size().saturating_mul(count.max(0) as usize) >= super::contest::MIN_BYTES
+        })
+}
+
+/// Tells the sender's path contest that this receive finished now (`contest::received`).
+///
+/// # Safety
+/// `stp` is the status the MPI filled for this receive (read only when `rc` is success).
+unsafe fn receipt(rc: c_int, comm: Comm, stp: *const Status) {
+    if rc == errclass::SUCCESS {
+        // SAFETY: forwarded contract.
+        let (source, bytes) = unsafe { ((*stp).MPI_SOURCE, super::received_bytes(stp)) };
+        super::contest::received(comm, source, bytes);
     }
 }
 
@@ -316,7 +384,7 @@ fn nonblocking(
                 } else {
                     None
                 };
-            let rc = with_request(l, buf, request, persistent, split_from, receive);
+            let rc = with_request(l, buf, request, persistent, split_from, Some(pipeline::comm_key(comm)), receive);
             arm(rc, request, Landing::Staged, cap, pipe, persistent);
             rc
         }
@@ -440,7 +508,7 @@ pub unsafe fn mrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut 
     }
     match Layout::of(buf, count.into(), &t, path, &|| true).filter(|_| message_ok(message)) {
         // SAFETY: forwarded contract.
-        Some(l) => unsafe { blocking(l, buf, status, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
+        Some(l) => unsafe { blocking(l, buf, status, None, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
         // SAFETY: forwarded unchanged.
         None => unsafe {
             let p = plain_posting(buf, count.into(), &t);
@@ -462,7 +530,7 @@ pub unsafe fn imrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut
     }
     match Layout::of(buf, count.into(), &t, path, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
         // SAFETY: as in `irecv`.
-        Some(l) => with_request(l, buf, request, false, None, |p, n, t| unsafe { next::MPI_Imrecv(p, n, t, message, request) }),
+        Some(l) => with_request(l, buf, request, false, None, None, |p, n, t| unsafe { next::MPI_Imrecv(p, n, t, message, request) }),
         // SAFETY: forwarded unchanged.
         None => unsafe {
             let p = plain_posting(buf, count.into(), &t);
@@ -567,7 +635,7 @@ unsafe fn sendrecv_any(
         // SAFETY: forwarded contract.
         (Some(l), _) => unsafe {
             let pipe = pipe_for(l.bytes(), source, comm);
-            blocking(l, recvbuf, status, pipe, |rp, rn, s| {
+            blocking(l, recvbuf, status, pipe, Some(comm), |rp, rn, s| {
                 next::MPI_Sendrecv(sp, sc, stype, dest, sendtag, rp, rn, consts::packed(), source, recvtag, comm, s)
             })
         },
@@ -663,7 +731,7 @@ unsafe fn sendrecv_replace_any(
     let pipe = pipe_for(l.bytes(), source, comm);
     // SAFETY: forwarded contract; send and receive staging are distinct buffers.
     let rc = unsafe {
-        blocking(l.clone(), buf, status, pipe, |rp, rn, s| {
+        blocking(l.clone(), buf, status, pipe, Some(comm), |rp, rn, s| {
             next::MPI_Sendrecv(sp, sc, consts::packed(), dest, sendtag, rp, rn, consts::packed(), source, recvtag, comm, s)
         })
     };
@@ -752,7 +820,7 @@ pub mod large_count {
             // SAFETY: as in `recv`.
             Some(l) => unsafe {
                 let pipe = pipe_for(l.bytes(), source, comm);
-                blocking(l, buf, status, pipe, |p, n, s| next::MPI_Recv(p, n, consts::packed(), source, tag, comm, s))
+                blocking(l, buf, status, pipe, Some(comm), |p, n, s| next::MPI_Recv(p, n, consts::packed(), source, tag, comm, s))
             },
             None => match direct_landing(buf, count, &t, source, comm) {
                 // SAFETY: forwarded contract; the posting describes the application's buffer.
@@ -851,7 +919,7 @@ pub mod large_count {
         }
         match Layout::of(buf, count, &t, path, &|| true).filter(|_| message_ok(message)) {
             // SAFETY: as in `mrecv`.
-            Some(l) => unsafe { blocking(l, buf, status, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
+            Some(l) => unsafe { blocking(l, buf, status, None, None, |p, n, s| next::MPI_Mrecv(p, n, consts::packed(), message, s)) },
             // SAFETY: forwarded unchanged.
             None => unsafe {
                 let p = plain_posting(buf, count, &t);
@@ -879,7 +947,7 @@ pub mod large_count {
         }
         match Layout::of(buf, count, &t, path, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
             // SAFETY: as in `irecv`.
-            Some(l) => with_request(l, buf, request, false, None, |p, n, t| unsafe { next::MPI_Imrecv(p, n, t, message, request) }),
+            Some(l) => with_request(l, buf, request, false, None, None, |p, n, t| unsafe { next::MPI_Imrecv(p, n, t, message, request) }),
             // SAFETY: forwarded unchanged.
             None => unsafe {
                 let p = plain_posting(buf, count, &t);

@@ -46,11 +46,11 @@ unsafe fn blocking(
     let shares = || super::shares_node(comm, dest);
     let t = TypeArg::new(datatype);
     let layout = Layout::of(buf, count, &t, path, &shares).filter(|_| !is_proc_null(dest));
-    let (layout, turn) = contested(layout, buf, count, &t, dest, path, timed, &shares);
+    let (layout, turn) = contested(layout, buf, count, &t, dest, comm, path, timed, &shares);
     // SAFETY: forwarded contract.
     let rc = unsafe { blocking_on(layout, buf, count, &t, dest, tag, comm, path, mpi_send, post, forward) };
     if let Some(t) = turn {
-        note_decision(t.done(rc == errclass::SUCCESS));
+        contest::note(t.done(rc == errclass::SUCCESS));
     }
     rc
 }
@@ -144,7 +144,7 @@ unsafe fn with_request(
     let t = TypeArg::new(datatype);
     let layout = Layout::of(buf, count, &t, path, &shares).filter(|_| !is_proc_null(dest));
     // Only a decided contest applies here (a nonblocking send is not timed).
-    let (layout, _) = contested(layout, buf, count, &t, dest, path, false, &shares);
+    let (layout, _) = contested(layout, buf, count, &t, dest, comm, path, false, &shares);
     let Some(layout) = layout.filter(|_| !request.is_null()) else {
         if !persistent && !request.is_null() {
             if let Some(r) = reserved_size(buf, count, &t, dest, comm) {
@@ -180,7 +180,7 @@ unsafe fn with_request(
             (Dir::Send, st, count, ty)
         }
     };
-    let mut op = Op { dir, layout, user: buf as usize, staging: st, persistent, active: !persistent, gap_at: 0 };
+    let mut op = Op { dir, layout, user: buf as usize, staging: st, persistent, active: !persistent, gap_at: 0, comm: None };
     // SAFETY: as in `blocking`; `request` is the application's non-null output pointer.
     let rc = unsafe { mpi_send(op.staging.as_mut_ptr().cast(), count, ty, dest, tag, comm, request) };
     if rc == errclass::SUCCESS {
@@ -205,6 +205,7 @@ fn contested(
     count: i64,
     datatype: &TypeArg,
     dest: c_int,
+    comm: Comm,
     path: P2pPath,
     timed: bool,
     shares: &dyn Fn() -> bool,
@@ -236,8 +237,9 @@ fn contested(
         None => match datatype.compiled() {
             Some(ct) => {
                 let dl = ct.dataloop();
-                let contiguous = dl.contiguous && dl.extent == dl.size as i64;
-                (ct.id(), !contiguous && ct.kernel().min_block(count as usize, dl.extent).is_some())
+                // Types only the interpreter serves play too: the rule that leaves them to Open
+                // MPI's engine lost 1.4x to the arena for lammps elements at 16 MiB on the AMD VM.
+                (ct.id(), !(dl.contiguous && dl.extent == dl.size as i64))
             }
             None => return (layout, None),
         },
@@ -245,7 +247,9 @@ fn contested(
     if !served || !shares() {
         return (layout, None);
     }
-    let (side, turn) = match contest::play(id, bytes, timed) {
+    // The receiver's receipts (a timed send only): where it writes when it finished the message.
+    let receipts = || pipeline::world_rank_of(comm, dest).and_then(crate::transfer::shm::own_receipts);
+    let (side, turn) = match contest::play(id, bytes, timed, receipts) {
         contest::Play::Rules => return (layout, None),
         contest::Play::Decided(side) => (side, None),
         contest::Play::Turn(t) => (t.side, Some(t)),
@@ -256,21 +260,6 @@ fn contested(
         (contest::Side::Sluice, None) => Layout::of(buf, count, datatype, P2pPath::Arena, shares),
     };
     (layout, turn)
-}
-
-/// Logs a contest's decision (`SLUICE_LOG=plan`).
-fn note_decision(d: Option<contest::Decision>) {
-    let Some(d) = d else { return };
-    let gbs = |per_byte: f64| 1e-9 / per_byte.max(1e-18);
-    crate::logging::plan_once(crate::logging::plan_key(("contest", d.type_id, d.class)), || {
-        format!(
-            "sends of datatype #{} to this node: {} from now on, learned from blocking sends (best {:.2} GB/s through the MPI's engine, {:.2} GB/s through sluice's)",
-            d.type_id,
-            d.side.name(),
-            gbs(d.mpi),
-            gbs(d.sluice)
-        )
-    });
 }
 
 /// Whether a send of `bytes` packed bytes on `comm` is pipelined: a size the pipeline takes,

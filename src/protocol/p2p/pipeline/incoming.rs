@@ -565,6 +565,11 @@ impl Incoming {
     /// operation (its staging and, for a persistent receive, its entry).
     pub fn finish(self) -> (Outcome, Option<Op>) {
         let o = Outcome { total: self.total, capacity: self.capacity, comm: self.comm, error: self.error, origin: self.origin };
+        if !o.failed() && !matches!(self.dest, Dest::Bytes(_)) {
+            // The last chunk is in place: the sender's contest learns it (non-contiguous
+            // receives only; a contiguous receive's sender has no contest).
+            crate::protocol::p2p::contest::received_from(self.peer, self.total);
+        }
         match self.dest {
             Dest::Engine(op) => (o, Some(op)),
             Dest::Bytes(_) | Dest::InPlace(..) => (o, None),

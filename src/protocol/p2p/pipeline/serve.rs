@@ -30,7 +30,19 @@ pub(super) unsafe fn start(e: Stashed, buf: *mut c_void, count: i64, datatype: D
         Layout::of(buf, count, &t, crate::protocol::comm_hints::path(comm), &|| crate::protocol::p2p::shares_node(comm, e.source))
     {
         let cap = l.bytes();
-        (Dest::Engine(Op { dir: Dir::Recv, layout: l, user: buf as usize, staging: e.m0, persistent: false, active: true, gap_at: 0 }), cap)
+        (
+            Dest::Engine(Op {
+                dir: Dir::Recv,
+                layout: l,
+                user: buf as usize,
+                staging: e.m0,
+                persistent: false,
+                active: true,
+                gap_at: 0,
+                comm: None,
+            }),
+            cap,
+        )
     } else if count <= 0 || buf.is_null() {
         (Dest::Bytes(std::ptr::null_mut()), 0)
     } else if is_contiguous(&t) {

@@ -1,0 +1,178 @@
+//! Receipts: when a receiver of this node finished a large message, written where its sender can
+//! read it. Each arena holds one [`Slot`] per world rank of its node's receivers
+//! (`transfer::shm`); a receiver appends (bytes, finish time) to the slot for itself in the
+//! *sender's* arena, and the sender reads its own arena. Both sides read `CLOCK_MONOTONIC`,
+//! one clock on one node, so a sender can tell how long its message took end to end: what the
+//! point-to-point path contest (`protocol::p2p::contest`) compares, since two paths whose sends
+//! return equally fast can leave the receiver different work (one unpacks while the chunks
+//! arrive, the other after the last byte).
+//!
+//! A slot is a seqlock over a ring of [`RING`] records: the sequence number is odd while a record
+//! is written and counts two per record, so record `n` lives in `ring[n % RING]` until record
+//! `n + RING` replaces it. A reader that saw the count before its message can thus find that
+//! message's record even when the receiver finished one or two later messages meanwhile.
+//!
+//! Hand-written: the record and its placement are sluice's own protocol state between two of
+//! its processes (no crate speaks it); the atomics are std's.
+
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+
+/// Records a slot keeps.
+pub const RING: u64 = 3;
+
+/// One receiver's records for one sender, one cache line.
+#[repr(C, align(64))]
+#[derive(Debug, Default)]
+pub struct Slot {
+    /// Twice the records written, plus one while one is being written.
+    seq: AtomicU64,
+    /// (bytes, finish time in ns of `CLOCK_MONOTONIC`) per record.
+    ring: [[AtomicU64; 2]; RING as usize],
+}
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 64);
+
+/// What a reader finds for one record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read {
+    /// The record: (bytes, finish time in ns).
+    Ready(u64, u64),
+    /// Not written yet (or being written).
+    NotYet,
+    /// Replaced by later records.
+    Lost,
+}
+
+impl Slot {
+    /// Appends a record (the receiver). `false` when another thread of this process is writing
+    /// the same slot: that record is dropped, which the reader sees as a record it cannot match.
+    pub fn append(&self, bytes: u64, finish_ns: u64) -> bool {
+        let s = self.seq.load(Ordering::Relaxed);
+        if s & 1 == 1 || self.seq.compare_exchange(s, s + 1, Ordering::Relaxed, Ordering::Relaxed).is_err() {
+            return false;
+        }
+        // The odd count is visible before any of the record's words.
+        fence(Ordering::Release);
+        let r = &self.ring[((s / 2) % RING) as usize];
+        r[0].store(bytes, Ordering::Relaxed);
+        r[1].store(finish_ns, Ordering::Relaxed);
+        self.seq.store(s + 2, Ordering::Release);
+        true
+    }
+
+    /// The number the next record will have (the reader, before its message leaves: a record
+    /// being written is an earlier message's).
+    pub fn next_record(&self) -> u64 {
+        self.seq.load(Ordering::Acquire).div_ceil(2)
+    }
+
+    /// Record `n` (the reader).
+    pub fn read(&self, n: u64) -> Read {
+        for _ in 0..4 {
+            let s1 = self.seq.load(Ordering::Acquire);
+            let written = s1 / 2;
+            if written <= n {
+                return Read::NotYet;
+            }
+            if written - n > RING || (s1 & 1 == 1 && written + 1 - n > RING) {
+                return Read::Lost;
+            }
+            let r = &self.ring[(n % RING) as usize];
+            let (bytes, at) = (r[0].load(Ordering::Relaxed), r[1].load(Ordering::Relaxed));
+            // The words were read before the count is read again.
+            fence(Ordering::Acquire);
+            if self.seq.load(Ordering::Relaxed) == s1 {
+                return Read::Ready(bytes, at);
+            }
+        }
+        Read::NotYet
+    }
+}
+
+/// Now on `CLOCK_MONOTONIC`, in ns: the clock every process of the node shares (`Instant`
+/// reads it too but does not show its value).
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: writes one timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_found_by_number_until_the_ring_replaces_them() {
+        let s = Slot::default();
+        let n = s.next_record();
+        assert_eq!(n, 0);
+        assert_eq!(s.read(n), Read::NotYet);
+        assert!(s.append(100, 7));
+        assert_eq!(s.read(n), Read::Ready(100, 7));
+        assert!(s.append(200, 8));
+        assert!(s.append(300, 9));
+        assert_eq!(s.read(n), Read::Ready(100, 7), "still in the ring after two more");
+        assert_eq!(s.read(2), Read::Ready(300, 9));
+        assert!(s.append(400, 10));
+        assert_eq!(s.read(n), Read::Lost);
+        assert_eq!(s.read(1), Read::Ready(200, 8));
+        assert_eq!(s.next_record(), 4);
+        assert_eq!(s.read(4), Read::NotYet);
+    }
+
+    #[test]
+    fn a_record_being_written_is_neither_read_nor_overwritten() {
+        let s = Slot::default();
+        assert!(s.append(1, 1));
+        s.seq.fetch_add(1, Ordering::Relaxed); // a writer in the middle of record 1
+        assert!(!s.append(2, 2), "a second writer drops its record");
+        assert_eq!(s.next_record(), 2, "the record in progress belongs to an earlier message");
+        assert_eq!(s.read(1), Read::NotYet);
+        assert_eq!(s.read(0), Read::Ready(1, 1));
+        s.seq.fetch_add(1, Ordering::Relaxed);
+        assert!(s.append(3, 3));
+        assert!(s.append(4, 4));
+        // Record 4 is being written into record 1's place.
+        s.seq.fetch_add(1, Ordering::Relaxed);
+        assert_eq!(s.read(1), Read::Lost);
+        assert_eq!(s.read(2), Read::Ready(3, 3));
+    }
+
+    #[test]
+    fn concurrent_writers_and_a_reader_never_see_a_torn_record() {
+        let s = std::sync::Arc::new(Slot::default());
+        let writers: Vec<_> = (0..2)
+            .map(|t| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    for i in 0..20_000u64 {
+                        let v = t * 1_000_000 + i;
+                        s.append(v, v + 1);
+                    }
+                })
+            })
+            .collect();
+        let mut seen = 0;
+        while seen < 1000 {
+            let n = s.next_record().saturating_sub(1);
+            if let Read::Ready(b, at) = s.read(n) {
+                assert_eq!(at, b + 1, "torn record {b} {at}");
+                seen += 1;
+            }
+            if writers.iter().all(|w| w.is_finished()) {
+                break;
+            }
+        }
+        for w in writers {
+            w.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn the_clock_moves_forward() {
+        let a = now_ns();
+        let b = now_ns();
+        assert!(a > 0 && b >= a);
+    }
+}
