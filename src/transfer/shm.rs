@@ -9,8 +9,9 @@
 //! Layout of an arena: page 0 holds the owner's token (checked by every peer that maps it, so
 //! a stale or foreign `/proc` entry is never used), then [`CONTROLS`] control blocks of one cache
 //! line each, then one receipt slot per world rank below [`RECEIPT_RANKS`] (`transfer::receipt`:
-//! written by that rank when it finished a large message from the owner), then the data region, handed out in whole pages first fit (the lowest pages are
-//! reused, so a stream of transfers stays on pages already faulted in).
+//! written by that rank when it finished a large message from the owner), then the data region,
+//! handed out in whole pages first fit (the lowest pages are reused, so a stream of transfers
+//! stays on pages already faulted in).
 //!
 //! Hand-written: the arena's layout, its allocator and the publish/done handshake are sluice's
 //! own protocol state; the system calls come from `libc`, as in `staging`.
