@@ -4,7 +4,8 @@
  * nonblocking ones, each checked value by value with its status: while the contest alternates
  * between the MPI's engine and sluice's path, and after it decided, every message must arrive
  * exactly, whichever path its sender took and whatever the receiver's rules are. Receives are
- * blocking, nonblocking and probed in turn. The shim's test checks the decisions in the
+ * blocking, nonblocking and probed in turn; last, per size, a nonblocking receive whose
+ * communicator is freed before its MPI_Wait. The shim's test checks the decisions in the
  * SLUICE_LOG=plan output. Rank 0 prints PASS or FAIL. */
 #include "check.h"
 #include <stdlib.h>
@@ -61,6 +62,28 @@ int main(int argc, char **argv) {
                     for (long i = 0; i < 2 * n; i++) bad += buf[i] != (i % 2 ? -2.0 : value(r, z, i / 2));
                     EXPECT(bad == 0, "size %ld round %d: %ld wrong values", bytes[z], r, bad);
                 }
+            }
+        }
+        /* A nonblocking receive whose communicator the application frees before completing it
+         * (legal: the free waits for pending operations); the sender's contest is decided. */
+        if (peer < size) {
+            MPI_Comm dup;
+            MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+            if (rank % 2 == 0) {
+                for (long i = 0; i < 2 * n; i++) buf[i] = i % 2 ? -1.0 : value(99, z, i / 2);
+                MPI_CHECK(MPI_Send(buf, 1, vec, peer, 7, dup));
+                MPI_CHECK(MPI_Comm_free(&dup));
+            } else {
+                for (long i = 0; i < 2 * n; i++) buf[i] = -2.0;
+                MPI_Request q;
+                MPI_Status st;
+                MPI_CHECK(MPI_Irecv(buf, 1, vec, peer, 7, dup, &q));
+                MPI_CHECK(MPI_Comm_free(&dup));
+                MPI_CHECK(MPI_Wait(&q, &st));
+                long bad = 0;
+                for (long i = 0; i < 2 * n; i++) bad += buf[i] != (i % 2 ? -2.0 : value(99, z, i / 2));
+                EXPECT(bad == 0 && st.MPI_SOURCE == peer && st.MPI_TAG == 7, "freed communicator, size %ld: %ld wrong values",
+                       bytes[z], bad);
             }
         }
         free(buf);

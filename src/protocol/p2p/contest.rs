@@ -17,8 +17,8 @@
 //! timed (cold buffers, the arena's first region), the sends alternate between the two paths,
 //! and each send is timed from its start to the later of its return and its receiver's finish.
 //! The receiver tells the finish through a *receipt* (`transfer::receipt`: bytes and the time on
-//! the node's one clock, written into a slot of the sender's arena when sluice's engine served
-//! the receive); the send's time waits for the receipt, and the next sends of the class take the
+//! the node's one clock, written into a slot of the sender's arena when a receive of a
+//! non-contiguous type finished); the send's time waits for the receipt, and the next sends of the class take the
 //! built-in rules until it is there (at most [`WAITS`]). Why the receiver's part: the two paths
 //! leave it different work (a pipelined stream is unpacked as its chunks arrive, the MPI's typed
 //! stream received as packed bytes only after its last byte), so equally fast sends can differ
@@ -403,6 +403,17 @@ pub fn received(comm: mpi::MPI_Comm, source: c_int, bytes: usize) {
     if let Some(w) = super::pipeline::world_rank_of(comm, source) {
         received_from(w, bytes);
     }
+}
+
+/// The world rank a receive of up to `capacity` bytes from rank `source` of `comm` tells when it
+/// finishes (`ops::Op::sender`): a known source of this node's, a size that has a contest,
+/// contests running here.
+pub fn sender_of(comm: mpi::MPI_Comm, source: c_int, capacity: usize) -> Option<c_int> {
+    let known = capacity >= MIN_BYTES && source >= 0 && comm != crate::ffi::consts::comm_null();
+    if !known || !learning_here() || super::pipeline::is_inter(comm) {
+        return None;
+    }
+    super::pipeline::world_rank_of(comm, source)
 }
 
 /// The receiving half: a receive of `bytes` packed bytes from world rank `sender` that sluice's

@@ -52,10 +52,11 @@ pub struct Op {
     /// A receive that landed in two runs (`transfer::netpath::p2p_recv_split_at`): the second
     /// starts `GAP` bytes after this offset of the staging buffer; 0: one run.
     pub gap_at: usize,
-    /// A receive's communicator (`pipeline::comm_key`), whose ranks its statuses name (`None`:
-    /// not known, as for a matched message, or a send): its completion is told to the sender
-    /// (`contest::received`).
-    pub comm: Option<usize>,
+    /// A receive's source as a world rank, resolved when it was posted (`None`: any source, a
+    /// matched message, contests off here, or a send): its completion is told to that sender
+    /// (`contest::received_from`). Resolved at posting, not at completion: the application may
+    /// free the communicator before the receive completes.
+    pub sender: Option<c_int>,
 }
 
 impl Op {
@@ -78,8 +79,8 @@ impl Op {
                 if n > 0 {
                     self.layout.unpack(&self.staging, n, self.user as *mut c_void);
                 }
-                if let (Some(comm), true) = (self.comm, rc == crate::ffi::errclass::SUCCESS) {
-                    super::contest::received(super::pipeline::comm_from_key(comm), (*status).MPI_SOURCE, n);
+                if let (Some(sender), true) = (self.sender, rc == crate::ffi::errclass::SUCCESS) {
+                    super::contest::received_from(sender, n);
                 }
             }
         }

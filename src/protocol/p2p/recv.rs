@@ -51,7 +51,7 @@ unsafe fn blocking(
                 persistent: false,
                 active: true,
                 gap_at: 0,
-                comm: None,
+                sender: None,
             };
             let cap = layout.bytes();
             // SAFETY: M0 landed in the operation's staging; the user buffer is the receive's.
@@ -88,7 +88,7 @@ fn with_request(
     request: *mut Req,
     persistent: bool,
     split_from: Option<c_int>,
-    comm: Option<usize>,
+    sender: Option<c_int>,
     receive: impl FnOnce(*mut c_void, c_int, Dt) -> c_int,
 ) -> c_int {
     super::note_staged(&layout, false);
@@ -110,7 +110,7 @@ fn with_request(
         persistent,
         active: !persistent,
         gap_at,
-        comm,
+        sender,
     };
     let rc = match split {
         Some(t) => receive(op.staging.as_mut_ptr().cast(), 1, t),
@@ -384,7 +384,8 @@ fn nonblocking(
                 } else {
                     None
                 };
-            let rc = with_request(l, buf, request, persistent, split_from, Some(pipeline::comm_key(comm)), receive);
+            let sender = super::contest::sender_of(comm, source, cap);
+            let rc = with_request(l, buf, request, persistent, split_from, sender, receive);
             arm(rc, request, Landing::Staged, cap, pipe, persistent);
             rc
         }

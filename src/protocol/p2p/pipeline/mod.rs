@@ -96,8 +96,7 @@ pub fn world_rank() -> c_int {
     WORLD_RANK.load(Ordering::Relaxed)
 }
 
-/// A communicator handle as a plain number (kept in tables shared between threads).
-pub(crate) fn comm_key(c: mpi::MPI_Comm) -> usize {
+fn comm_key(c: mpi::MPI_Comm) -> usize {
     #[cfg(sluice_mpi = "openmpi")]
     {
         c as usize
@@ -108,8 +107,7 @@ pub(crate) fn comm_key(c: mpi::MPI_Comm) -> usize {
     }
 }
 
-/// The handle [`comm_key`] made a number of.
-pub(crate) fn comm_from_key(k: usize) -> mpi::MPI_Comm {
+fn comm_from_key(k: usize) -> mpi::MPI_Comm {
     #[cfg(sluice_mpi = "openmpi")]
     {
         k as mpi::MPI_Comm

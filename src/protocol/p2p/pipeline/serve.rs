@@ -39,7 +39,7 @@ pub(super) unsafe fn start(e: Stashed, buf: *mut c_void, count: i64, datatype: D
                 persistent: false,
                 active: true,
                 gap_at: 0,
-                comm: None,
+                sender: None,
             }),
             cap,
         )
