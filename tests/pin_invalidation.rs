@@ -241,14 +241,37 @@ fn glibc_sbrk() -> unsafe extern "C" fn(libc::intptr_t) -> *mut libc::c_void {
     }
 }
 
+/// Set in the child process that runs the sbrk scenario alone.
+const SBRK_CHILD: &str = "SLUICE_TEST_SBRK_CHILD";
+
+/// Runs in a child process of this test binary holding only this test: in the parent, the test
+/// harness's main thread allocates from the main heap (it prints the other tests' results) and
+/// may move the break between this test's grow and shrink, which would make the shrink cut into
+/// the heap's own memory.
 #[test]
 fn sbrk_lowering_the_break_drops_the_pages_above_it() {
+    if std::env::var_os(SBRK_CHILD).is_some() {
+        sbrk_scenario();
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "sbrk_lowering_the_break_drops_the_pages_above_it", "--test-threads=1", "--nocapture"])
+        .env(SBRK_CHILD, "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the sbrk scenario failed in its own process:\n{text}");
+    assert!(text.contains("1 passed"), "the child ran the scenario:\n{text}");
+}
+
+fn sbrk_scenario() {
     let _g = setup();
     let sbrk = glibc_sbrk();
     let plen = 16 * page();
     // SAFETY: grows the break by whole pages; the same amount is given back below (nothing
-    // else moves the main heap's break meanwhile: the other tests wait, and this process's
-    // allocations come from the test threads' own arenas).
+    // else moves the main heap's break meanwhile: this process runs only this test, the
+    // harness's main thread waits for its result, and the test thread allocates from its own
+    // arena).
     let old = unsafe { sbrk(0) } as usize;
     let pad = old.next_multiple_of(page()) - old;
     // SAFETY: as above.
