@@ -5,7 +5,8 @@
 #     a transposing loop), both in one run, at three sizes;
 #   - priority: examples/priority.c, a copy started while eight others occupy the same
 #     channels, timed under FIFO order (same priority) and with a higher priority, on a direct
-#     (Memcpy) and a multi-hop (DiskRead + Memcpy) path;
+#     (Memcpy) and a multi-hop (DiskRead + Memcpy) path, the others of equal size and 4x larger
+#     (COPY_BACKGROUND);
 #   - stages: bench/runtime/copy_stages.c, the multi-hop copy (file -> converted memory) against
 #     its two stages alone (DiskRead, Memcpy) in the same run: issue 22's pipelining target
 #     (>= 90% of the slowest channel), with the rank bound to one core and unbound.
@@ -27,6 +28,9 @@ OUT=${1:-${COPY_OUT:-$ROOT/bench-out/copy}}
 RUNS=${COPY_RUNS:-7}
 PY=${COPY_PYTHON:-/usr/bin/python3}
 SIZES=${COPY_SIZES:-"1024x768 2048x2048 4096x2048"}
+# Background copies' size as a multiple of the timed ninth copy's (8 MiB): 1 = nine equal
+# copies (no scheduler can do better than 89% sooner there), 4 = 32 MiB bulk copies (bound 97%).
+BACKGROUND=${COPY_BACKGROUND:-"1 4"}
 
 bench_require_python "$PY" COPY_PYTHON
 bench_clean_env
@@ -50,10 +54,15 @@ for run in $(seq 1 "$RUNS"); do
         slu=$(sed -E 's/.*sluice_copy ([0-9.]+) ms.*/\1/' <<<"$line")
         echo "$s,$run,$hand,$slu" >>"$OUT/transpose.csv"
     done
-    bench_launch openmpi 1 bare "$OUT/priority" 8 5 >"$OUT/priority-$run.txt" || die "priority failed"
-    grep -q '^priority: OK' "$OUT/priority-$run.txt" || die "priority: wrong data"
-    awk -v r="$run" '/^direct \(/ { print "direct," r "," $(NF-3) "," $(NF-2) "," $NF } /^multi-hop \(/ { print "multi-hop," r "," $(NF-3) "," $(NF-2) "," $NF }' \
-        "$OUT/priority-$run.txt" >>"$OUT/priority.csv"
+    for bg in $BACKGROUND; do
+        txt=$OUT/priority-bg$bg-$run.txt
+        bench_launch openmpi 1 bare "$OUT/priority" 8 5 "$bg" >"$txt" || die "priority failed"
+        grep -q '^priority: OK' "$txt" || die "priority: wrong data"
+        label=""
+        [ "$bg" = 1 ] || label=" (${bg}x background)"
+        awk -v r="$run" -v l="$label" '/^direct \(/ { print "direct" l "," r "," $(NF-3) "," $(NF-2) "," $NF }
+            /^multi-hop \(/ { print "multi-hop" l "," r "," $(NF-3) "," $(NF-2) "," $NF }' "$txt" >>"$OUT/priority.csv"
+    done
     for b in core none; do
         BENCH_BIND=$b bench_launch openmpi 1 bare "$OUT/copy_stages" 8 11 >"$OUT/stages-$b-$run.txt" || die "copy_stages failed"
         grep -q '^stages: OK' "$OUT/stages-$b-$run.txt" || die "copy_stages: wrong data"

@@ -27,6 +27,10 @@ fn examples_run_and_check_their_results() {
     assert!(job.stdout.contains("DiskRead") && job.stdout.contains("Memcpy"), "no plan printed:\n{}", job.all());
     let priority = compile_linked("examples", "priority");
     assert_ok(&launch_shim(1, &priority, &[("PRIORITY_MIB", "2"), ("PRIORITY_TRIALS", "3")]), "priority");
+    // Background copies larger than the ninth (each checked byte for byte too).
+    let job = launch_shim(1, &priority, &[("PRIORITY_MIB", "1"), ("PRIORITY_TRIALS", "2"), ("PRIORITY_BACKGROUND", "3")]);
+    assert_ok(&job, "priority");
+    assert!(job.stdout.contains("8 copies of 3 MiB, then a ninth of 1 MiB"), "{}", job.all());
 }
 
 #[test]
