@@ -16,8 +16,9 @@
 # `testlist.dtp` of derived-datatype point-to-point and collective tests) runs with sluice
 # preloaded through the suite's own runner (`runtests`: its pass criteria, its time limits), one
 # runner per directory; a line that fails runs again alone with sluice, up to SUITE_RERUNS (3)
-# times (passing then: flaky, reported) and then without sluice, and it counts as sluice's failure only when it passes
-# there (the suite also tests MPI-4 calls these MPIs lack, and MPICH-specific behaviour). Lines
+# times (passing then: flaky, reported), and then without sluice; it counts as sluice's failure
+# only when it passes there (the suite also tests MPI-4 calls these MPIs lack, and
+# MPICH-specific behaviour). Lines
 # whose program did not build (MPI-4 functions missing from the MPI) are left out, as are lines
 # of more than SUITE_MAXNP (4) ranks and the few in SKIP below, each with its reason.
 #
@@ -242,8 +243,8 @@ for f in "${MPIS[@]}"; do
     # not counted as failing. Why several tries: some of the suite's programs race in the MPI
     # itself (f77/pt2pt irsendf checks the status of whichever of a receive and a send
     # MPI_Waitany returns last, which depends on whether the reply arrived before the first
-    # progress; the same program in C fails on bare Open MPI in about one run of three), and a
-    # few hundred nanoseconds more per call in either rank change how often they lose.
+    # progress; the same program in C hit it in 14 of 20 runs on bare Open MPI), and a few
+    # hundred nanoseconds more per call in either rank change how often they lose.
     for line in "${failed[@]}"; do
       printf '%s\n' "$line" >"$b/one.testlist"
       try=0 alone=fail

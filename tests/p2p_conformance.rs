@@ -87,6 +87,18 @@ fn path_ranks() -> &'static [u32] {
     }
 }
 
+/// The (configuration, rank count) pairs the shim runs under: every one on a single node; across
+/// emulated nodes those marked `across_nodes` at 4 ranks (2 per node: an inter-node and an
+/// intra-node pair) and the defaults at 2 ranks (one per node).
+fn shim_runs() -> impl Iterator<Item = (&'static Config, u32)> {
+    let across = cluster_nodes() > 1;
+    CONFIGS
+        .iter()
+        .filter(move |c| c.across_nodes || !across)
+        .flat_map(|c| RANKS.into_iter().map(move |np| (c, np)))
+        .filter(move |(c, np)| !across || *np == 4 || c.env.is_empty())
+}
+
 fn assert_ok(name: &str, what: &str, job: &Job) {
     let line = format!("{name}: OK (");
     assert!(job.ok && job.stdout.lines().any(|l| l.starts_with(&line)), "{name} ({what}) failed:\n{}", job.all());
@@ -140,64 +152,56 @@ fn conformance(name: &str, exe: &Path) {
     assert_ok(name, "bare MPI, 2 ranks", &bare);
     assert_ok(name, "bare MPI, 4 ranks", &launch(4, exe, &[], None));
     let reference = behaviors(name, &bare);
-    let across = cluster_nodes() > 1;
-    for cfg in CONFIGS.iter().filter(|c| c.across_nodes || !across) {
-        for np in RANKS {
-            // Across nodes, 4 ranks (2 per node) have both an inter-node and an intra-node
-            // pair; 2 ranks (one per node) run under the defaults only.
-            if across && np == 2 && !cfg.env.is_empty() {
+    for (cfg, np) in shim_runs() {
+        let what = format!("sluice, {np} ranks, env {:?}", cfg.env);
+        let job = launch_shim(np, exe, cfg.env);
+        assert_ok(name, &what, &job);
+        let got = behaviors(name, &job);
+        assert_eq!(
+            reference.keys().collect::<Vec<_>>(),
+            got.keys().collect::<Vec<_>>(),
+            "{name} ({what}): recorded behaviours differ from the bare MPI's\n{}",
+            job.all()
+        );
+        for (k, v) in &reference {
+            if TIMING_DEPENDENT.contains(&k.as_str()) {
+                continue; // both values are the MPI's, chosen by timing (see the list)
+            }
+            if k.starts_with("truncation.") && cfg.truncation_fields_differ.contains(&"*") && !v.contains('=') {
+                continue; // a single-valued truncation behaviour the configuration may change
+            }
+            // On MPICH a truncated pipelined message leaves the delivered prefix where the
+            // bare MPICH leaves the buffer untouched (docs/protocol.md, known differences).
+            let mut ignored: Vec<&str> = Vec::new();
+            if k.starts_with("truncation.") {
+                ignored.extend(cfg.truncation_fields_differ);
+            }
+            if FLAVOR == "mpich" && k.starts_with("truncation.large") {
+                ignored.push("content");
+            }
+            let ignored = &ignored[..];
+            if same_behavior(&without(v, ignored), &without(&got[k], ignored)) {
                 continue;
             }
-            let what = format!("sluice, {np} ranks, env {:?}", cfg.env);
-            let job = launch_shim(np, exe, cfg.env);
-            assert_ok(name, &what, &job);
-            let got = behaviors(name, &job);
-            assert_eq!(
-                reference.keys().collect::<Vec<_>>(),
-                got.keys().collect::<Vec<_>>(),
-                "{name} ({what}): recorded behaviours differ from the bare MPI's\n{}",
+            // Some implementation-defined results depend on timing in the bare MPI too (which
+            // request of a Waitall is still pending after a truncation, ...): the shim's
+            // result must then match one of a few more bare runs.
+            let seen: Vec<String> = (0..3)
+                .map(|_| {
+                    let again = launch(2, exe, &[], None);
+                    assert_ok(name, "bare MPI, 2 ranks, again", &again);
+                    behaviors(name, &again).remove(k).unwrap_or_default()
+                })
+                .collect();
+            assert!(
+                seen.iter().any(|b| same_behavior(&without(b, ignored), &without(&got[k], ignored))),
+                "{name} ({what}): {k}: bare MPI `{v}` (then {seen:?}), with sluice `{}`\n{}",
+                got[k],
                 job.all()
             );
-            for (k, v) in &reference {
-                if TIMING_DEPENDENT.contains(&k.as_str()) {
-                    continue; // both values are the MPI's, chosen by timing (see the list)
-                }
-                if k.starts_with("truncation.") && cfg.truncation_fields_differ.contains(&"*") && !v.contains('=') {
-                    continue; // a single-valued truncation behaviour the configuration may change
-                }
-                // On MPICH a truncated pipelined message leaves the delivered prefix where the
-                // bare MPICH leaves the buffer untouched (docs/protocol.md, known differences).
-                let mut ignored: Vec<&str> = Vec::new();
-                if k.starts_with("truncation.") {
-                    ignored.extend(cfg.truncation_fields_differ);
-                }
-                if FLAVOR == "mpich" && k.starts_with("truncation.large") {
-                    ignored.push("content");
-                }
-                let ignored = &ignored[..];
-                if same_behavior(&without(v, ignored), &without(&got[k], ignored)) {
-                    continue;
-                }
-                // Some implementation-defined results depend on timing in the bare MPI too (which
-                // request of a Waitall is still pending after a truncation, ...): the shim's
-                // result must then match one of a few more bare runs.
-                let seen: Vec<String> = (0..3)
-                    .map(|_| {
-                        let again = launch(2, exe, &[], None);
-                        assert_ok(name, "bare MPI, 2 ranks, again", &again);
-                        behaviors(name, &again).remove(k).unwrap_or_default()
-                    })
-                    .collect();
-                assert!(
-                    seen.iter().any(|b| same_behavior(&without(b, ignored), &without(&got[k], ignored))),
-                    "{name} ({what}): {k}: bare MPI `{v}` (then {seen:?}), with sluice `{}`\n{}",
-                    got[k],
-                    job.all()
-                );
-            }
-            // Every variable of the configuration took effect (sluice warns about unknown ones).
-            assert!(!job.stderr.contains("unknown variable"), "{name} ({what}): unknown setting\n{}", job.all());
         }
+        // Every variable of the configuration took effect (sluice warns about unknown ones).
+        assert!(!job.stderr.contains("unknown variable"), "{name} ({what}): unknown setting\n{}", job.all());
     }
 }
 
@@ -378,18 +382,10 @@ fn p2p_pingping_never_hangs() {
     // and Sendrecv) at every configuration, 2 and 4 ranks, several jobs each: every job must
     // finish within the launcher's timeout with every value and count right.
     let exe = compile_c("p2p_pingping");
-    let across = cluster_nodes() > 1;
-    for cfg in CONFIGS.iter().filter(|c| c.across_nodes || !across) {
-        for np in RANKS {
-            // Across nodes, 4 ranks (2 per node) have both an inter-node and an intra-node
-            // pair; 2 ranks (one per node) run under the defaults only.
-            if across && np == 2 && !cfg.env.is_empty() {
-                continue;
-            }
-            for _ in 0..3 {
-                let job = launch_shim(np, &exe, cfg.env);
-                job.assert_pass("p2p_pingping");
-            }
+    for (cfg, np) in shim_runs() {
+        for _ in 0..3 {
+            let job = launch_shim(np, &exe, cfg.env);
+            job.assert_pass("p2p_pingping");
         }
     }
 }

@@ -18,8 +18,8 @@
 //! and each send is timed from its start to the later of its return and its receiver's finish.
 //! The receiver tells the finish through a *receipt* (`transfer::receipt`: bytes and the time on
 //! the node's one clock, written into a slot of the sender's arena when a receive of a
-//! non-contiguous type finished); the send's time waits for the receipt, and the next sends of the class take the
-//! built-in rules until it is there (at most [`WAITS`]). Why the receiver's part: the two paths
+//! non-contiguous type finished); the send's time waits for the receipt, and the next sends of
+//! the class take the built-in rules until it is there (at most [`WAITS`]). Why the receiver's part: the two paths
 //! leave it different work (a pipelined stream is unpacked as its chunks arrive, the MPI's typed
 //! stream received as packed bytes only after its last byte), so equally fast sends can differ
 //! 1.7x end to end (docs/benchmarks.md, "Automatic path"). A receipt that does not match the
