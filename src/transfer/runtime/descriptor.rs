@@ -43,6 +43,8 @@ pub struct Transfer {
     dst: Place,
     path: Arc<Path>,
     priority: i32,
+    /// When the copy started among this runtime's copies (its place in first-come order).
+    arrival: u64,
     blocks: usize,
     /// For each intermediate buffer: the hop that first writes it and the last hop that uses it.
     writer: Vec<usize>,
@@ -64,7 +66,7 @@ fn buffers_of(a: Action) -> Vec<usize> {
 }
 
 impl Transfer {
-    pub fn new(runtime: Weak<Runtime>, src: Place, dst: Place, path: Arc<Path>, priority: i32) -> Transfer {
+    pub fn new(runtime: Weak<Runtime>, src: Place, dst: Place, path: Arc<Path>, priority: i32, arrival: u64) -> Transfer {
         let blocks = src.bytes().div_ceil(path.block);
         let n = path.buffers.len();
         let (mut writer, mut last_use) = (vec![usize::MAX; n], vec![0; n]);
@@ -83,7 +85,7 @@ impl Transfer {
             error: None,
             slabs: Vec::new(),
         };
-        Transfer { runtime, src, dst, path, priority, blocks, writer, last_use, state: Mutex::new(state), event: Event::new() }
+        Transfer { runtime, src, dst, path, priority, arrival, blocks, writer, last_use, state: Mutex::new(state), event: Event::new() }
     }
 
     pub fn event(&self) -> Event {
@@ -92,6 +94,10 @@ impl Transfer {
 
     pub fn priority(&self) -> i32 {
         self.priority
+    }
+
+    pub fn arrival(&self) -> u64 {
+        self.arrival
     }
 
     /// Bytes of intermediate buffers this transfer holds while it runs.

@@ -1,7 +1,11 @@
 //! The runtime: one queue and worker thread per channel of the model, the buffer budget, and the
 //! entry point that turns a copy into a transfer descriptor.
 //!
-//! **Priorities.** Each channel's queue is ordered by (priority, then arrival), and while a
+//! **Priorities.** Each channel's queue is ordered by priority, then by the transfer's arrival
+//! (first come, first served: among equal priorities the oldest copy's ready requests go first,
+//! so copies complete in the order they started rather than all together, as requests taken in
+//! their own arrival order would on a multi-hop path, where each copy queues only as many
+//! requests as its bounded buffers have slots), then by the request's arrival. While a
 //! transfer is running, the channels it uses suspend every lower-priority transfer (isometry,
 //! Section 5.1): a worker takes only requests of the highest priority among the running
 //! transfers that use its channel, even if that means waiting for the next one (a lower-priority
@@ -27,10 +31,32 @@ use super::{disk, memcpy};
 use crate::stats::Family;
 use crate::transfer::plan::{ChannelKind, Model};
 
+/// Where a request stands in its channel's queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Turn {
+    priority: i32,
+    /// The transfer's arrival (lower: older).
+    arrival: u64,
+    /// The request's arrival.
+    seq: u64,
+}
+
+impl PartialOrd for Turn {
+    fn partial_cmp(&self, o: &Turn) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Turn {
+    /// Greater goes first (the queue is a max-heap): higher priority, then the older transfer,
+    /// then the earlier request.
+    fn cmp(&self, o: &Turn) -> std::cmp::Ordering {
+        self.priority.cmp(&o.priority).then(o.arrival.cmp(&self.arrival)).then(o.seq.cmp(&self.seq))
+    }
+}
+
 /// One request in a channel's queue.
 struct Job {
-    priority: i32,
-    seq: u64,
+    turn: Turn,
     transfer: Arc<Transfer>,
     hop: usize,
     block: usize,
@@ -38,7 +64,7 @@ struct Job {
 
 impl PartialEq for Job {
     fn eq(&self, o: &Job) -> bool {
-        (self.priority, self.seq) == (o.priority, o.seq)
+        self.turn == o.turn
     }
 }
 impl Eq for Job {}
@@ -48,9 +74,8 @@ impl PartialOrd for Job {
     }
 }
 impl Ord for Job {
-    /// Max-heap: higher priority first, then earlier arrival.
     fn cmp(&self, o: &Job) -> std::cmp::Ordering {
-        self.priority.cmp(&o.priority).then(o.seq.cmp(&self.seq))
+        self.turn.cmp(&o.turn)
     }
 }
 
@@ -71,7 +96,7 @@ impl Jobs {
     /// The next request a worker may take: the first in line, unless a running transfer of
     /// higher priority uses this channel (its lower-priority requests are suspended meanwhile).
     fn next(&mut self) -> Option<Job> {
-        let top = self.heap.peek()?.priority;
+        let top = self.heap.peek()?.turn.priority;
         if self.active.keys().next_back().is_some_and(|&p| p > top) {
             return None;
         }
@@ -100,7 +125,9 @@ pub struct Runtime {
     started: Mutex<Vec<bool>>,
     limit: usize,
     budget: Mutex<Budget>,
+    /// Requests submitted, and copies started: their arrival order.
     seq: AtomicU64,
+    arrivals: AtomicU64,
     stop: Arc<AtomicBool>,
 }
 
@@ -147,6 +174,7 @@ impl Runtime {
             limit,
             budget: Mutex::new(Budget { used: 0, running: Vec::new(), waiting: VecDeque::new() }),
             seq: AtomicU64::new(0),
+            arrivals: AtomicU64::new(0),
             stop: Arc::new(AtomicBool::new(false)),
         })
     }
@@ -193,7 +221,8 @@ impl Runtime {
                 return Err(CopyError::Path(PathError::Missing(format!("runnable {kind:?} channel"))));
             }
         }
-        let t = Arc::new(Transfer::new(Arc::downgrade(self), src, dst, path, priority));
+        let arrival = self.arrivals.fetch_add(1, Ordering::Relaxed);
+        let t = Arc::new(Transfer::new(Arc::downgrade(self), src, dst, path, priority, arrival));
         let event = t.event();
         self.admit(t);
         Ok(event)
@@ -251,8 +280,8 @@ impl Runtime {
     pub(super) fn submit(&self, channel: usize, t: &Arc<Transfer>, hop: usize, block: usize) {
         self.ensure_worker(channel);
         let q = &self.queues[channel];
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        q.jobs.lock().unwrap_or_else(|e| e.into_inner()).heap.push(Job { priority: t.priority(), seq, transfer: t.clone(), hop, block });
+        let turn = Turn { priority: t.priority(), arrival: t.arrival(), seq: self.seq.fetch_add(1, Ordering::Relaxed) };
+        q.jobs.lock().unwrap_or_else(|e| e.into_inner()).heap.push(Job { turn, transfer: t.clone(), hop, block });
         q.ready.notify_one();
     }
 
@@ -337,5 +366,21 @@ fn worker(q: &Queue, ch: &dyn Channel, stop: &AtomicBool) {
         }
         let r = r.map(|_| ());
         job.transfer.finished(job.hop, job.block, r);
+    }
+}
+
+#[cfg(test)]
+mod turn_tests {
+    use super::Turn;
+
+    #[test]
+    fn requests_go_by_priority_then_the_older_transfer_then_arrival() {
+        let t = |priority, arrival, seq| Turn { priority, arrival, seq };
+        // Pushed in request order: a multi-hop copy's requests trickle in as its slots free, so
+        // the older copy's later requests (seq 5, 7) arrive after a younger one's (seq 4, 6).
+        let mut heap: std::collections::BinaryHeap<Turn> =
+            [t(0, 0, 1), t(0, 1, 2), t(0, 2, 3), t(0, 2, 4), t(0, 0, 5), t(0, 1, 6), t(0, 0, 7), t(3, 9, 8)].into();
+        let order: Vec<(i32, u64, u64)> = std::iter::from_fn(|| heap.pop()).map(|t| (t.priority, t.arrival, t.seq)).collect();
+        assert_eq!(order, [(3, 9, 8), (0, 0, 1), (0, 0, 5), (0, 0, 7), (0, 1, 2), (0, 1, 6), (0, 2, 3), (0, 2, 4)]);
     }
 }
