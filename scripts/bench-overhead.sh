@@ -9,6 +9,8 @@
 #     the matching MPI_Irecv into distinct buffers, MPI_Waitall on both, then a 4-byte ack
 #   - ns per call of cheap local intercepted calls in a single process (MPI_Test on
 #     MPI_REQUEST_NULL, MPI_Get_count, MPI_Iprobe on MPI_COMM_SELF with nothing pending)
+#   - the same calls, and an 8-byte MPI_Sendrecv to self, from Fortran (`use mpi`,
+#     bench/overhead_f.f90: on Open MPI sluice's own Fortran entry points serve them)
 # Trials are interleaved: OVERHEAD_BLOCKS blocks, each running every (MPI, bare|sluice) pair with
 # OVERHEAD_TRIALS trials per process; the bare/sluice order alternates between blocks (ABBA...).
 # Writes raw.csv, summary.csv, overhead.md, overhead.png (plot needs /usr/bin/python3 with
@@ -39,7 +41,10 @@ bench_clean_env
 bench_build_sluice openmpi mpich
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-for mpi in openmpi mpich; do bench_mpicc "$mpi" "$OUT/overhead-$mpi" "$ROOT/bench/overhead.c"; done
+for mpi in openmpi mpich; do
+    bench_mpicc "$mpi" "$OUT/overhead-$mpi" "$ROOT/bench/overhead.c"
+    mpif90."$mpi" -O2 -o "$OUT/overhead_f-$mpi" "$ROOT/bench/overhead_f.f90" || die "mpif90.$mpi failed"
+done
 
 # launch MPI NP CONFIG ARGS...  (CONFIG: bare | sluice | stats)
 launch() {
@@ -68,11 +73,14 @@ start=$(date +%s)
 run_one() {
     local mpi=$1 cfg=$2 blk=$3 want=0 log
     [ "$cfg" = sluice ] && want=1
-    for kind in p2p call; do
+    for kind in p2p call fcall; do
         log=$OUT/last-run.log
         if [ "$kind" = p2p ]; then
             launch "$mpi" 2 "$cfg" p2p "$TRIALS" "$LAT_ITERS" "$BW_WINDOWS" "$WINDOW" >"$log" 2>&1 \
                 || { cat "$log" >&2; die "$mpi/$cfg: p2p run failed"; }
+        elif [ "$kind" = fcall ]; then
+            bench_launch "$mpi" 1 "$cfg" "$OUT/overhead_f-$mpi" "$TRIALS" "$CALLS" >"$log" 2>&1 \
+                || { cat "$log" >&2; die "$mpi/$cfg: Fortran call run failed"; }
         else
             launch "$mpi" 1 "$cfg" call "$TRIALS" "$CALLS" >"$log" 2>&1 \
                 || { cat "$log" >&2; die "$mpi/$cfg: call run failed"; }

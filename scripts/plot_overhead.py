@@ -15,6 +15,8 @@ from collections import defaultdict
 MSG_BYTES = 4 * 1024 * 1024
 MPIS = [("openmpi", "Open MPI"), ("mpich", "MPICH")]
 CALLS = ["MPI_Test", "MPI_Get_count", "MPI_Iprobe"]
+# The same from Fortran (`use mpi`, bench/overhead_f.f90), and an 8-byte send + receive to self.
+FCALLS = ["F:MPI_Test", "F:MPI_Get_count", "F:MPI_Iprobe", "F:MPI_Sendrecv"]
 # metric -> (label, unit, higher_is_better)
 METRICS = {
     "lat": ("8 B half round trip", "us", False),
@@ -22,8 +24,12 @@ METRICS = {
     "MPI_Test": ("MPI_Test(REQUEST_NULL)", "ns/call", False),
     "MPI_Get_count": ("MPI_Get_count", "ns/call", False),
     "MPI_Iprobe": ("MPI_Iprobe(SELF, nothing pending)", "ns/call", False),
+    "F:MPI_Test": ("Fortran MPI_Test(REQUEST_NULL)", "ns/call", False),
+    "F:MPI_Get_count": ("Fortran MPI_Get_count", "ns/call", False),
+    "F:MPI_Iprobe": ("Fortran MPI_Iprobe(SELF, nothing pending)", "ns/call", False),
+    "F:MPI_Sendrecv": ("Fortran 8 B MPI_Sendrecv to self", "ns/call", False),
 }
-ORDER = ["lat", "bw"] + CALLS
+ORDER = ["lat", "bw"] + CALLS + FCALLS
 
 
 def overhead_ns(metric, bare, sluice):
@@ -97,11 +103,11 @@ def verdicts(rows, target):
     name = dict(MPIS)
     lines = []
     for r in rows:
-        if r["metric"] not in CALLS:
+        if r["metric"] not in CALLS + FCALLS:
             continue
         worst = max(r["overhead_ns_median"], r["overhead_ns_best"])
         ok = worst <= target
-        lines.append(f"{name[r['mpi']]:8} {r['metric']:14} overhead {r['overhead_ns_median']:+6.1f} ns (median), "
+        lines.append(f"{name[r['mpi']]:8} {r['metric']:16} overhead {r['overhead_ns_median']:+6.1f} ns (median), "
                      f"{r['overhead_ns_best']:+6.1f} ns (best): "
                      f"{'within' if ok else 'ABOVE'} the {target:g} ns/call target")
     return lines
@@ -117,7 +123,7 @@ def plot(raw, rows, path, meta):
               file=sys.stderr)
         return False
     colors = {"bare": "#7f7f7f", "sluice": "#1f77b4"}
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8), gridspec_kw={"width_ratios": [1, 1, 2.4]})
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.8), gridspec_kw={"width_ratios": [1, 1, 2.4, 3]})
     by = {(r["mpi"], r["metric"]): r for r in rows}
 
     def panel(ax, groups, title, ylabel, hib):
@@ -160,6 +166,9 @@ def plot(raw, rows, path, meta):
           f"4 MiB bandwidth, window of {meta.get('window', '?')} Isend\n(higher is better)", "GB/s", True)
     panel(axes[2], [(m, c, f"{name[m]}\n{c}") for m, _ in MPIS for c in CALLS],
           "single-process cost per intercepted call (lower is better)\n"
+          "labels: sluice/bare ratio, sluice - bare (medians)", "ns/call", False)
+    panel(axes[3], [(m, c, f"{name[m]}\n{c[2:]}") for m, _ in MPIS for c in FCALLS],
+          "the same from Fortran (use mpi), and an 8 B MPI_Sendrecv to self\n"
           "labels: sluice/bare ratio, sluice - bare (medians)", "ns/call", False)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
