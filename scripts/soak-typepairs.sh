@@ -6,17 +6,21 @@
 # and prints the seed, the pair index, both digests, the pair's description and the replay command.
 #
 # Usage: scripts/soak-typepairs.sh [--pairs N] [--time SECONDS] [--flavors "openmpi mpich"]
-#          [--ranks "2 4"] [--chunk N] [--seed S] [--keep-going]
+#          [--ranks "2 4"] [--chunk N] [--seed S] [--nodes N] [--keep-going]
 #   --pairs N      pairs per MPI (default 100000); a pair counts once per rank count it ran at
 #   --time S       stop starting new chunks after S seconds (default: no limit)
 #   --chunk N      pairs per launch (default 400)
 #   --seed S       first seed (default 1); each chunk uses the next seed
+#   --nodes N      across N emulated nodes (scripts/cluster.sh up N, round-robin placement: the
+#                  pairs rank ^ 1 exchange between nodes; brought down at the end), where the
+#                  messages to another node take their own paths (split chunks and receives, at
+#                  most SLUICE_PIPELINE_REMOTE_CHUNKS chunks)
 # Needs scripts/build.sh to have built target/<flavor>/release/libsluice.so. SOAK_ROOT: run in
 # that directory instead of the repository (its target/<flavor>/...; scripts/device-run.sh).
 # Prints a line per seed done; ends with "N pairs, M differences" (M counts differing pairs; exit status 1 when M > 0).
 set -uo pipefail
 cd "${SOAK_ROOT:-$(dirname "$0")/..}" || exit 2
-pairs=100000 limit=0 flavors="openmpi mpich" ranks="2 4" chunk=400 seed=1 keep=0
+pairs=100000 limit=0 flavors="openmpi mpich" ranks="2 4" chunk=400 seed=1 keep=0 nodes=0
 while (($#)); do
   case $1 in
     --pairs) pairs=$2; shift 2 ;;
@@ -25,6 +29,7 @@ while (($#)); do
     --ranks) ranks=$2; shift 2 ;;
     --chunk) chunk=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
+    --nodes) nodes=$2; shift 2 ;;
     --keep-going) keep=1; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
@@ -32,6 +37,13 @@ done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+wrap=()
+if ((nodes > 1)); then
+  scripts/cluster.sh down >/dev/null 2>&1 || true
+  scripts/cluster.sh up "$nodes" || exit 2
+  trap 'scripts/cluster.sh down >/dev/null 2>&1; rm -rf "$work"' EXIT
+  wrap=(scripts/cluster.sh run --)
+fi
 configs=("default" "min" "min-noarena")
 config_env() { # config -> KEY=VALUE words
   case $1 in
@@ -56,8 +68,8 @@ launch() {
     [[ $so != - ]] && cmd+=(-env LD_PRELOAD "$so")
     for e in "${envs[@]}"; do cmd+=(-env "${e%%=*}" "${e#*=}"); done
   fi
-  echo "${cmd[*]} $*"
-  timeout 900 "${cmd[@]}" "$@"
+  echo "${wrap[*]:+${wrap[*]} }${cmd[*]} $*"
+  timeout 900 "${wrap[@]}" "${cmd[@]}" "$@"
 }
 declare -A done_pairs
 total=0 differences=0 start=$SECONDS
