@@ -38,13 +38,16 @@ fi
 cluster_rc=0
 scripts/cluster.sh down >/dev/null 2>&1 || true
 scripts/cluster.sh up 2 || cluster_rc=$?
-# mpi_c's cases that run within one rank or check settings, logging and linking: placing ranks
-# on two nodes changes nothing they check (the single-node runs cover them).
+# mpi_c's cases that run within one rank or check settings, logging, linking and each rank's
+# choice of packing engine: placing ranks on two nodes changes nothing they check (the
+# single-node runs cover them; messages between nodes are checked by p2p_conformance and
+# p2p_typepairs there).
 single_node_only=()
 for t in disable_is_pure_pass_through bad_setting_stops_mpi_init disable_bypasses_a_broken_setting \
   log_lines_are_rank_prefixed sluice_stacks_in_front_of_another_pmpi_tool sluice_linked_in_front_of_the_mpi \
   processes_without_mpi_are_untouched extension_api_disables_and_reenables pack_and_unpack_run_on_sluices_engine \
-  parallel_pack_and_unpack_match_the_mpi datatype_hints_are_honoured pack_engine_choice_learns_per_type; do
+  parallel_pack_and_unpack_match_the_mpi datatype_hints_are_honoured pack_engine_choice_learns_per_type \
+  point_to_point_messages_teach_the_engine_choice; do
   single_node_only+=(--skip "$t")
 done
 if [ "$cluster_rc" -eq 0 ]; then
