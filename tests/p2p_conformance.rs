@@ -7,7 +7,8 @@
 //! program, such as a receive meant to be cancelled that shares the next case's envelope, shows
 //! at 4 ranks first; across emulated nodes at 2), then with the shim under every configuration in
 //! [`CONFIGS`] at 2 ranks and those marked `four_ranks` at 4 (across emulated nodes: those
-//! marked `across_nodes` at 4 ranks, and 2 ranks under the defaults; [`shim_runs`]). The behaviours the shim runs record are compared with the bare 2-rank run's. The C programs call
+//! marked `across_nodes` at 4 ranks, and 2 ranks under the defaults; [`shim_runs`]). The
+//! behaviours the shim runs record are compared with the bare 2-rank run's. The C programs call
 //! `sluice_p2p_outstanding` before MPI_Finalize when the shim exports it (leak check).
 //!
 //! Where the MPI standard leaves a result to the implementation (what a truncated receive leaves
@@ -19,12 +20,9 @@ use common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Configurations the shim runs under: the defaults, and the staging cache off (every staging
-/// buffer fresh, so a use-after-release of a staging buffer cannot hide behind reuse).
-/// When the pipelined protocol lands, add `SLUICE_PIPELINE_THRESHOLD=0` (every non-contiguous
-/// message pipelined), as the issue asks.
-/// A configuration the suite runs under: environment, and the fields of `truncation.*`
-/// behaviours it does not compare with the bare MPI (documented differences, docs/protocol.md).
+/// A configuration the suite runs under ([`CONFIGS`]): environment, and the fields of
+/// `truncation.*` behaviours it does not compare with the bare MPI (documented differences,
+/// docs/protocol.md).
 struct Config {
     env: &'static [(&'static str, &'static str)],
     truncation_fields_differ: &'static [&'static str],
@@ -39,6 +37,9 @@ struct Config {
     four_ranks: bool,
 }
 
+/// The defaults; the staging cache off (every staging buffer fresh, so a use-after-release of a
+/// staging buffer cannot hide behind reuse); minimum thresholds with the arena, without it, and
+/// with a progress thread.
 const CONFIGS: &[Config] = &[
     Config { env: &[], truncation_fields_differ: &[], across_nodes: true, four_ranks: true },
     Config { env: &[("SLUICE_STAGING_CACHE", "0")], truncation_fields_differ: &[], across_nodes: false, four_ranks: false },
