@@ -91,11 +91,12 @@ pub struct Part {
 }
 
 /// The pieces of `parts` (sorted, disjoint) that bytes `at .. at + n` touch, as (part, offset
-/// into the part, length).
+/// into the part, length). Every piece has at least one byte: an empty range touches no part.
 pub fn pieces(parts: &[Part], at: usize, n: usize) -> impl Iterator<Item = (&Part, usize, usize)> {
     let first = parts.partition_point(|p| p.start + p.len <= at);
     let end = at + n;
-    parts[first..].iter().take_while(move |p| p.start < end).map(move |p| {
+    // `n > 0`: without it an empty range inside a part would yield that part with length 0.
+    parts[first..].iter().take_while(move |p| n > 0 && p.start < end).map(move |p| {
         let lo = at.max(p.start);
         let hi = end.min(p.start + p.len);
         (p, lo - p.start, hi - lo)

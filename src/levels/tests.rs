@@ -249,6 +249,16 @@ fn children_open_the_next_level_below() {
     rt.close();
 }
 
+/// An empty range inside a part touches nothing (proptest found `pieces` yielding that part
+/// with length 0: len 1260, block 2, at 545, n 0).
+#[test]
+fn an_empty_range_has_no_pieces() {
+    let parts: Vec<Part> = (0..4).map(|k| Part { start: 2 * k, len: 2, rank: 0, addr: 2 * k as u64 }).collect();
+    for at in 0..=8 {
+        assert_eq!(pieces(&parts, at, 0).count(), 0, "at {at}");
+    }
+}
+
 proptest! {
     /// The interval map returns exactly the parts a byte range touches, in order, and their
     /// pieces tile the range.
