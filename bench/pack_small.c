@@ -12,6 +12,9 @@
  * between rounds; the round's ratio is MPI time / sluice time (> 1: sluice faster). Printed per
  * case and direction: the best and median ns per call of both, and the median ratio with its 95%
  * interval ("abci" lines, bench/ab_stats.h). Buffers are written before timing and stay in L1.
+ * Then the life of a type, as applications that make one per message live it (BLACS builds,
+ * commits and frees one for every submatrix it sends): construct + commit + free, through sluice
+ * (MPI_Type_*) and past it (PMPI_Type_*), CALLS/4 lives per round, printed as direction "commit".
  * Prints "shim 1" when libsluice.so is loaded.
  */
 #define _GNU_SOURCE
@@ -46,6 +49,54 @@ static double run(const pcase *c, int dir, int mpi, int calls) {
             if (mpi) PMPI_Unpack(ref, BUF, &pos, dst, c->count, c->t, MPI_COMM_WORLD);
             else MPI_Unpack(ref, BUF, &pos, dst, c->count, c->t, MPI_COMM_WORLD);
         }
+    }
+    return (now() - t0) / calls * 1e9;
+}
+
+/* A type's whole life as an application that makes one per message lives it (BLACS builds,
+ * commits and frees a vector type for every submatrix it sends): construct, commit, free. */
+typedef struct {
+    const char *name;
+    int kind; /* 0 vector, 1 indexed + resized, 2 struct, 3 subarray */
+} lcase;
+
+static void make(int kind, int i, int mpi, MPI_Datatype *t) {
+    MPI_Datatype tmp;
+    switch (kind) {
+    case 0: /* an 8 x 3 submatrix of doubles in a column-major matrix of leading dimension 100 */
+        if (mpi) PMPI_Type_vector(3, 8 + (i & 1), 100, MPI_DOUBLE, t);
+        else MPI_Type_vector(3, 8 + (i & 1), 100, MPI_DOUBLE, t);
+        break;
+    case 1: {
+        int bl[2] = {2, 3}, d[2] = {0, 40};
+        if (mpi) { PMPI_Type_indexed(2, bl, d, MPI_DOUBLE_COMPLEX, &tmp); PMPI_Type_create_resized(tmp, 0, 8000, t); PMPI_Type_free(&tmp); }
+        else { MPI_Type_indexed(2, bl, d, MPI_DOUBLE_COMPLEX, &tmp); MPI_Type_create_resized(tmp, 0, 8000, t); MPI_Type_free(&tmp); }
+        break;
+    }
+    case 2: {
+        int bl[3] = {1, 1, 5};
+        MPI_Aint d[3] = {0, 8, 16};
+        MPI_Datatype ty[3] = {MPI_INT, MPI_DOUBLE, MPI_CHAR};
+        if (mpi) PMPI_Type_create_struct(3, bl, d, ty, t);
+        else MPI_Type_create_struct(3, bl, d, ty, t);
+        break;
+    }
+    default: {
+        int sz[3] = {16, 16, 16}, sub[3] = {16, 1, 16}, st[3] = {0, i & 7, 0};
+        if (mpi) PMPI_Type_create_subarray(3, sz, sub, st, MPI_ORDER_C, MPI_DOUBLE, t);
+        else MPI_Type_create_subarray(3, sz, sub, st, MPI_ORDER_C, MPI_DOUBLE, t);
+    }
+    }
+}
+
+/* ns per construct + commit + free of `calls` types of kind `kind`; mpi 1 bypasses sluice. */
+static double run_life(int kind, int mpi, int calls) {
+    double t0 = now();
+    for (int i = 0; i < calls; i++) {
+        MPI_Datatype t;
+        make(kind, i, mpi, &t);
+        if (mpi) { PMPI_Type_commit(&t); PMPI_Type_free(&t); }
+        else { MPI_Type_commit(&t); MPI_Type_free(&t); }
     }
     return (now() - t0) / calls * 1e9;
 }
@@ -123,6 +174,27 @@ int main(int argc, char **argv) {
                    minimum(ts, rounds), median(ts, rounds), minimum(tm, rounds), median(tm, rounds), med, lo, hi);
             fflush(stdout);
         }
+    }
+    /* Lives of types, paired the same way ("commit": construct + commit + free). */
+    const lcase ls[] = {{"life-vec-8x3", 0}, {"life-indexed-resized", 1}, {"life-struct-3", 2}, {"life-subarray-3d", 3}};
+    for (size_t i = 0; i < sizeof ls / sizeof ls[0]; i++) {
+        MPI_Datatype t;
+        int size = 0;
+        make(ls[i].kind, 0, 1, &t);
+        PMPI_Type_size(t, &size);
+        PMPI_Type_free(&t);
+        int lcalls = calls / 4 > 0 ? calls / 4 : 1;
+        run_life(ls[i].kind, 0, lcalls); /* warm up both */
+        run_life(ls[i].kind, 1, lcalls);
+        for (int k = 0; k < rounds; k++) {
+            if (k % 2 == 0) { ts[k] = run_life(ls[i].kind, 0, lcalls); tm[k] = run_life(ls[i].kind, 1, lcalls); }
+            else { tm[k] = run_life(ls[i].kind, 1, lcalls); ts[k] = run_life(ls[i].kind, 0, lcalls); }
+            r[k] = tm[k] / ts[k];
+        }
+        double lo, hi, med = ab_median_ci(r, rounds, &lo, &hi);
+        printf("abci %s commit %d %.1f %.1f %.1f %.1f %.3f %.3f %.3f\n", ls[i].name, size, minimum(ts, rounds), median(ts, rounds),
+               minimum(tm, rounds), median(tm, rounds), med, lo, hi);
+        fflush(stdout);
     }
     for (int i = 0; i < n; i++)
         if (!cs[i].shared) MPI_Type_free(&cs[i].t);

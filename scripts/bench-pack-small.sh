@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The per-call cost of MPI_Pack / MPI_Unpack on small messages (8 B - 4 KiB): sluice (MPI_Pack,
+# The per-call cost of MPI_Pack / MPI_Unpack on small messages (8 B - 4 KiB), and of a type's life
+# (construct + MPI_Type_commit + MPI_Type_free): sluice (MPI_Pack,
 # libsluice.so preloaded) against the MPI's own engine (PMPI_Pack) in one process, paired round by
 # round, Open MPI and MPICH (bench/pack_small.c). The ddt suite (scripts/bench-ddt.sh) covers
 # 100 KiB - 32 MiB, where this cost vanishes.

@@ -2,7 +2,7 @@
 """Summary of scripts/bench-pack-small.sh: OUTDIR/{openmpi,mpich}.txt ("abci CASE DIR BYTES
 SLUICE_BEST SLUICE_MEDIAN MPI_BEST MPI_MEDIAN RATIO LO HI" lines, ns per call, ratio = MPI time /
 sluice time) -> pack_small.csv, pack_small.md (table) and pack_small.png (ns per call of both
-engines, per case, pack and unpack, both MPIs)."""
+engines, per case, pack and unpack, both MPIs; and DIR "commit": construct + commit + free)."""
 import os
 import sys
 
@@ -44,9 +44,10 @@ def main():
     open(os.path.join(out, "pack_small.md"), "w").write("\n".join(md) + "\n")
     print("\n".join(md))
 
-    fig, axes = plt.subplots(2, 2, figsize=(13, 8), sharey=False)
+    dirs = [d for d in ["pack", "unpack", "commit"] if any(r[2] == d for r in rows)]
+    fig, axes = plt.subplots(len(dirs), 2, figsize=(13, 4 * len(dirs)), sharey=False, squeeze=False)
     for i, (mpi, label) in enumerate(MPIS):
-        for j, d in enumerate(["pack", "unpack"]):
+        for j, d in enumerate(dirs):
             ax = axes[j][i]
             sel = [r for r in rows if r[0] == mpi and r[2] == d]
             xs = range(len(sel))
@@ -55,11 +56,11 @@ def main():
             ax.set_xticks(list(xs))
             ax.set_xticklabels([r[1] for r in sel], rotation=35, ha="right", fontsize=8)
             ax.set_ylabel("ns per call (median)")
-            ax.set_title(f"{label}: MPI_{d.capitalize()}")
+            ax.set_title(f"{label}: construct + MPI_Type_commit + MPI_Type_free" if d == "commit" else f"{label}: MPI_{d.capitalize()}")
             for x, r in zip(xs, sel):
                 ax.annotate(f"{r[8]:.1f}x", (x, max(r[5], r[7])), ha="center", va="bottom", fontsize=7)
             ax.legend(fontsize=8)
-    fig.suptitle("Small MPI_Pack/MPI_Unpack: ns per call (labels: speedup over the MPI's engine)")
+    fig.suptitle("Small MPI_Pack/MPI_Unpack and a type's life: ns per call (labels: speedup over the MPI)")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "pack_small.png"), dpi=110)
 
