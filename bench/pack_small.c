@@ -57,7 +57,8 @@ static double run(const pcase *c, int dir, int mpi, int calls) {
  * commits and frees a vector type for every submatrix it sends): construct, commit, free. */
 typedef struct {
     const char *name;
-    int kind; /* 0 vector, 1 indexed + resized, 2 struct, 3 subarray */
+    int kind; /* 0 vector, 1 indexed + resized, 2 struct, 3 subarray, 4 vector of 8-byte blocks */
+    int held; /* other types kept committed meanwhile */
 } lcase;
 
 static void make(int kind, int i, int mpi, MPI_Datatype *t) {
@@ -73,6 +74,10 @@ static void make(int kind, int i, int mpi, MPI_Datatype *t) {
         else { MPI_Type_indexed(2, bl, d, MPI_DOUBLE_COMPLEX, &tmp); MPI_Type_create_resized(tmp, 0, 8000, t); MPI_Type_free(&tmp); }
         break;
     }
+    case 4: /* 3 single doubles, stride 100: a type sluice's engine serves (8-byte blocks) */
+        if (mpi) PMPI_Type_vector(3, 1, 100, MPI_DOUBLE, t);
+        else MPI_Type_vector(3, 1, 100, MPI_DOUBLE, t);
+        break;
     case 2: {
         int bl[3] = {1, 1, 5};
         MPI_Aint d[3] = {0, 8, 16};
@@ -176,9 +181,16 @@ int main(int argc, char **argv) {
         }
     }
     /* Lives of types, paired the same way ("commit": construct + commit + free). */
-    const lcase ls[] = {{"life-vec-8x3", 0}, {"life-indexed-resized", 1}, {"life-struct-3", 2}, {"life-subarray-3d", 3}};
+    /* The last two: the same vector with no other type committed, and with 10,000 (codes that
+     * keep a type per neighbour, field or block hold thousands). */
+    const lcase ls[] = {{"life-vec-8x3", 0, 0},        {"life-indexed-resized", 1, 0}, {"life-struct-3", 2, 0},
+                        {"life-subarray-3d", 3, 0},    {"life-vec-1x3", 4, 0},         {"life-vec-1x3-held-10k", 4, 10000}};
     for (size_t i = 0; i < sizeof ls / sizeof ls[0]; i++) {
-        MPI_Datatype t;
+        MPI_Datatype t, *held = malloc(sizeof(MPI_Datatype) * (size_t)(ls[i].held + 1));
+        for (int h = 0; h < ls[i].held; h++) {
+            MPI_Type_vector(2 + h % 50, 1, 3 + h % 7, MPI_DOUBLE, &held[h]);
+            MPI_Type_commit(&held[h]);
+        }
         int size = 0;
         make(ls[i].kind, 0, 1, &t);
         PMPI_Type_size(t, &size);
@@ -195,6 +207,8 @@ int main(int argc, char **argv) {
         printf("abci %s commit %d %.1f %.1f %.1f %.1f %.3f %.3f %.3f\n", ls[i].name, size, minimum(ts, rounds), median(ts, rounds),
                minimum(tm, rounds), median(tm, rounds), med, lo, hi);
         fflush(stdout);
+        for (int h = 0; h < ls[i].held; h++) MPI_Type_free(&held[h]);
+        free(held);
     }
     for (int i = 0; i < n; i++)
         if (!cs[i].shared) MPI_Type_free(&cs[i].t);
