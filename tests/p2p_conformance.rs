@@ -170,7 +170,7 @@ fn conformance(name: &str, exe: &Path) {
         if np != 2 && !job.ok {
             // The program itself at this rank count: a failure there is the test's (a race in
             // the program shows at 4 ranks first), which the message must say.
-            assert_ok(name, &format!("bare MPI, {np} ranks (sluice failed there too)"), &launch(np, exe, &[], None));
+            assert_ok(name, &format!("bare MPI, {np} ranks, run after a failed run with sluice"), &launch(np, exe, &[], None));
         }
         assert_ok(name, &what, &job);
         let got = behaviors(name, &job);
