@@ -7,7 +7,8 @@
 //! `PMPI_Pack`/`PMPI_Unpack`. A failure prints the shrunk spec and the PMPI calls that built it.
 //! `SLUICE_DDT_CASES` and `SLUICE_DDT_SEED` override the case count (of each run) and seed;
 //! `SLUICE_DDT_TRACE` prints every case before it runs; `--nocapture` shows what the runs
-//! covered. Decoding must also free every child handle it gets from MPI.
+//! covered. Decoding must also free every child handle it gets from MPI. Each random type is also
+//! built a second time: both must share one cached compiled form, equal to a fresh decode's.
 
 use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
@@ -17,8 +18,8 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 
-use sluice::datatype::decode::{decode, DecodeError};
-use sluice::datatype::{compiled::CompiledType, interp, probe};
+use sluice::datatype::decode::{decode, signature, DecodeError};
+use sluice::datatype::{compiled::CompiledType, form_cache, interp, probe};
 use sluice::ffi::consts as k;
 use sluice::ffi::mpi::{self, MPI_Aint, MPI_Datatype};
 
@@ -32,6 +33,8 @@ static DARRAYS: AtomicUsize = AtomicUsize::new(0);
 static REJECTED: AtomicUsize = AtomicUsize::new(0);
 /// Cases compared whose stream is empty.
 static EMPTY: AtomicUsize = AtomicUsize::new(0);
+/// Cases whose type was built twice and shared one cached form.
+static SHARED: AtomicUsize = AtomicUsize::new(0);
 /// Cases compared, by constructor depth of their spec (0: a predefined type; 5 and more in the
 /// last entry).
 static DEPTHS: [AtomicUsize; 6] = [const { AtomicUsize::new(0) }; 6];
@@ -999,13 +1002,38 @@ fn random_case(spec: &Spec, count: usize, picks: &[u64], seed: u64) -> Check {
         eprintln!("count {count}, {what}"); // to find a case that crashes the MPI
     }
     let t = commit(t);
-    let r = compare(t, count, picks, seed, &what);
+    let r = compare(t, count, picks, seed, &what).and_then(|()| shared_form(spec, t, &what));
     free(t);
     if r.is_ok() {
         DEPTHS[spec.depth().min(DEPTHS.len() - 1)].fetch_add(1, Relaxed);
         spec.cover(0);
     }
     r
+}
+
+/// The form cache (`datatype::form_cache`): a second type built the same way shares the first
+/// one's compiled form when the type has a signature, and every form the cache gives (also one
+/// an earlier case of another spec left under the same signature) is the one a fresh decode
+/// gives.
+fn shared_form(spec: &Spec, t: MPI_Datatype, what: &str) -> Check {
+    let Ok(dl) = decode(t) else { return Ok(()) };
+    let fresh = CompiledType::new(&dl);
+    let form = |t| form_cache::compiled_form(t).map_err(|e| TestCaseError::fail(format!("{what}: no form: {e:?}")));
+    let first = form(t)?;
+    let (again, _) = Builder { trace: vec![] }.build(spec)?;
+    let again = commit(again);
+    let second = form(again);
+    free(again);
+    let second = second?;
+    for f in [&first, &second] {
+        prop_assert!(f.dataloop() == fresh.dataloop(), "{what}: cached form {:?}\nfresh {:?}", f.dataloop(), fresh.dataloop());
+        prop_assert_eq!(f.from_struct(), fresh.from_struct(), "{}: from_struct", what);
+    }
+    if signature(t, form_cache::MAX_SIGNATURE, &mut Vec::new()) {
+        prop_assert!(std::sync::Arc::ptr_eq(&first, &second), "{what}: built twice, two forms");
+        SHARED.fetch_add(1, Relaxed);
+    }
+    Ok(())
 }
 
 /// `cases` random cases of `specs`, `counts` elements each (the counters then start from zero for
@@ -1025,9 +1053,11 @@ fn random_cases(name: &str, specs: impl Strategy<Value = Spec>, counts: std::ops
         Err(e) => panic!("{name}: {e}"),
     }
     let n = |c: &AtomicUsize| c.swap(0, Relaxed);
+    assert!(cases < 100 || SHARED.load(Relaxed) > cases as usize / 2, "{name}: few types shared a cached form: {SHARED:?}");
     eprintln!(
-        "{name}: {cases} cases passed ({} comparisons incl. shrinking, {} pack-only, {} with a darray, {} empty; {} refused by the MPI)",
+        "{name}: {cases} cases passed ({} comparisons incl. shrinking, {} shared a cached form, {} pack-only, {} with a darray, {} empty; {} refused by the MPI)",
         n(&COMPARED),
+        n(&SHARED),
         n(&PACK_ONLY),
         n(&DARRAYS),
         n(&EMPTY),

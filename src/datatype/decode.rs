@@ -363,6 +363,75 @@ pub fn decode(t: MPI_Datatype) -> Result<DataLoop> {
     Ok(dl)
 }
 
+/// What [`decode`]'s result depends on, as a flat list of numbers, read from the MPI without
+/// building any dataloop: per node (depth first) the combiner, the argument counts, the
+/// integer and address arguments and the MPI's size and bounds; a predefined child as its
+/// handle (never freed, never reused for another type). Two types with equal signatures decode
+/// to the same dataloop, so it keys their shared compiled form (`form_cache`). `None` when the
+/// signature would pass `max_len` numbers, or for a type outside it (large-count or F90
+/// arguments, a combiner [`decode`] declines, an MPI error): those are decoded every time.
+pub fn signature(t: MPI_Datatype, max_len: usize, sig: &mut Vec<i64>) -> bool {
+    sig.clear();
+    sign(t, sig, max_len).is_some()
+}
+
+/// Arguments of a node up to this many of each kind are read into the stack (most types have a
+/// few), more into the heap.
+const ON_STACK: usize = 16;
+
+/// A buffer of `n` values: `stack` when it is long enough, else `heap` resized.
+fn scratch<'a, T: Copy>(n: usize, stack: &'a mut [T; ON_STACK], heap: &'a mut Vec<T>, zero: T) -> &'a mut [T] {
+    if n <= ON_STACK {
+        &mut stack[..n]
+    } else {
+        heap.resize(n, zero);
+        heap
+    }
+}
+
+/// Appends `t`'s signature to `sig`; its combiner, or `None` when it has none.
+fn sign(t: MPI_Datatype, sig: &mut Vec<i64>, max_len: usize) -> Option<c_int> {
+    let env = envelope(t).ok()?;
+    let Envelope { ni, na, nd, combiner, nc } = env;
+    if combiner == comb::NAMED {
+        sig.extend([combiner as i64, crate::ffi::datatype_key(t) as i64]);
+        return (sig.len() <= max_len).then_some(combiner);
+    }
+    if nc > 0 || !(one_child(combiner) || combiner == comb::STRUCT) {
+        return None;
+    }
+    let (ni, na, nd) = (ni.max(0) as usize, na.max(0) as usize, nd.max(0) as usize);
+    if sig.len() + 9 + ni + na > max_len {
+        return None;
+    }
+    let (size, lb, extent, tlb, text) = mpi_bounds(t).ok()?;
+    let null = crate::ffi::consts::datatype_null();
+    let (mut si, mut sa, mut sh) = ([0 as c_int; ON_STACK], [0 as MPI_Aint; ON_STACK], [null; ON_STACK]);
+    let (mut hi, mut ha, mut hh) = (Vec::new(), Vec::new(), Vec::new());
+    let ints = scratch(ni, &mut si, &mut hi, 0);
+    let addrs = scratch(na, &mut sa, &mut ha, 0);
+    let handles = scratch(nd, &mut sh, &mut hh, null);
+    // SAFETY: the arrays have exactly the lengths the envelope reported.
+    let rc = unsafe { mpi::PMPI_Type_get_contents(t, env.ni, env.na, env.nd, ints.as_mut_ptr(), addrs.as_mut_ptr(), handles.as_mut_ptr()) };
+    check(rc).ok()?;
+    sig.extend([combiner as i64, ni as i64, na as i64, nd as i64, size as i64, lb, extent, tlb, text]);
+    sig.extend(ints.iter().map(|&i| i as i64));
+    // MPI_Aint is isize in Open MPI and i64 in MPICH: the cast is needed for one of them.
+    #[allow(clippy::unnecessary_cast)]
+    sig.extend(addrs.iter().map(|&a| a as i64));
+    // Every derived child handle is freed, whether or not the signature is complete (a named
+    // one, known from its signature, is not: it saves asking its combiner again).
+    let mut ok = true;
+    for h in handles.iter_mut() {
+        let child = if ok { sign(*h, sig, max_len) } else { None };
+        if child != Some(comb::NAMED) {
+            ok &= free_child(h).is_ok();
+        }
+        ok &= child.is_some();
+    }
+    ok.then_some(combiner)
+}
+
 /// Builds the node for a derived combiner from its decoded contents.
 fn derived(combiner: c_int, c: Contents) -> Result<DataLoop> {
     let Contents { ints, addrs, mut types } = c;

@@ -11,7 +11,8 @@
 //!   indexed (`(offset, len)` table, with prefix sums for ranges); blocks of 1-64 bytes copy with
 //!   fixed-size moves. Anything
 //!   else (more than 64 Ki runs per element and no regular shape) uses the interpreter.
-//! - [`compiled`]: [`compiled::CompiledType`], normalized dataloop + kernel, the per-type unit.
+//! - [`compiled`]: [`compiled::CompiledType`], normalized dataloop + kernel, the per-type unit;
+//!   [`form_cache`]: one compiled form per construction, shared by the handles that commit it.
 //! - [`segment`]: the explicit resumable segment state (stack of loop positions) that
 //!   checkpoints snapshot; [`checkpoint`]: checkpoint tables, the Δr model, the memory budget;
 //!   [`parallel`]: the streaming interface and parallel pack/unpack (RW-CP, RO-CP, HPU-local);
@@ -35,6 +36,7 @@ pub mod choice;
 pub mod compiled;
 pub mod decode;
 pub mod device_shape;
+pub mod form_cache;
 pub mod interp;
 pub mod ir;
 pub mod kernel;

@@ -11,10 +11,11 @@
 //! same bytes, so `MPI_Get_count` in the application's type is unchanged.
 //!
 //! A twin is built once per compiled type (its [`CompiledType::id`]) from the normalized
-//! dataloop and freed with the type ([`forget`]).
+//! dataloop and freed once the compiled form is gone ([`sweep`]).
 
 use std::ffi::c_int;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use rustc_hash::FxHashMap;
 
@@ -24,8 +25,18 @@ use crate::ffi::{consts, errclass, mpi};
 
 type Dt = mpi::MPI_Datatype;
 
-/// Twins by compiled-type id; `None`: the layout has no twin (a count beyond `int`).
-static TWINS: Mutex<Option<FxHashMap<u64, Option<usize>>>> = Mutex::new(None);
+/// Twins by compiled-type id, with the form they belong to; `None`: the layout has no twin (a
+/// count beyond `int`).
+static TWINS: Mutex<Option<FxHashMap<u64, Twin>>> = Mutex::new(None);
+
+/// Entries in [`TWINS`]: [`sweep`] skips the lock while there are none (every Open MPI run).
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+struct Twin {
+    /// The form; the twin is freed only once no handle, cached form or operation holds it.
+    form: Weak<CompiledType>,
+    twin: Option<usize>,
+}
 
 pub(crate) fn to_key(t: Dt) -> usize {
     #[cfg(sluice_mpi = "openmpi")]
@@ -50,11 +61,13 @@ pub(crate) fn from_key(k: usize) -> Dt {
 }
 
 /// The committed twin of `ct`, built on first use; `None` when the MPI cannot express it.
-pub(crate) fn of(ct: &CompiledType) -> Option<Dt> {
+/// The caller holds `ct` until its operation has the twin posted (the MPI then keeps its own
+/// reference), so the twin lives at least that long ([`sweep`]).
+pub(crate) fn of(ct: &Arc<CompiledType>) -> Option<Dt> {
     let mut g = TWINS.lock().unwrap_or_else(|e| e.into_inner());
     let map = g.get_or_insert_with(FxHashMap::default);
     if let Some(t) = map.get(&ct.id()) {
-        return t.map(from_key);
+        return t.twin.map(from_key);
     }
     let twin = build(ct.dataloop()).and_then(|mut t| {
         // SAFETY: `t` is a datatype this module just created.
@@ -63,17 +76,37 @@ pub(crate) fn of(ct: &CompiledType) -> Option<Dt> {
     if twin.is_none() {
         log::debug!("no byte twin for compiled type {}: receives of it keep the application's type", ct.id());
     }
-    map.insert(ct.id(), twin.map(to_key));
+    map.insert(ct.id(), Twin { form: Arc::downgrade(ct), twin: twin.map(to_key) });
+    LIVE.store(map.len(), Ordering::Relaxed);
     twin
 }
 
-/// Frees the twin of the compiled type `id`, if one was built (the application freed the type;
-/// receives still in flight keep their reference, as MPI guarantees).
-pub(crate) fn forget(id: u64) {
-    let t = TWINS.lock().unwrap_or_else(|e| e.into_inner()).as_mut().and_then(|m| m.remove(&id)).flatten();
-    if let Some(k) = t {
+/// Frees the twins whose forms are gone (called after a type is freed). A form outlives the
+/// handle that was freed while other handles share it (`MPI_Type_dup`, the same construction:
+/// `datatype::form_cache`), or an operation still holds it; freeing the twin then could pull it
+/// from under another thread about to post a receive with it.
+pub(crate) fn sweep() {
+    if LIVE.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let dead: Vec<usize> = {
+        let mut g = TWINS.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(map) = g.as_mut() else { return };
+        let mut dead = Vec::new();
+        map.retain(|_, t| {
+            let alive = t.form.strong_count() > 0;
+            if !alive {
+                dead.extend(t.twin);
+            }
+            alive
+        });
+        LIVE.store(map.len(), Ordering::Relaxed);
+        dead
+    };
+    for k in dead {
         let mut t = from_key(k);
-        // SAFETY: a datatype this module created; nothing else holds the handle.
+        // SAFETY: a datatype this module created; its form is gone, so no operation is about to
+        // post it (receives in flight keep their own reference, as MPI guarantees).
         unsafe { mpi::PMPI_Type_free(&mut t) };
     }
 }
@@ -81,9 +114,11 @@ pub(crate) fn forget(id: u64) {
 /// Frees every twin (`MPI_Finalize`, or the engine switched off).
 pub(crate) fn forget_all() {
     let all = TWINS.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
-    for k in all.into_values().flatten() {
+    LIVE.store(0, Ordering::Relaxed);
+    for k in all.into_values().filter_map(|t| t.twin) {
         let mut t = from_key(k);
-        // SAFETY: as in `forget`.
+        // SAFETY: a datatype this module created; at finalize (or with the engine off) no
+        // operation of sluice's posts it again.
         unsafe { mpi::PMPI_Type_free(&mut t) };
     }
 }

@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, RwLock};
 
 use crate::datatype::compiled::CompiledType;
-use crate::datatype::decode::typemap;
 use crate::ffi::{consts, datatype_key, errclass, mpi, next};
 use crate::stats;
 
@@ -427,8 +426,9 @@ fn insert(t: mpi::MPI_Datatype, c: Arc<CompiledType>) {
     if let Some(old) = g.get_or_insert_with(FxHashMap::default).insert(key, c) {
         // The same handle committed again: the old form's bound may have been the lowest.
         refresh_after_leave(g.as_ref(), i);
-        super::byte_twin::forget(old.id());
         GENERATION.fetch_add(1, Ordering::Release);
+        drop(old);
+        super::byte_twin::sweep();
     } else {
         slot(key).fetch_add(1, Ordering::Relaxed);
     }
@@ -468,7 +468,6 @@ fn remove(t: mpi::MPI_Datatype) {
     }
     if let Some(c) = g.as_mut().and_then(|m| m.remove(&key)) {
         GENERATION.fetch_add(1, Ordering::Release);
-        super::byte_twin::forget(c.id());
         slot(key).fetch_sub(1, Ordering::Relaxed);
         let i = slot_index(key);
         // This type may have set the slot's limit; and a limit left low in a large table
@@ -492,6 +491,8 @@ fn remove(t: mpi::MPI_Datatype) {
         if Arc::strong_count(&c) == 1 {
             super::parallel::forget(&c);
         }
+        drop(c);
+        super::byte_twin::sweep();
     }
 }
 
@@ -527,13 +528,14 @@ pub fn compile_pair_types() {
     }
 }
 
-/// Decodes and compiles a committed type; an undecodable type stays with the MPI's engine.
+/// Decodes and compiles a committed type (types of one construction share a form:
+/// `datatype::form_cache`); an undecodable type stays with the MPI's engine.
 fn compile(t: mpi::MPI_Datatype) {
     if !crate::runtime::config().is_some_and(|c| c.datatype_engine) {
         return;
     }
-    match typemap(t) {
-        Ok(dl) => insert(t, Arc::new(CompiledType::new(&dl))),
+    match crate::datatype::form_cache::compiled_form(t) {
+        Ok(c) => insert(t, c),
         Err(e) => {
             remove(t);
             log::debug!("datatype left to the MPI engine: {e:?}");

@@ -134,6 +134,11 @@ impl Layout {
         &self.ct
     }
 
+    /// The compiled form, shared (its byte twin lives as long as it: `byte_twin::of`).
+    pub fn form(&self) -> &Arc<CompiledType> {
+        &self.ct
+    }
+
     /// The smallest contiguous block the kernel copies (`None`: interpreted types).
     pub fn min_block(&self) -> Option<usize> {
         self.ct.kernel().min_block(self.count, self.ct.dataloop().extent)

@@ -205,7 +205,7 @@ fn direct_landing(buf: *mut c_void, count: i64, t: &TypeArg, source: c_int, comm
         Some(Direct { landing: Landing::Bytes(base), cap, comm, post })
     } else {
         let l = Layout::any_compiled(buf, count, t)?;
-        let twin = if cfg!(sluice_mpi = "mpich") { crate::protocol::byte_twin::of(l.compiled()) } else { None };
+        let twin = if cfg!(sluice_mpi = "mpich") { crate::protocol::byte_twin::of(l.form()) } else { None };
         let post = twin.map_or(user, |twin| Posting { datatype: twin, ..user });
         Some(Direct { landing: Landing::InPlace(l, buf), cap, comm, post })
     }
