@@ -363,13 +363,13 @@ pub fn decode(t: MPI_Datatype) -> Result<DataLoop> {
     Ok(dl)
 }
 
-/// What [`decode`]'s result depends on, as a flat list of numbers, read from the MPI without
-/// building any dataloop: per node (depth first) the combiner, the argument counts, the
-/// integer and address arguments and the MPI's size and bounds; a predefined child as its
-/// handle (never freed, never reused for another type). Two types with equal signatures decode
-/// to the same dataloop, so it keys their shared compiled form (`form_cache`). `None` when the
-/// signature would pass `max_len` numbers, or for a type outside it (large-count or F90
-/// arguments, a combiner [`decode`] declines, an MPI error): those are decoded every time.
+/// What [`decode`]'s result depends on, as a flat list of numbers written to `sig`, read from
+/// the MPI without building any dataloop: per node (depth first) the combiner, the argument
+/// counts and the integer and address arguments; a predefined child as its handle (never
+/// freed, never reused for another type). Two types with equal signatures decode to the same
+/// dataloop, so it keys their shared compiled form (`form_cache`). False when the signature
+/// would pass `max_len` numbers, or for a type outside it (large-count or F90 arguments, a
+/// combiner [`decode`] declines, an MPI error): those are decoded every time.
 pub fn signature(t: MPI_Datatype, max_len: usize, sig: &mut Vec<i64>) -> bool {
     sig.clear();
     sign(t, sig, max_len).is_some()
@@ -401,10 +401,9 @@ fn sign(t: MPI_Datatype, sig: &mut Vec<i64>, max_len: usize) -> Option<c_int> {
         return None;
     }
     let (ni, na, nd) = (ni.max(0) as usize, na.max(0) as usize, nd.max(0) as usize);
-    if sig.len() + 9 + ni + na > max_len {
+    if sig.len() + 4 + ni + na > max_len {
         return None;
     }
-    let (size, lb, extent, tlb, text) = mpi_bounds(t).ok()?;
     let null = crate::ffi::consts::datatype_null();
     let (mut si, mut sa, mut sh) = ([0 as c_int; ON_STACK], [0 as MPI_Aint; ON_STACK], [null; ON_STACK]);
     let (mut hi, mut ha, mut hh) = (Vec::new(), Vec::new(), Vec::new());
@@ -414,7 +413,9 @@ fn sign(t: MPI_Datatype, sig: &mut Vec<i64>, max_len: usize) -> Option<c_int> {
     // SAFETY: the arrays have exactly the lengths the envelope reported.
     let rc = unsafe { mpi::PMPI_Type_get_contents(t, env.ni, env.na, env.nd, ints.as_mut_ptr(), addrs.as_mut_ptr(), handles.as_mut_ptr()) };
     check(rc).ok()?;
-    sig.extend([combiner as i64, ni as i64, na as i64, nd as i64, size as i64, lb, extent, tlb, text]);
+    // No bounds: the MPI computes a type's size and bounds from exactly these arguments and the
+    // children's bounds (padding rules included), so they add nothing to tell types apart.
+    sig.extend([combiner as i64, ni as i64, na as i64, nd as i64]);
     sig.extend(ints.iter().map(|&i| i as i64));
     // MPI_Aint is isize in Open MPI and i64 in MPICH: the cast is needed for one of them.
     #[allow(clippy::unnecessary_cast)]

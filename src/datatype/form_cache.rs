@@ -4,8 +4,8 @@
 //! commits and frees a vector type for each submatrix it sends) commit the same few shapes over
 //! and over. Decoding into a dataloop, normalizing it and choosing its kernel is what a commit
 //! costs sluice (perf, 2026-11-30: 1.1-3.7 us per type against the MPI's 0.3-1.3 us for the
-//! whole life of a type); the type's [`signature`] (its constructors' arguments and the MPI's
-//! bounds, read without building anything) makes the second and later commits of a shape a
+//! whole life of a type); the type's [`signature`] (its constructors' arguments, read without
+//! building anything) makes the second and later commits of a shape a
 //! few MPI queries and a hash look-up. Sharing is as safe as `MPI_Type_dup`'s (one form under
 //! several handles): a form holds nothing of a handle, and equal signatures decode to the same
 //! dataloop (checked against a fresh decode for every random type of
