@@ -195,6 +195,17 @@ fn thread_multiple_calls_are_all_intercepted() {
 }
 
 #[test]
+fn a_type_per_message_on_every_thread_lands_exactly() {
+    // Fresh types of repeating constructions on 4 threads per rank share compiled forms
+    // (datatype::form_cache); at the minimum pipeline threshold every kind but the smallest is
+    // pipelined.
+    let exe = compile_c("type_per_message");
+    for (np, env) in [(2u32, vec![]), (4, vec![]), (2, vec![("SLUICE_PIPELINE_THRESHOLD", "128")])] {
+        launch_shim(np, &exe, &env).assert_pass("type_per_message");
+    }
+}
+
+#[test]
 fn pack_and_unpack_run_on_sluices_engine_and_match_the_mpi() {
     let exe = compile_c("pack");
     for np in [2u32, 4] {
