@@ -232,6 +232,10 @@ pub unsafe fn finalize() -> c_int {
     }
     crate::protocol::device::pending::finalize();
     finish_p2p();
+    // Forms kept for types the application has freed go now, while MPI calls are allowed: a
+    // form still learning its engine choice holds an MPI type (a prefix of its element), which
+    // MPICH would report as leaked.
+    crate::datatype::form_cache::clear();
     crate::protocol::hints::free_keyvals();
     crate::protocol::comm_hints::free_keyval();
     crate::protocol::parallel::shutdown();
