@@ -17,7 +17,6 @@
 //! on under the handles that hold it).
 
 use std::num::NonZeroUsize;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
@@ -38,9 +37,6 @@ type Forms = LruCache<Vec<i64>, Arc<CompiledType>, FxBuildHasher>;
 
 static FORMS: Mutex<Option<Forms>> = Mutex::new(None);
 
-/// Commits served from the cache.
-static HITS: AtomicU64 = AtomicU64::new(0);
-
 /// The compiled form of the committed type `t`: the cached form of its signature, or decoded
 /// ([`typemap`]) and compiled now, and kept when the type is small enough.
 pub fn compiled_form(t: MPI_Datatype) -> Result<Arc<CompiledType>, DecodeError> {
@@ -59,7 +55,6 @@ pub fn compiled_form(t: MPI_Datatype) -> Result<Arc<CompiledType>, DecodeError> 
     };
     let (hit, sig) = found;
     if let Some(c) = hit {
-        HITS.fetch_add(1, Ordering::Relaxed);
         return Ok(c);
     }
     // Decoded and compiled outside the lock: another thread's commit does not wait for this one.
@@ -84,13 +79,9 @@ pub fn clear() {
 }
 
 /// Forms cached now.
-pub fn len() -> usize {
+#[cfg(test)]
+fn len() -> usize {
     lock().as_ref().map_or(0, |m| m.len())
-}
-
-/// Commits served from the cache so far.
-pub fn hits() -> u64 {
-    HITS.load(Ordering::Relaxed)
 }
 
 fn lock() -> std::sync::MutexGuard<'static, Option<Forms>> {

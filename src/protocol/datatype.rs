@@ -475,8 +475,8 @@ fn remove(t: mpi::MPI_Datatype) {
         if MAYBE[i].load(Ordering::Relaxed) == 0 || QUICK_LIMIT[i].load(Ordering::Relaxed) == quick_limit_of(&c, left_to_mpi(&c)) {
             refresh_after_leave(g.as_ref(), i);
         }
-        // The last handle of this compiled form (no dup, no operation in flight): its
-        // checkpoint tables can go. Otherwise the budget's LRU evicts them later.
+        // The last holder of this compiled form (no dup, no operation in flight, not in the
+        // form cache): its checkpoint tables can go. Otherwise the budget's LRU evicts them later.
         // This thread's cache lets go of it first (other threads' caches let go at their next
         // lookup; until then the budget's LRU may keep the tables).
         let _ = LAST.try_with(|last| {
