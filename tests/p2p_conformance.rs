@@ -257,6 +257,13 @@ fn p2p_conf_landing() {
     conformance("p2p_conf_landing", &compile_c("p2p_conf_landing"));
 }
 
+/// A message that ends inside a predefined element of the receive type (MPICH fails such a
+/// receive with `MPI_ERR_TRUNCATE`, Open MPI takes it): tests/c/p2p_conf_partial.c.
+#[test]
+fn p2p_conf_partial() {
+    conformance("p2p_conf_partial", &compile_c("p2p_conf_partial"));
+}
+
 #[test]
 fn p2p_conf_threads() {
     conformance("p2p_conf_threads", &compile_c("p2p_conf_threads"));

@@ -5,6 +5,7 @@
 //! vectors), block-indexed, small-runs and indexed shapes, or the general interpreter otherwise.
 
 use super::choice::EngineChoice;
+use super::grain::Grain;
 use super::interp;
 use super::ir::DataLoop;
 use super::kernel::{self, BlockCopy, Isa, Kernel, Prefetch, Stores, Tuning};
@@ -40,6 +41,9 @@ pub struct CompiledType {
     /// such as `MPI_DOUBLE_INT`), so its elements may mix basic types; normalization may have
     /// merged the struct away, so it is noted before.
     from_struct: bool,
+    /// Where the predefined elements end in the stream, taken before normalization merges them
+    /// (MPICH's engine never unpacks part of one: [`CompiledType::whole_prefix`]).
+    grain: Grain,
     id: u64,
     /// Whether sluice's kernel or the MPI's engine serves this type's whole-element operations,
     /// learned per direction on this machine ([`EngineChoice`]).
@@ -47,13 +51,25 @@ pub struct CompiledType {
 }
 
 impl CompiledType {
-    /// Normalizes `dl` and picks its kernel.
+    /// Normalizes `dl` (a typemap as decoded: its leaves are predefined elements) and picks its
+    /// kernel.
     pub fn new(dl: &DataLoop) -> Self {
         let from_struct = has_struct(dl);
+        let grain = Grain::of(dl);
         let dl = normalize(dl);
         let kernel = kernel::compile(&dl);
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        CompiledType { dl, kernel, isa: Isa::host(), stores: None, tuning: Tuning::host(), from_struct, id, choice: EngineChoice::new() }
+        CompiledType {
+            dl,
+            kernel,
+            isa: Isa::host(),
+            stores: None,
+            tuning: Tuning::host(),
+            from_struct,
+            grain,
+            id,
+            choice: EngineChoice::new(),
+        }
     }
 
     /// Which engine serves this type's operations, per direction.
@@ -65,6 +81,19 @@ impl CompiledType {
     /// basic types.
     pub fn from_struct(&self) -> bool {
         self.from_struct
+    }
+
+    /// The longest prefix of at most `n` bytes of a stream of this type's elements that ends
+    /// between two predefined elements ([`Grain::whole_prefix`]).
+    pub fn whole_prefix(&self, n: usize) -> usize {
+        self.grain.whole_prefix(n)
+    }
+
+    /// The same type with its element boundaries `grain` (`Grain::Unknown` for a typemap read
+    /// back from the MPI, whose leaves are merged runs).
+    pub fn with_grain(mut self, grain: Grain) -> Self {
+        self.grain = grain;
+        self
     }
 
     /// A process-unique id, never reused: the key of this type's checkpoint tables

@@ -329,10 +329,16 @@ pub fn basic_element(t: MPI_Datatype) -> Option<MPI_Datatype> {
 /// where that fails, read back from the MPI's engine ([`super::probe`]); the first error when
 /// neither can. The handle itself is not freed.
 pub fn typemap(t: MPI_Datatype) -> Result<DataLoop> {
-    decode(t).or_else(|e| match super::probe::typemap(t) {
+    typemap_decoded(t).map(|(dl, _)| dl)
+}
+
+/// As [`typemap`], and whether it was decoded (its leaves are then the predefined elements,
+/// [`super::grain`]) rather than read back (runs that may merge elements).
+pub fn typemap_decoded(t: MPI_Datatype) -> Result<(DataLoop, bool)> {
+    decode(t).map(|dl| (dl, true)).or_else(|e| match super::probe::typemap(t) {
         Ok(dl) => {
             log::debug!("datatype not decoded ({e:?}): its typemap was read back from the MPI");
-            Ok(dl)
+            Ok((dl, false))
         }
         Err(_) => Err(e),
     })

@@ -23,7 +23,8 @@ use lru::LruCache;
 use rustc_hash::FxBuildHasher;
 
 use super::compiled::CompiledType;
-use super::decode::{signature, typemap, DecodeError};
+use super::decode::{signature, typemap_decoded, DecodeError};
+use super::grain::Grain;
 use crate::ffi::mpi::MPI_Datatype;
 
 /// Forms kept.
@@ -38,7 +39,7 @@ type Forms = LruCache<Vec<i64>, Arc<CompiledType>, FxBuildHasher>;
 static FORMS: Mutex<Option<Forms>> = Mutex::new(None);
 
 /// The compiled form of the committed type `t`: the cached form of its signature, or decoded
-/// ([`typemap`]) and compiled now, and kept when the type is small enough.
+/// ([`typemap_decoded`]) and compiled now, and kept when the type is small enough.
 pub fn compiled_form(t: MPI_Datatype) -> Result<Arc<CompiledType>, DecodeError> {
     // A buffer of its own per commit, not a thread-local one: one more thread-local in the
     // library slowed every small MPI_Pack/MPI_Unpack (its look-up of the thread's last type,
@@ -58,7 +59,9 @@ pub fn compiled_form(t: MPI_Datatype) -> Result<Arc<CompiledType>, DecodeError> 
         return Ok(c);
     }
     // Decoded and compiled outside the lock: another thread's commit does not wait for this one.
-    let c = Arc::new(CompiledType::new(&typemap(t)?));
+    let (dl, decoded) = typemap_decoded(t)?;
+    let c = CompiledType::new(&dl);
+    let c = Arc::new(if decoded { c } else { c.with_grain(Grain::Unknown) });
     Ok(match sig {
         Some(s) => keep(s, c),
         None => c,

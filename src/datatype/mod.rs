@@ -37,6 +37,7 @@ pub mod compiled;
 pub mod decode;
 pub mod device_shape;
 pub mod form_cache;
+pub mod grain;
 pub mod interp;
 pub mod ir;
 pub mod kernel;

@@ -149,6 +149,19 @@ impl Layout {
         self.bytes
     }
 
+    /// Of `n` received bytes (a stream prefix), those the MPI's own engine would unpack: on
+    /// MPICH the whole predefined elements only (it fails the receive with `MPI_ERR_TRUNCATE`
+    /// at a partial one, `p2p::partial_element`); all of them on Open MPI, whose engine unpacks
+    /// any prefix. A whole number of the type's elements needs no look.
+    #[inline]
+    pub fn unpackable(&self, n: usize) -> usize {
+        if cfg!(sluice_mpi = "mpich") && n % self.ct.size().max(1) != 0 {
+            self.ct.whole_prefix(n)
+        } else {
+            n
+        }
+    }
+
     /// `bytes` as the MPI's count argument (checked in [`Layout::of`]).
     pub fn count_arg(&self) -> c_int {
         self.bytes as c_int

@@ -83,8 +83,9 @@ impl Taken {
                 }
                 // SAFETY: the request completed and `st` is its status.
                 if unsafe { super::received_bytes(&st) } <= op.layout.bytes() {
-                    // SAFETY: as above; the wait's completion finds it finished.
-                    unsafe { op.finish(rc, &st) };
+                    // SAFETY: as above; the wait's completion finds it finished (and reports a
+                    // partial element again: not consumed here).
+                    let _ = unsafe { op.finish(rc, &mut st, false) };
                 }
                 false
             });
@@ -100,20 +101,24 @@ impl Taken {
     /// call that completed nothing must not release a staging buffer the MPI still writes); a
     /// persistent one when the call says so (`done(i)`: the index, flag or outcount).
     ///
-    /// `before[i]` is the handle the request had when it was taken.
+    /// `before[i]` is the handle the request had when it was taken. Returns the requests whose
+    /// receive failed at a partial element (`(i, comm)`, [`ops::Op::finish`]).
     fn settle(
         self,
         before: &[Req],
         now: &[Req],
         done: impl Fn(usize) -> bool,
-        status: impl Fn(usize) -> *const Status,
+        status: impl Fn(usize) -> *mut Status,
         code: impl Fn(usize) -> c_int,
-    ) {
+    ) -> Vec<(usize, mpi::MPI_Comm)> {
+        let mut failed = Vec::new();
         for (i, mut op) in self.0 {
             let completed = if op.persistent() { done(i) } else { now[i] == consts::request_null() };
             if completed {
                 // SAFETY: the MPI completed request `i` and filled its status.
-                unsafe { op.finish(code(i), status(i)) };
+                if let Some(comm) = unsafe { op.finish(code(i), status(i), true) } {
+                    failed.push((i, comm));
+                }
                 if op.persistent() {
                     ops::restore(before[i], op);
                 }
@@ -121,6 +126,7 @@ impl Taken {
                 ops::restore(before[i], op);
             }
         }
+        failed
     }
 }
 
@@ -254,14 +260,15 @@ pub(crate) unsafe fn wait_mpi(request: *mut Req, status: *mut Status) -> c_int {
     let rc = unsafe { next::MPI_Wait(request, stp) };
     // SAFETY: as above.
     let now = unsafe { *request };
+    let mut failed = None;
     if op.persistent() || now == consts::request_null() {
         // SAFETY: completed; `stp` is its status.
-        unsafe { op.finish(rc, stp) };
+        failed = unsafe { op.finish(rc, stp, true) };
     }
     if op.persistent() || now != consts::request_null() {
         ops::restore(before, op);
     }
-    rc
+    super::raise_partial(rc, failed)
 }
 
 /// `MPI_Test`.
@@ -282,15 +289,13 @@ pub(crate) unsafe fn test_mpi(request: *mut Req, flag: *mut c_int, status: *mut 
     let rc = unsafe { next::MPI_Test(request, flag, stp) };
     // SAFETY: the MPI wrote the flag (the pointer is the application's).
     let done = !flag.is_null() && unsafe { *flag } != 0;
-    if done {
-        // SAFETY: completed; `stp` is its status.
-        unsafe { op.finish(rc, stp) };
-    }
+    // SAFETY: completed; `stp` is its status.
+    let failed = if done { unsafe { op.finish(rc, stp, true) } } else { None };
     // SAFETY: as above.
     if op.persistent() || unsafe { *request } != consts::request_null() {
         ops::restore(before, op);
     }
-    rc
+    super::raise_partial(rc, failed)
 }
 
 /// `MPI_Waitall`.
@@ -320,8 +325,9 @@ pub(crate) unsafe fn waitall_mpi(count: c_int, reqs: *mut Req, statuses: *mut St
     let codes: Vec<c_int> = (0..rs.len()).map(|i| unsafe { entry_code(rc, sts.at(i)) }).collect();
     let base = sts.ptr();
     // SAFETY: `i < count`; `rs` holds the handles as the MPI wrote them.
-    taken.settle(&before, rs, |i| done[i], |i| unsafe { base.add(i) }, |i| codes[i]);
-    rc
+    let failed = taken.settle(&before, rs, |i| done[i], |i| unsafe { base.add(i) }, |i| codes[i]);
+    // SAFETY: as above.
+    unsafe { super::raise_partial_in_status(rc, &failed, 0..rs.len(), |i| base.add(i)) }
 }
 
 /// `MPI_Testall`: all or nothing.
@@ -346,8 +352,9 @@ pub(crate) unsafe fn testall_mpi(count: c_int, reqs: *mut Req, flag: *mut c_int,
     // SAFETY: entries below `count`.
     let codes: Vec<c_int> = (0..rs.len()).map(|i| unsafe { entry_code(rc, base.add(i)) }).collect();
     // SAFETY: entries below `count`; `rs` holds the handles as the MPI wrote them.
-    taken.settle(&before, rs, |_| all, |i| unsafe { base.add(i) }, |i| codes[i]);
-    rc
+    let failed = taken.settle(&before, rs, |_| all, |i| unsafe { base.add(i) }, |i| codes[i]);
+    // SAFETY: as above.
+    unsafe { super::raise_partial_in_status(rc, &failed, 0..rs.len(), |i| base.add(i)) }
 }
 
 /// `MPI_Waitany` / `MPI_Testany` share this: one index completes (or none). `call(array,
@@ -376,8 +383,8 @@ unsafe fn any_of(
     let rc = call(rs.as_mut_ptr(), stp);
     // SAFETY: the MPI wrote the index (the application's pointer).
     let idx = if index.is_null() { crate::ffi::UNDEFINED } else { unsafe { *index } };
-    taken.settle(&before, rs, |i| idx >= 0 && i == idx as usize, |_| stp, |_| rc);
-    rc
+    let failed = taken.settle(&before, rs, |i| idx >= 0 && i == idx as usize, |_| stp, |_| rc);
+    super::raise_partial(rc, failed.first().map(|&(_, comm)| comm))
 }
 
 /// `MPI_Waitany`.
@@ -443,7 +450,7 @@ unsafe fn some_of(
     let base = sts.ptr();
     // Status `k` belongs to request `indices[k]`.
     let slot = |i: usize| done_idx.iter().position(|&j| j == i);
-    taken.settle(
+    let failed = taken.settle(
         &before,
         rs,
         |i| slot(i).is_some(),
@@ -452,7 +459,10 @@ unsafe fn some_of(
         // SAFETY: as above.
         |i| unsafe { entry_code(rc, base.add(slot(i).unwrap_or(0))) },
     );
-    rc
+    // Reported by status entry: request `i`'s is `slot(i)`.
+    let failed: Vec<(usize, mpi::MPI_Comm)> = failed.into_iter().map(|(i, c)| (slot(i).unwrap_or(0), c)).collect();
+    // SAFETY: entries below `outcount`.
+    unsafe { super::raise_partial_in_status(rc, &failed, 0..done_idx.len(), |k| base.add(k)) }
 }
 
 /// `MPI_Waitsome`.
@@ -520,12 +530,10 @@ pub(crate) unsafe fn request_get_status_mpi(request: Req, flag: *mut c_int, stat
     // SAFETY: forwarded with a real status.
     let rc = unsafe { next::MPI_Request_get_status(request, flag, stp) };
     // SAFETY: the MPI wrote the flag.
-    if !flag.is_null() && unsafe { *flag } != 0 {
-        // SAFETY: complete; `stp` is its status.
-        unsafe { op.finish(rc, stp) };
-    }
+    // SAFETY: complete; `stp` is its status.
+    let failed = if !flag.is_null() && unsafe { *flag } != 0 { unsafe { op.finish(rc, stp, false) } } else { None };
     ops::restore(request, op);
-    rc
+    super::raise_partial(rc, failed)
 }
 
 /// `MPI_Cancel`: a persistent receive that `MPI_Start` served from a probed message is

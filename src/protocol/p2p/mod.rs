@@ -54,6 +54,72 @@ pub(crate) unsafe fn delivered_bytes(rc: c_int, status: *const mpi::MPI_Status, 
     0
 }
 
+/// A receive whose delivered bytes end inside a predefined element of its type, on MPICH: its
+/// status counts the `whole` bytes unpacked, and `comm` (whose error handler the caller invokes
+/// with `MPI_ERR_TRUNCATE`, or `MPI_ERR_IN_STATUS` for a multiple completion) is handed back.
+/// MPICH's engine stops at the partial element and fails the receive the same way (measured:
+/// `tests/c/p2p_partial_element.c`; its own status then counts the whole bytes or 0, depending
+/// on whether the message arrived before the receive was posted, so sluice takes the former).
+///
+/// # Safety
+/// `status` is a writable status of the completed receive (or `MPI_STATUS_IGNORE`).
+pub(crate) unsafe fn partial_element(status: *mut mpi::MPI_Status, whole: usize, comm: mpi::MPI_Comm) -> mpi::MPI_Comm {
+    if !status.is_null() && status != consts::status_ignore() {
+        // SAFETY: a valid status (above).
+        unsafe { mpi::PMPI_Status_set_elements_x(status, consts::byte(), whole as mpi::MPI_Count) };
+    }
+    log::debug!("a receive ended inside a predefined element of its type: {whole} whole bytes unpacked, MPI_ERR_TRUNCATE");
+    comm
+}
+
+/// Reports a single completion that [`partial_element`] failed: `comm`'s error handler, then
+/// `MPI_ERR_TRUNCATE` for the call to return (when the MPI reported no error of its own).
+pub(crate) fn raise_partial(rc: c_int, failed: Option<mpi::MPI_Comm>) -> c_int {
+    match failed {
+        Some(comm) if rc == errclass::SUCCESS => {
+            // SAFETY: the receive's communicator, valid while its request was.
+            unsafe { mpi::PMPI_Comm_call_errhandler(comm, errclass::ERR_TRUNCATE) };
+            errclass::ERR_TRUNCATE
+        }
+        _ => rc,
+    }
+}
+
+/// Reports a multiple completion in which [`partial_element`] failed the receives of status
+/// entries `failed` (`(entry, comm)`) among the `completed` entries: each such entry's
+/// `MPI_ERROR` is `MPI_ERR_TRUNCATE`, the others' `MPI_SUCCESS` when the MPI reported no error,
+/// and the call returns `MPI_ERR_IN_STATUS` through the first one's handler, as the MPI does.
+///
+/// # Safety
+/// `status(k)` is the call's writable status entry `k` for every `k` in `completed` and `failed`.
+pub(crate) unsafe fn raise_partial_in_status(
+    rc: c_int,
+    failed: &[(usize, mpi::MPI_Comm)],
+    completed: impl Iterator<Item = usize>,
+    status: impl Fn(usize) -> *mut mpi::MPI_Status,
+) -> c_int {
+    let Some(&(_, comm)) = failed.first() else { return rc };
+    if rc != errclass::SUCCESS && rc != errclass::ERR_IN_STATUS {
+        return rc;
+    }
+    // SAFETY: the caller's status entries.
+    unsafe {
+        if rc == errclass::SUCCESS {
+            for k in completed {
+                (*status(k)).MPI_ERROR = errclass::SUCCESS;
+            }
+        }
+        for &(k, _) in failed {
+            (*status(k)).MPI_ERROR = errclass::ERR_TRUNCATE;
+        }
+        if rc == errclass::SUCCESS {
+            // The MPI invoked the handler itself for its own error.
+            mpi::PMPI_Comm_call_errhandler(comm, errclass::ERR_IN_STATUS);
+        }
+    }
+    errclass::ERR_IN_STATUS
+}
+
 /// `MPI_Error_class` of a code returned by the MPI.
 pub(crate) fn error_class(rc: c_int) -> c_int {
     let mut class = rc;

@@ -57,15 +57,28 @@ pub struct Op {
     /// (`contest::received_from`). Resolved at posting, not at completion: the application may
     /// free the communicator before the receive completes.
     pub sender: Option<c_int>,
+    /// A receive's communicator (`pipeline::comm_key`), whose error handler reports the
+    /// receive's own error ([`Op::finish`]); unused for sends.
+    pub comm: usize,
+    /// The last completion delivered a partial predefined element (MPICH): the whole bytes
+    /// unpacked, reported by every completion call until one consumes it.
+    pub cut: Option<usize>,
 }
 
 impl Op {
     /// Finishes one completion of this operation: unpacks a receive that delivered data.
+    /// A receive whose data ends inside a predefined element of its type (MPICH,
+    /// [`Layout::unpackable`]) unpacks the whole elements only, as MPICH's engine does, and
+    /// fails: its status then counts those bytes and the communicator to report
+    /// `MPI_ERR_TRUNCATE` through is returned (the caller raises it, as a single or a multiple
+    /// completion). `consume`: the call completes the request for the application (a wait or
+    /// test), else it only looks (`MPI_Request_get_status`, an early unpack inside a wait), and
+    /// the failure is reported again by the call that consumes it.
     ///
     /// # Safety
     /// `status` is the MPI's status for this completion; the user buffer is still valid (MPI
     /// requires it until completion).
-    pub unsafe fn finish(&mut self, rc: c_int, status: *const mpi::MPI_Status) {
+    pub unsafe fn finish(&mut self, rc: c_int, status: *mut mpi::MPI_Status, consume: bool) -> Option<mpi::MPI_Comm> {
         if self.dir == Dir::Recv && self.active {
             // SAFETY: forwarded contract.
             unsafe {
@@ -76,15 +89,20 @@ impl Op {
                     let (at, gap) = (self.gap_at, crate::transfer::netpath::GAP);
                     self.staging.bytes_mut().copy_within(at + gap..n + gap, at);
                 }
-                if n > 0 {
-                    self.layout.unpack(&self.staging, n, self.user as *mut c_void);
+                let whole = self.layout.unpackable(n);
+                if whole > 0 {
+                    self.layout.unpack(&self.staging, whole, self.user as *mut c_void);
                 }
-                if let (Some(sender), true) = (self.sender, rc == crate::ffi::errclass::SUCCESS) {
+                self.cut = (whole != n).then_some(whole);
+                if let (Some(sender), true, None) = (self.sender, rc == crate::ffi::errclass::SUCCESS, self.cut) {
                     super::contest::received_from(sender, n);
                 }
             }
         }
         self.active = false;
+        let cut = if consume { self.cut.take() } else { self.cut };
+        // SAFETY: forwarded contract.
+        cut.map(|whole| unsafe { super::partial_element(status, whole, super::pipeline::comm_from_key(self.comm)) })
     }
 }
 
@@ -129,16 +147,20 @@ impl Entry {
         }
     }
 
-    /// Finishes one completion (see [`Op::finish`] and [`Finish::finish`]).
+    /// Finishes one completion (see [`Op::finish`] and [`Finish::finish`]); the communicator
+    /// of a receive that failed as [`Op::finish`] says.
     ///
     /// # Safety
     /// As [`Op::finish`].
-    pub unsafe fn finish(&mut self, rc: c_int, status: *const mpi::MPI_Status) {
+    pub unsafe fn finish(&mut self, rc: c_int, status: *mut mpi::MPI_Status, consume: bool) -> Option<mpi::MPI_Comm> {
         // SAFETY: forwarded contract.
         unsafe {
             match self {
-                Entry::P2p(op) => op.finish(rc, status),
-                Entry::Other(work) => work.finish(rc),
+                Entry::P2p(op) => op.finish(rc, status, consume),
+                Entry::Other(work) => {
+                    work.finish(rc);
+                    None
+                }
             }
         }
     }
@@ -174,10 +196,10 @@ pub fn tracked() -> usize {
 pub fn track(request: mpi::MPI_Request, op: impl Into<Entry>) {
     let mut op = op.into();
     if crate::ffi::is_shared_request(request) {
-        let st = super::blank_status();
+        let mut st = super::blank_status();
         // SAFETY: the operation is complete (the MPI returned a pre-completed request); an empty
         // status reports no bytes received.
-        unsafe { op.finish(errclass::SUCCESS, &st) };
+        unsafe { op.finish(errclass::SUCCESS, &mut st, true) };
         return;
     }
     let mut g = OPS.lock().unwrap_or_else(|e| e.into_inner());
@@ -267,7 +289,8 @@ fn progress_detached_now(wait: bool) {
         DETACHED_N.sub(1);
         TRACKED.sub(1);
         // SAFETY: the request completed; the application promised to keep the buffer alive.
-        unsafe { op.finish(rc, &st) };
+        // (Its error, if any, has no one to go to: the application freed the request.)
+        unsafe { op.finish(rc, &mut st, true) };
         if op.persistent() && req != crate::ffi::consts::request_null() {
             // SAFETY: a persistent request the application freed while active: free it now.
             unsafe { mpi::PMPI_Request_free(&mut req) };

@@ -52,6 +52,8 @@ unsafe fn blocking(
                 active: true,
                 gap_at: 0,
                 sender: None,
+                comm: pipeline::comm_key(comm),
+                cut: None,
             };
             let cap = layout.bytes();
             // SAFETY: M0 landed in the operation's staging; the user buffer is the receive's.
@@ -65,10 +67,17 @@ unsafe fn blocking(
     let n = unsafe { super::delivered_bytes(rc, stp, layout.bytes()) };
     // SAFETY: as above.
     st.note_received(unsafe { super::received_bytes(stp) });
-    if n > 0 {
+    let whole = layout.unpackable(n);
+    if whole > 0 {
         // SAFETY: the application's buffer is valid for the typemap (MPI contract); inside the
         // application's blocking call.
-        unsafe { layout.unpack_in_call(&st, n, buf) };
+        unsafe { layout.unpack_in_call(&st, whole, buf) };
+    }
+    if whole != n {
+        // A matched receive's communicator is not known here: MPI_COMM_WORLD's handler.
+        let comm = from.unwrap_or_else(consts::comm_world);
+        // SAFETY: `stp` is this receive's writable status.
+        return super::raise_partial(rc, Some(unsafe { super::partial_element(stp, whole, comm) }));
     }
     if let Some(comm) = from {
         // SAFETY: the MPI filled `stp`.
@@ -89,6 +98,7 @@ fn with_request(
     persistent: bool,
     split_from: Option<c_int>,
     sender: Option<c_int>,
+    comm: Comm,
     receive: impl FnOnce(*mut c_void, c_int, Dt) -> c_int,
 ) -> c_int {
     super::note_staged(&layout, false);
@@ -111,6 +121,9 @@ fn with_request(
         active: !persistent,
         gap_at,
         sender,
+        // The handler MPICH raises a nonblocking receive's error through (`Outcome::for_request`).
+        comm: pipeline::comm_key(if cfg!(sluice_mpi = "mpich") && !persistent { consts::comm_world() } else { comm }),
+        cut: None,
     };
     let rc = match split {
         Some(t) => receive(op.staging.as_mut_ptr().cast(), 1, t),
@@ -222,7 +235,14 @@ unsafe fn direct_blocking(direct: Direct, status: *mut Status, receive: impl FnO
     let stp = status_or(status, &mut local);
     let rc = receive(post, stp);
     // SAFETY: the MPI filled `stp`.
-    if rc != errclass::SUCCESS || unsafe { super::received_bytes(stp) } != pipeline::reserved() {
+    // SAFETY: the MPI filled `stp`.
+    let n = unsafe { super::received_bytes(stp) };
+    if rc != errclass::SUCCESS || n != pipeline::reserved() {
+        if rc == errclass::SUCCESS {
+            if let Some(o) = pipeline::incoming::Outcome::partial(&landing, n, cap, comm) {
+                return pipeline::track::blocking_code(rc, Some(o), stp);
+            }
+        }
         if let Landing::InPlace(..) = landing {
             // Non-contiguous types only (a contiguous receive's sender has no contest); the
             // receive is the application's own, on `comm`.
@@ -385,7 +405,7 @@ fn nonblocking(
                     None
                 };
             let sender = super::contest::sender_of(comm, source, cap);
-            let rc = with_request(l, buf, request, persistent, split_from, sender, receive);
+            let rc = with_request(l, buf, request, persistent, split_from, sender, comm, receive);
             arm(rc, request, Landing::Staged, cap, pipe, persistent);
             rc
         }
@@ -531,7 +551,9 @@ pub unsafe fn imrecv(buf: *mut c_void, count: c_int, datatype: Dt, message: *mut
     }
     match Layout::of(buf, count.into(), &t, path, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
         // SAFETY: as in `irecv`.
-        Some(l) => with_request(l, buf, request, false, None, None, |p, n, t| unsafe { next::MPI_Imrecv(p, n, t, message, request) }),
+        Some(l) => with_request(l, buf, request, false, None, None, consts::comm_world(), |p, n, t| unsafe {
+            next::MPI_Imrecv(p, n, t, message, request)
+        }),
         // SAFETY: forwarded unchanged.
         None => unsafe {
             let p = plain_posting(buf, count.into(), &t);
@@ -948,7 +970,9 @@ pub mod large_count {
         }
         match Layout::of(buf, count, &t, path, &|| true).filter(|_| message_ok(message) && !request.is_null()) {
             // SAFETY: as in `irecv`.
-            Some(l) => with_request(l, buf, request, false, None, None, |p, n, t| unsafe { next::MPI_Imrecv(p, n, t, message, request) }),
+            Some(l) => with_request(l, buf, request, false, None, None, consts::comm_world(), |p, n, t| unsafe {
+                next::MPI_Imrecv(p, n, t, message, request)
+            }),
             // SAFETY: forwarded unchanged.
             None => unsafe {
                 let p = plain_posting(buf, count, &t);

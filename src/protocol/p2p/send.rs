@@ -180,7 +180,8 @@ unsafe fn with_request(
             (Dir::Send, st, count, ty)
         }
     };
-    let mut op = Op { dir, layout, user: buf as usize, staging: st, persistent, active: !persistent, gap_at: 0, sender: None };
+    let mut op =
+        Op { dir, layout, user: buf as usize, staging: st, persistent, active: !persistent, gap_at: 0, sender: None, comm: 0, cut: None };
     // SAFETY: as in `blocking`; `request` is the application's non-null output pointer.
     let rc = unsafe { mpi_send(op.staging.as_mut_ptr().cast(), count, ty, dest, tag, comm, request) };
     if rc == errclass::SUCCESS {

@@ -193,6 +193,11 @@ pub struct Outcome {
     /// Source and tag to report, when the MPI's status of the request does not carry them
     /// (a receive served from the probe stash completes a placeholder request).
     origin: Option<(c_int, c_int)>,
+    /// The message ended inside a predefined element of the receive type (MPICH,
+    /// `Layout::unpackable`): the bytes of whole elements, reported as MPICH's engine does
+    /// (`MPI_ERR_TRUNCATE`, `p2p::partial_element`). The partial element's bytes are in the
+    /// buffer already (chunks land as they arrive), inside the receive's typemap.
+    whole: Option<usize>,
 }
 
 // SAFETY: `Dest::Bytes` and `Op` hold addresses of the application's buffer, which the
@@ -214,6 +219,9 @@ pub struct Incoming {
     origin: Option<(c_int, c_int)>,
     /// The first failed chunk receive's error code (see [`Outcome`]).
     error: c_int,
+    /// The stream ends inside a predefined element of the receive type (see [`Outcome`]): the
+    /// bytes of whole elements, the only ones written, as MPICH's engine writes.
+    whole: Option<usize>,
     /// The sender's shared-memory region holding the stream after M0 (until it is read).
     shm: Option<PeerRegion>,
     /// Told how many stream bytes are in place ([`watching`]), and the last value told.
@@ -243,8 +251,16 @@ impl Incoming {
         // A truncated receive gets the prefix that fits (as with Open MPI; MPICH would leave
         // the buffer untouched, but M0 may already have landed in it: docs/protocol.md). On
         // the device route M0 carries no stream data.
+        let total = header.total as usize;
+        let layout = match &dest {
+            Dest::Engine(op) => Some(&op.layout),
+            Dest::InPlace(l, _) => Some(l),
+            // A contiguous receive's posting does not keep its type (see docs/protocol.md).
+            Dest::Bytes(_) => None,
+        };
+        let whole = layout.map(|l| l.unpackable(total)).filter(|&m| total <= capacity && m != total);
         if let (Dest::Engine(op), false) = (&dest, header.device) {
-            let n = d.min(capacity);
+            let n = d.min(whole.unwrap_or(capacity));
             // SAFETY: the staging buffer holds M0; the user buffer is the receive's.
             unsafe { op.layout.unpack_range(&op.staging.bytes()[..n], 0, op.user as *mut c_void) };
         }
@@ -290,6 +306,7 @@ impl Incoming {
             comm: comm_key(comm),
             origin: None,
             error: errclass::SUCCESS,
+            whole,
             shm,
             watch,
             told: 0,
@@ -546,7 +563,7 @@ impl Incoming {
     /// # Safety
     /// As [`Incoming::advance`].
     unsafe fn put(&self, data: &[u8], off: usize) {
-        let keep = data.len().min(self.capacity.saturating_sub(off));
+        let keep = data.len().min(self.whole.unwrap_or(self.capacity).saturating_sub(off));
         if keep == 0 {
             return;
         }
@@ -564,7 +581,14 @@ impl Incoming {
     /// The outcome, once [`Incoming::advance`] returned true; gives back the receive's
     /// operation (its staging and, for a persistent receive, its entry).
     pub fn finish(self) -> (Outcome, Option<Op>) {
-        let o = Outcome { total: self.total, capacity: self.capacity, comm: self.comm, error: self.error, origin: self.origin };
+        let o = Outcome {
+            total: self.total,
+            capacity: self.capacity,
+            comm: self.comm,
+            error: self.error,
+            origin: self.origin,
+            whole: self.whole,
+        };
         if !o.failed() && !matches!(self.dest, Dest::Bytes(_)) {
             // The last chunk is in place: the sender's contest learns it (non-contiguous
             // receives only; a contiguous receive's sender has no contest).
@@ -581,7 +605,30 @@ impl Outcome {
     /// The outcome of a message of `total` bytes into a receive of `capacity` on `comm`,
     /// reporting `origin` as its source and tag.
     pub fn new(total: usize, capacity: usize, comm: mpi::MPI_Comm, origin: Option<(c_int, c_int)>) -> Outcome {
-        Outcome { total, capacity, comm: comm_key(comm), error: errclass::SUCCESS, origin }
+        Outcome { total, capacity, comm: comm_key(comm), error: errclass::SUCCESS, origin, whole: None }
+    }
+
+    /// The outcome of an ordinary message of `n` bytes that the MPI received into `landing`
+    /// (`capacity` bytes, on `comm`), when it must fail: the receive was posted with the byte
+    /// twin of a non-contiguous type (MPICH, `byte_twin`), which takes any byte count, and the
+    /// message ends inside a predefined element, where MPICH's engine fails the receive with the
+    /// application's type. The MPI wrote the partial element's bytes (inside the typemap).
+    pub fn partial(landing: &super::track::Landing, n: usize, capacity: usize, comm: mpi::MPI_Comm) -> Option<Outcome> {
+        let super::track::Landing::InPlace(l, _) = landing else { return None };
+        let whole = l.unpackable(n);
+        (n <= capacity && whole != n).then(|| Outcome { whole: Some(whole), ..Outcome::new(n, capacity, comm, None) })
+    }
+
+    /// The same outcome, its error raised through the error handler MPICH uses for the
+    /// completion of a nonblocking receive (`persistent`: made by `MPI_Recv_init`): the
+    /// communicator's for a persistent receive, `MPI_COMM_WORLD`'s for any other (measured:
+    /// `tests/c/p2p_conf_partial.c` records both). Open MPI uses the communicator's.
+    pub fn for_request(self, persistent: bool) -> Outcome {
+        if cfg!(sluice_mpi = "mpich") && !persistent {
+            Outcome { comm: comm_key(consts::comm_world()), ..self }
+        } else {
+            self
+        }
     }
 
     /// Whether the message was longer than the receive.
@@ -589,17 +636,18 @@ impl Outcome {
         self.total > self.capacity
     }
 
-    /// Whether the receive completes with an error (a failed chunk, or truncation).
+    /// Whether the receive completes with an error (a failed chunk, truncation, or a partial
+    /// element).
     pub fn failed(&self) -> bool {
-        self.error != errclass::SUCCESS || self.truncated()
+        self.error != errclass::SUCCESS || self.truncated() || self.whole.is_some()
     }
 
-    /// The receive's own error code: a failed chunk's, else `MPI_ERR_TRUNCATE` when truncated,
-    /// else success.
+    /// The receive's own error code: a failed chunk's, else `MPI_ERR_TRUNCATE` when truncated
+    /// or ended inside an element, else success.
     pub fn error_code(&self) -> c_int {
         if self.error != errclass::SUCCESS {
             self.error
-        } else if self.truncated() {
+        } else if self.truncated() || self.whole.is_some() {
             errclass::ERR_TRUNCATE
         } else {
             errclass::SUCCESS
@@ -609,7 +657,9 @@ impl Outcome {
     /// The byte count the MPI itself reports for this receive: on truncation Open MPI reports
     /// the message's size and MPICH 0 (measured).
     pub fn reported_bytes(&self) -> usize {
-        if !self.truncated() || cfg!(sluice_mpi = "openmpi") {
+        if let Some(whole) = self.whole {
+            whole
+        } else if !self.truncated() || cfg!(sluice_mpi = "openmpi") {
             self.total
         } else {
             0

@@ -96,7 +96,7 @@ pub fn world_rank() -> c_int {
     WORLD_RANK.load(Ordering::Relaxed)
 }
 
-fn comm_key(c: mpi::MPI_Comm) -> usize {
+pub(crate) fn comm_key(c: mpi::MPI_Comm) -> usize {
     #[cfg(sluice_mpi = "openmpi")]
     {
         c as usize
@@ -107,7 +107,7 @@ fn comm_key(c: mpi::MPI_Comm) -> usize {
     }
 }
 
-fn comm_from_key(k: usize) -> mpi::MPI_Comm {
+pub(crate) fn comm_from_key(k: usize) -> mpi::MPI_Comm {
     #[cfg(sluice_mpi = "openmpi")]
     {
         k as mpi::MPI_Comm

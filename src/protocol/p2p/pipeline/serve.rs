@@ -40,6 +40,8 @@ pub(super) unsafe fn start(e: Stashed, buf: *mut c_void, count: i64, datatype: D
                 active: true,
                 gap_at: 0,
                 sender: None,
+                comm: super::comm_key(comm),
+                cut: None,
             }),
             cap,
         )

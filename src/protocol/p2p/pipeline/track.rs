@@ -363,8 +363,18 @@ unsafe fn advance(req: Req, e: &mut Entry) -> Gate {
             return Gate::Hidden;
         }
         // SAFETY: the status of the completed receive.
-        if unsafe { received_bytes(&st) } != reserved() {
-            return Gate::Plain;
+        let n = unsafe { received_bytes(&st) };
+        if n != reserved() {
+            // An ordinary message; one posted with the byte twin of a non-contiguous type
+            // (MPICH) fails where MPICH's engine would, at a partial element.
+            return match Outcome::partial(&e.landing, n, e.capacity, super::comm_from_key(e.comm)) {
+                Some(o) => {
+                    let o = o.for_request(e.persistent);
+                    e.state = State::Done(o);
+                    Gate::Finished(o)
+                }
+                None => Gate::Plain,
+            };
         }
         // SAFETY: forwarded contract.
         match unsafe { begin(req, e) } {
@@ -379,6 +389,7 @@ unsafe fn advance(req: Req, e: &mut Entry) -> Gate {
         }
         let State::Busy(t) = std::mem::replace(&mut e.state, State::Armed) else { unreachable!() };
         let (o, op) = t.finish();
+        let o = o.for_request(e.persistent);
         if let Landing::Served(p) = &mut e.landing {
             // The MPI may complete the placeholder from now on.
             if let Some(p) = p.take() {
