@@ -565,5 +565,15 @@ static CONF_UNUSED int conf_begin(const char *name, conf_comm *cs, MPI_Comm *dup
     conf_types_init();
     return nc;
 }
+/* The common end of a conformance program: frees what conf_begin made, runs conf_finish and
+ * MPI_Finalize; the program's exit code. */
+static CONF_UNUSED int conf_end(MPI_Comm *dup, MPI_Comm *split) {
+    conf_types_free();
+    MPI_OK(MPI_Comm_free(dup));
+    MPI_OK(MPI_Comm_free(split));
+    int rc = conf_finish(conf_name);
+    MPI_Finalize();
+    return rc;
+}
 #endif /* SLUICE_P2P_CONF */
 #endif

@@ -416,10 +416,5 @@ int main(int argc, char **argv) {
     MPI_Type_free(&rev_hvec);
     MPI_Type_free(&sparse_chars);
     MPI_Type_free(&large_count);
-    conf_types_free();
-    MPI_OK(MPI_Comm_free(&dup));
-    MPI_OK(MPI_Comm_free(&split));
-    int rc = conf_finish(conf_name);
-    MPI_Finalize();
-    return rc;
+    return conf_end(&dup, &split);
 }

@@ -187,10 +187,5 @@ int main(int argc, char **argv) {
         tags_out_of_order(&cs[i]);
         burst(&cs[i]);
     }
-    conf_types_free();
-    MPI_OK(MPI_Comm_free(&dup));
-    MPI_OK(MPI_Comm_free(&split));
-    int rc = conf_finish(conf_name);
-    MPI_Finalize();
-    return rc;
+    return conf_end(&dup, &split);
 }

@@ -159,10 +159,5 @@ int main(int argc, char **argv) {
         MPI_OK(MPI_Comm_free(&comm));
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    conf_types_free();
-    MPI_OK(MPI_Comm_free(&dup));
-    MPI_OK(MPI_Comm_free(&split));
-    int rc = conf_finish(conf_name);
-    MPI_Finalize();
-    return rc;
+    return conf_end(&dup, &split);
 }

@@ -333,10 +333,5 @@ int main(int argc, char **argv) {
             if (cs[i].full || how % 3 == i) probed_persistent(&cs[i], how);
         nothing_and_proc_null(&cs[i]);
     }
-    conf_types_free();
-    MPI_OK(MPI_Comm_free(&dup));
-    MPI_OK(MPI_Comm_free(&split));
-    int rc = conf_finish(conf_name);
-    MPI_Finalize();
-    return rc;
+    return conf_end(&dup, &split);
 }

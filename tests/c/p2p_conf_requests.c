@@ -634,10 +634,5 @@ int main(int argc, char **argv) {
     int bs;
     MPI_OK(MPI_Buffer_detach(&b, &bs));
     free(bbuf);
-    conf_types_free();
-    MPI_OK(MPI_Comm_free(&dup));
-    MPI_OK(MPI_Comm_free(&split));
-    int rc = conf_finish(conf_name);
-    MPI_Finalize();
-    return rc;
+    return conf_end(&dup, &split);
 }
