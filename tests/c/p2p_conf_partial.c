@@ -12,13 +12,14 @@
  * to the MPI's engine (its bytes written are not compared: sluice's byte-twin posting lets the
  * MPI write the partial element, docs/protocol.md). Sent as MPI_BYTE (contiguous) and as a
  * strided vector of chars (non-contiguous: pipelined when large), by Recv, Irecv+Wait,
- * Irecv+Waitall, Recv_init+Start+Wait, Sendrecv, Irecv+Waitany and Irecv+Test. Pairs are
+ * Irecv+Waitall, Recv_init+Start+Wait, Sendrecv, Irecv+Waitany, Irecv+Test, Mprobe+Mrecv and
+ * Mprobe+Imrecv+Wait. Pairs are
  * rank ^ 1; rank 0 records behaviours, which the driver compares with the bare MPI's. */
 #define SLUICE_P2P_CONF
 #include "check.h"
 
-enum { HOWS = 7 };
-static const char *HOW[HOWS] = {"recv", "wait", "waitall", "start", "sendrecv", "waitany", "test"};
+enum { HOWS = 9 };
+static const char *HOW[HOWS] = {"recv", "wait", "waitall", "start", "sendrecv", "waitany", "test", "mrecv", "imrecv"};
 
 static int handler_calls, handler_class, world_calls, world_class;
 
@@ -77,10 +78,21 @@ static void one(MPI_Comm comm, int peer, MPI_Datatype stype, int n, MPI_Datatype
         rc = MPI_Waitany(1, &q, &idx, &st);
         CHECK(idx == 0, "Waitany index %d", idx);
         break;
-    default:
+    case 6:
         MPI_OK(MPI_Irecv(r, rcount, rtype, peer, tag, comm, &q));
         CONF_POLL("MPI_Test", rc = MPI_Test(&q, &flag, &st), flag || rc != MPI_SUCCESS);
         break;
+    default: {
+        MPI_Message m;
+        MPI_OK(MPI_Mprobe(peer, tag, comm, &m, &st));
+        if (how == 7) {
+            rc = MPI_Mrecv(r, rcount, rtype, &m, &st);
+        } else {
+            MPI_OK(MPI_Imrecv(r, rcount, rtype, &m, &q));
+            rc = MPI_Wait(&q, &st);
+        }
+        break;
+    }
     }
     int cls = -1, ecls = -1, count = -1;
     MPI_Error_class(rc, &cls);

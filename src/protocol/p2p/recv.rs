@@ -319,7 +319,7 @@ pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, 
     let t = TypeArg::new(datatype);
     if let Some(e) = stashed(source, tag, comm) {
         // SAFETY: forwarded contract.
-        return unsafe { pipeline::serve::blocking(e, buf, count.into(), datatype, comm, status) };
+        return unsafe { pipeline::serve::blocking(e, buf, count.into(), datatype, comm, status, false) };
     }
     match recv_layout(buf, count.into(), &t, source, comm, comm_hints::path(comm)) {
         // SAFETY: forwarded contract; the staging buffer has `n` bytes.
@@ -509,7 +509,7 @@ unsafe fn mrecv_stashed(
     // SAFETY: forwarded contract.
     Some(unsafe {
         if request.is_null() {
-            pipeline::serve::blocking(e, buf, count, datatype, comm, status)
+            pipeline::serve::blocking(e, buf, count, datatype, comm, status, true)
         } else {
             pipeline::serve::nonblocking(e, buf, count, datatype, comm, request)
         }
@@ -634,7 +634,7 @@ unsafe fn sendrecv_any(
                 return rc;
             }
             // SAFETY: as above.
-            let rrc = unsafe { pipeline::serve::blocking(e, recvbuf, recvcount, recvtype, comm, status) };
+            let rrc = unsafe { pipeline::serve::blocking(e, recvbuf, recvcount, recvtype, comm, status, false) };
             // SAFETY: the send's request.
             let wrc = unsafe { super::complete::wait(&mut req, consts::status_ignore()) };
             return if rrc != errclass::SUCCESS { rrc } else { wrc };
@@ -797,7 +797,7 @@ unsafe fn replace_from_stash(
         return rc;
     }
     // SAFETY: forwarded contract.
-    let rrc = unsafe { pipeline::serve::blocking(e, buf, count.into(), datatype, comm, status) };
+    let rrc = unsafe { pipeline::serve::blocking(e, buf, count.into(), datatype, comm, status, false) };
     // SAFETY: the send's request.
     let wrc = unsafe { super::complete::wait(&mut req, consts::status_ignore()) };
     let rc = if rrc != errclass::SUCCESS { rrc } else { wrc };
@@ -837,7 +837,7 @@ pub mod large_count {
         let t = TypeArg::new(datatype);
         if let Some(e) = stashed(source, tag, comm) {
             // SAFETY: forwarded contract.
-            return unsafe { pipeline::serve::blocking(e, buf, count, datatype, comm, status) };
+            return unsafe { pipeline::serve::blocking(e, buf, count, datatype, comm, status, false) };
         }
         match recv_layout(buf, count, &t, source, comm, comm_hints::path(comm)) {
             // SAFETY: as in `recv`.

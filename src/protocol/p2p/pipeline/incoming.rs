@@ -616,7 +616,7 @@ impl Outcome {
     pub fn partial(landing: &super::track::Landing, n: usize, capacity: usize, comm: mpi::MPI_Comm) -> Option<Outcome> {
         let super::track::Landing::InPlace(l, _) = landing else { return None };
         let whole = l.unpackable(n);
-        (n <= capacity && whole != n).then(|| Outcome { whole: Some(whole), ..Outcome::new(n, capacity, comm, None) })
+        (n <= capacity && whole != n).then(|| Outcome::new(n, capacity, comm, None).ending_at(whole))
     }
 
     /// The same outcome, its error raised through the error handler MPICH uses for the
@@ -629,6 +629,13 @@ impl Outcome {
         } else {
             self
         }
+    }
+
+    /// The same outcome for a message whose whole predefined elements of the receive type end
+    /// at byte `whole` (`Layout::unpackable`): failed as MPICH fails it when that is not its end.
+    pub fn ending_at(self, whole: usize) -> Outcome {
+        let partial = whole != self.total && self.total <= self.capacity;
+        Outcome { whole: partial.then_some(whole), ..self }
     }
 
     /// Whether the message was longer than the receive.

@@ -56,8 +56,10 @@ pub(super) unsafe fn start(e: Stashed, buf: *mut c_void, count: i64, datatype: D
         (Dest::Bytes(base), cap)
     } else if let Some(l) = Layout::any_compiled(buf, count, &t) {
         let cap = l.bytes();
+        // An ordinary message's end is its own: whole elements of it only (MPICH).
+        let m = if e.header.is_some() { n.min(cap) } else { l.unpackable(n.min(cap)) };
         // SAFETY: the range lies inside the receive's stream.
-        unsafe { l.unpack_range(&e.m0.bytes()[..n.min(cap)], 0, buf) };
+        unsafe { l.unpack_range(&e.m0.bytes()[..m], 0, buf) };
         (Dest::InPlace(l, buf), cap)
     } else {
         // A type sluice cannot unpack by ranges: the MPI unpacks an ordinary message; an M0
@@ -75,11 +77,17 @@ pub(super) unsafe fn start(e: Stashed, buf: *mut c_void, count: i64, datatype: D
         // SAFETY: M0's data went to `dest` (Engine: unpacked by `begin`).
         Some(h) => Ok(unsafe { Incoming::begin(h, cap, dest, comm) }.with_origin(e.source, e.tag)),
         None => {
-            if let Dest::Engine(op) = &dest {
-                // SAFETY: as above.
-                unsafe { op.layout.unpack(&op.staging, n, buf) };
-            }
-            Err(Outcome::new(n, cap, comm, origin))
+            let whole = match &dest {
+                Dest::Engine(op) => {
+                    let m = op.layout.unpackable(n);
+                    // SAFETY: as above.
+                    unsafe { op.layout.unpack(&op.staging, m, buf) };
+                    m
+                }
+                Dest::InPlace(l, _) => l.unpackable(n),
+                Dest::Bytes(_) => n,
+            };
+            Err(Outcome::new(n, cap, comm, origin).ending_at(whole))
         }
     }
 }
@@ -91,11 +99,20 @@ fn size_of(count: i64, datatype: Dt) -> usize {
     (size.max(0) as usize).saturating_mul(count.max(0) as usize)
 }
 
-/// A blocking receive served from the stash.
+/// A blocking receive served from the stash (`matched`: `MPI_Mrecv`, whose errors MPICH raises
+/// as a nonblocking completion's, `Outcome::for_request`).
 ///
 /// # Safety
 /// As `MPI_Recv`.
-pub unsafe fn blocking(e: Stashed, buf: *mut c_void, count: i64, datatype: Dt, comm: Comm, status: *mut mpi::MPI_Status) -> c_int {
+pub unsafe fn blocking(
+    e: Stashed,
+    buf: *mut c_void,
+    count: i64,
+    datatype: Dt,
+    comm: Comm,
+    status: *mut mpi::MPI_Status,
+    matched: bool,
+) -> c_int {
     // SAFETY: forwarded contract.
     let o = match unsafe { start(e, buf, count, datatype, comm) } {
         Ok(mut t) => {
@@ -105,6 +122,7 @@ pub unsafe fn blocking(e: Stashed, buf: *mut c_void, count: i64, datatype: Dt, c
         }
         Err(o) => o,
     };
+    let o = if matched { o.for_request(false) } else { o };
     // SAFETY: the application's status (or ignore).
     unsafe { o.patch(status) };
     o.code()
