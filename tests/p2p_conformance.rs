@@ -80,7 +80,10 @@ const CONFIGS: &[Config] = &[
             ("SLUICE_PIPELINE_DEPTH", "2"),
             ("SLUICE_PROGRESS_THREAD", "1"),
         ],
-        truncation_fields_differ: &["count", "content", "*"],
+        // `world_handler`: at MPI_THREAD_MULTIPLE, MPICH's MPI_Request_get_status on a truncated
+        // receive that sluice watches raises the error through MPI_COMM_WORLD's handler once
+        // more (docs/protocol.md, known differences).
+        truncation_fields_differ: &["count", "content", "*", "world_handler"],
         across_nodes: true,
         four_ranks: false,
     },

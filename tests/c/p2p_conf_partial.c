@@ -13,7 +13,8 @@
  * MPI write the partial element, docs/protocol.md). Sent as MPI_BYTE (contiguous) and as a
  * strided vector of chars (non-contiguous: pipelined when large), by Recv, Irecv+Wait,
  * Irecv+Waitall, Recv_init+Start+Wait, Sendrecv, Irecv+Waitany, Irecv+Test, Mprobe+Mrecv and
- * Mprobe+Imrecv+Wait. Pairs are
+ * Mprobe+Imrecv+Wait. Also a 1 MiB message truncated by a 600,000-byte receive: which handler
+ * each way of receiving raises the error through. Pairs are
  * rank ^ 1; rank 0 records behaviours, which the driver compares with the bare MPI's. */
 #define SLUICE_P2P_CONF
 #include "check.h"
@@ -70,8 +71,7 @@ static void one(MPI_Comm comm, int peer, MPI_Datatype stype, int n, MPI_Datatype
         MPI_OK(MPI_Recv_init(r, rcount, rtype, peer, tag, comm, &q));
         MPI_OK(MPI_Start(&q));
         rc = MPI_Wait(&q, &st);
-        MPI_OK(MPI_Request_free(&q));
-        break;
+        break; /* freed below */
     case 4: rc = MPI_Sendrecv(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, r, rcount, rtype, peer, tag, comm, &st); break;
     case 5:
         MPI_OK(MPI_Irecv(r, rcount, rtype, peer, tag, comm, &q));
@@ -108,6 +108,7 @@ static void one(MPI_Comm comm, int peer, MPI_Datatype stype, int n, MPI_Datatype
     if (record_written) snprintf(w, sizeof w, " written=%zu", written);
     conf_behavior(key, "class=%d status_error=%d handler=%d/%d world_handler=%d/%d%s", cls, ecls, handler_calls, handler_class,
                   world_calls, world_class, w);
+    if (how == 3) MPI_OK(MPI_Request_free(&q));
     free(r);
 }
 
@@ -166,6 +167,26 @@ int main(int argc, char **argv) {
                         one(comm, rank ^ 1, stype, n, rt[t], rcount, how, tag++, key, t != 4);
                         if (sender) MPI_OK(MPI_Type_free(&stype));
                     }
+        /* Truncation of a message of 1 MiB into a receive of 600,000 bytes (one the pipelined
+         * protocol watches for its first message): the handler and the codes, not the bytes
+         * (docs/protocol.md, "Known differences"). Into the strided type only: Open MPI 4.1
+         * overruns a contiguous receive that truncates a large message (same section). */
+        for (int t = 2; t < 3; t++)
+            for (int sender = 0; sender < 2; sender++)
+                for (int how = 0; how < HOWS; how++) {
+                    if (how == 3) continue; /* Open MPI 4.1 cannot free the truncated request */
+                    int n = 1 << 20, rsize;
+                    MPI_Type_size(rt[t], &rsize);
+                    MPI_Datatype stype = MPI_BYTE;
+                    if (sender) {
+                        MPI_OK(MPI_Type_vector(n, 1, 2, MPI_CHAR, &stype));
+                        MPI_OK(MPI_Type_commit(&stype));
+                    }
+                    char key[96];
+                    snprintf(key, sizeof key, "truncation.overflow.%s.%s.%s", RT[t], sender ? "sparse" : "bytes", HOW[how]);
+                    one(comm, rank ^ 1, stype, n, rt[t], 600000 / rsize, how, tag++, key, 0);
+                    if (sender) MPI_OK(MPI_Type_free(&stype));
+                }
         for (int i = 0; i < 5; i++)
             if (rt[i] != MPI_INT) MPI_OK(MPI_Type_free(&rt[i]));
         MPI_OK(MPI_Comm_free(&comm));

@@ -45,7 +45,7 @@ impl Taken {
     /// A truncated receive is left to the wait: Open MPI's `MPI_Request_get_status` reports it
     /// as a success with the sender's larger count (measured), which this skips; MPICH's
     /// returns the error after raising it through `MPI_COMM_WORLD`'s handler (measured), so on
-    /// MPICH the loop runs with that handler set to `MPI_ERRORS_RETURN` ([`QuietWorld`]) and
+    /// MPICH the loop runs with that handler set to `MPI_ERRORS_RETURN` ([`super::QuietWorld`]) and
     /// stops at the error, which the wait then raises as it would have. Where another thread
     /// may call MPI meanwhile (`MPI_THREAD_MULTIPLE`) MPICH's loop does not run.
     ///
@@ -57,7 +57,7 @@ impl Taken {
             return;
         }
         let _quiet = match cfg!(sluice_mpi = "mpich") {
-            true => match QuietWorld::new() {
+            true => match super::QuietWorld::new() {
                 Some(q) => Some(q),
                 None => return,
             },
@@ -127,41 +127,6 @@ impl Taken {
             }
         }
         failed
-    }
-}
-
-/// `MPI_COMM_WORLD`'s error handler set to `MPI_ERRORS_RETURN` for as long as this lives, then
-/// the application's again (see [`Taken::unpack_as_they_arrive`]); only while no other thread
-/// may call MPI (not at `MPI_THREAD_MULTIPLE`).
-struct QuietWorld(mpi::MPI_Errhandler);
-
-impl QuietWorld {
-    fn new() -> Option<QuietWorld> {
-        let mut level = crate::ffi::THREAD_SINGLE;
-        // SAFETY: legal from any thread while MPI is initialized; writes one int.
-        unsafe { mpi::PMPI_Query_thread(&mut level) };
-        if level >= crate::ffi::THREAD_MULTIPLE {
-            return None;
-        }
-        let mut app = consts::errors_return();
-        // SAFETY: MPI_COMM_WORLD is valid while MPI is initialized; writes one handle, a new
-        // reference that `drop` releases.
-        if unsafe { mpi::PMPI_Comm_get_errhandler(consts::comm_world(), &mut app) } != errclass::SUCCESS {
-            return None;
-        }
-        // SAFETY: as above; a predefined handler.
-        unsafe { mpi::PMPI_Comm_set_errhandler(consts::comm_world(), consts::errors_return()) };
-        Some(QuietWorld(app))
-    }
-}
-
-impl Drop for QuietWorld {
-    fn drop(&mut self) {
-        // SAFETY: puts back the handler taken in `new` and releases that reference.
-        unsafe {
-            mpi::PMPI_Comm_set_errhandler(consts::comm_world(), self.0);
-            mpi::PMPI_Errhandler_free(&mut self.0);
-        }
     }
 }
 
