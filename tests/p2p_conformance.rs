@@ -187,6 +187,11 @@ fn conformance(name: &str, exe: &Path) {
             if TIMING_DEPENDENT.contains(&k.as_str()) {
                 continue; // both values are the MPI's, chosen by timing (see the list)
             }
+            if k.starts_with("truncation.overflow.") && got[k] == "skipped at MPI_THREAD_MULTIPLE" {
+                // p2p_conf_partial's truncations of 1 MiB into a watched receive: Open MPI hangs
+                // in one of them under the progress thread (open, docs/protocol.md).
+                continue;
+            }
             if k.starts_with("truncation.") && cfg.truncation_fields_differ.contains(&"*") && !v.contains('=') {
                 continue; // a single-valued truncation behaviour the configuration may change
             }
