@@ -189,7 +189,7 @@ fn conformance(name: &str, exe: &Path) {
             }
             if k.starts_with("truncation.overflow.") && got[k] == "skipped at MPI_THREAD_MULTIPLE" {
                 // p2p_conf_partial's truncations of 1 MiB into a watched receive: Open MPI hangs
-                // in one of them under the progress thread (open, docs/protocol.md).
+                // in one of them under sluice at MPI_THREAD_MULTIPLE (open bug, docs/protocol.md).
                 continue;
             }
             if k.starts_with("truncation.") && cfg.truncation_fields_differ.contains(&"*") && !v.contains('=') {

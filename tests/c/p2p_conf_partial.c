@@ -190,7 +190,7 @@ int main(int argc, char **argv) {
                     }
                     char key[96];
                     snprintf(key, sizeof key, "truncation.overflow.%s.%s.%s", RT[t], sender ? "sparse" : "bytes", HOW[how]);
-                    if (multiple) /* open: Open MPI hangs here under sluice's progress thread */
+                    if (multiple) /* open bug: Open MPI hangs here under sluice (docs/protocol.md) */
                         conf_behavior(key, "skipped at MPI_THREAD_MULTIPLE");
                     else
                         one(comm, rank ^ 1, stype, n, rt[t], 600000 / rsize, how, tag++, key, 0);
