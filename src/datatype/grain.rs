@@ -3,7 +3,7 @@
 //!
 //! Why: MPICH's engine unpacks a received message element by element of the receive type's
 //! predefined types and stops before a partial one, reporting `MPI_ERR_TRUNCATE` (measured: its
-//! test suite's `errors/pt2pt/truncmsg2`, and `tests/c/p2p_partial_element.c`). Where sluice
+//! test suite's `errors/pt2pt/truncmsg2`, and `tests/c/p2p_conf_partial.c`). Where sluice
 //! unpacks a message itself it must stop at the same byte. Normalization merges neighbouring
 //! elements into one run, so the boundaries are taken from the typemap as decoded, whose leaves
 //! are the predefined types (a pair type such as `MPI_DOUBLE_INT` a struct of its two), once per
@@ -104,7 +104,7 @@ mod tests {
     }
 
     /// `{char, int, 2 x double, short}` at 0, 4, 8, 24, two of them as a vector (MPICH measured:
-    /// boundaries 0 1 5 13 21 23 | 24 28 36 44 46, `tests/c/p2p_partial_element.c`).
+    /// boundaries 0 1 5 13 21 23 | 24 28 36 44 46, `tests/c/p2p_conf_partial.c`).
     fn mixed() -> DataLoop {
         let b = DataLoop::bytes;
         let s = DataLoop::structure(vec![1, 1, 2, 1], vec![0, 4, 8, 24], vec![b(1), b(4), b(8), b(2)]);

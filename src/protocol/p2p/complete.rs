@@ -498,7 +498,9 @@ pub(crate) unsafe fn request_get_status_mpi(request: Req, flag: *mut c_int, stat
     // SAFETY: complete; `stp` is its status.
     let failed = if !flag.is_null() && unsafe { *flag } != 0 { unsafe { op.finish(rc, stp, false) } } else { None };
     ops::restore(request, op);
-    super::raise_partial(rc, failed)
+    // MPICH's own MPI_Request_get_status raises a request's error through MPI_COMM_WORLD's
+    // handler, whichever the request's (`QuietWorld`).
+    super::raise_partial(rc, failed.map(|c| if cfg!(sluice_mpi = "mpich") { consts::comm_world() } else { c }))
 }
 
 /// `MPI_Cancel`: a persistent receive that `MPI_Start` served from a probed message is

@@ -55,21 +55,20 @@ pub(crate) unsafe fn delivered_bytes(rc: c_int, status: *const mpi::MPI_Status, 
 }
 
 /// A receive whose delivered bytes end inside a predefined element of its type, on MPICH: its
-/// status counts the `whole` bytes unpacked, and `comm` (whose error handler the caller invokes
-/// with `MPI_ERR_TRUNCATE`, or `MPI_ERR_IN_STATUS` for a multiple completion) is handed back.
-/// MPICH's engine stops at the partial element and fails the receive the same way (measured:
-/// `tests/c/p2p_partial_element.c`; its own status then counts the whole bytes or 0, depending
-/// on whether the message arrived before the receive was posted, so sluice takes the former).
+/// status counts the `whole` bytes unpacked; the caller then raises `MPI_ERR_TRUNCATE`
+/// ([`raise_partial`], [`raise_partial_in_status`]). MPICH's engine stops at the partial
+/// element and fails the receive the same way (measured: `tests/c/p2p_conf_partial.c`; its own
+/// status then counts the whole bytes or 0, depending on whether the message arrived before the
+/// receive was posted, so sluice takes the former).
 ///
 /// # Safety
 /// `status` is a writable status of the completed receive (or `MPI_STATUS_IGNORE`).
-pub(crate) unsafe fn partial_element(status: *mut mpi::MPI_Status, whole: usize, comm: mpi::MPI_Comm) -> mpi::MPI_Comm {
+pub(crate) unsafe fn partial_element(status: *mut mpi::MPI_Status, whole: usize) {
     if !status.is_null() && status != consts::status_ignore() {
         // SAFETY: a valid status (above).
         unsafe { mpi::PMPI_Status_set_elements_x(status, consts::byte(), whole as mpi::MPI_Count) };
     }
     log::debug!("a receive ended inside a predefined element of its type: {whole} whole bytes unpacked, MPI_ERR_TRUNCATE");
-    comm
 }
 
 /// Reports a single completion that [`partial_element`] failed: `comm`'s error handler, then

@@ -101,8 +101,11 @@ impl Op {
         }
         self.active = false;
         let cut = if consume { self.cut.take() } else { self.cut };
-        // SAFETY: forwarded contract.
-        cut.map(|whole| unsafe { super::partial_element(status, whole, super::pipeline::comm_from_key(self.comm)) })
+        cut.map(|whole| {
+            // SAFETY: forwarded contract.
+            unsafe { super::partial_element(status, whole) };
+            super::pipeline::comm_from_key(self.comm)
+        })
     }
 }
 

@@ -77,7 +77,8 @@ unsafe fn blocking(
         // A matched receive's communicator is not known here: MPI_COMM_WORLD's handler.
         let comm = from.unwrap_or_else(consts::comm_world);
         // SAFETY: `stp` is this receive's writable status.
-        return super::raise_partial(rc, Some(unsafe { super::partial_element(stp, whole, comm) }));
+        unsafe { super::partial_element(stp, whole) };
+        return super::raise_partial(rc, Some(comm));
     }
     if let Some(comm) = from {
         // SAFETY: the MPI filled `stp`.
@@ -234,7 +235,6 @@ unsafe fn direct_blocking(direct: Direct, status: *mut Status, receive: impl FnO
     let mut local = super::blank_status();
     let stp = status_or(status, &mut local);
     let rc = receive(post, stp);
-    // SAFETY: the MPI filled `stp`.
     // SAFETY: the MPI filled `stp`.
     let n = unsafe { super::received_bytes(stp) };
     if rc != errclass::SUCCESS || n != pipeline::reserved() {

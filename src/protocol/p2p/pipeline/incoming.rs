@@ -32,6 +32,18 @@ pub enum Dest {
     InPlace(Layout, *mut c_void),
 }
 
+impl Dest {
+    /// The receive's layout, where sluice unpacks it (a contiguous receive's posting does not
+    /// keep its type: MPICH takes any byte count into one, docs/protocol.md).
+    pub fn layout(&self) -> Option<&Layout> {
+        match self {
+            Dest::Engine(op) => Some(&op.layout),
+            Dest::InPlace(l, _) => Some(l),
+            Dest::Bytes(_) => None,
+        }
+    }
+}
+
 /// What a receive into sluice's own memory (a device buffer's host copy) is told as a
 /// pipelined message lands ([`watching`], [`watch_at`]).
 pub trait Watch: Send {
@@ -252,13 +264,7 @@ impl Incoming {
         // the buffer untouched, but M0 may already have landed in it: docs/protocol.md). On
         // the device route M0 carries no stream data.
         let total = header.total as usize;
-        let layout = match &dest {
-            Dest::Engine(op) => Some(&op.layout),
-            Dest::InPlace(l, _) => Some(l),
-            // A contiguous receive's posting does not keep its type (see docs/protocol.md).
-            Dest::Bytes(_) => None,
-        };
-        let whole = layout.map(|l| l.unpackable(total)).filter(|&m| total <= capacity && m != total);
+        let whole = dest.layout().map(|l| l.unpackable(total)).filter(|&m| total <= capacity && m != total);
         if let (Dest::Engine(op), false) = (&dest, header.device) {
             let n = d.min(whole.unwrap_or(capacity));
             // SAFETY: the staging buffer holds M0; the user buffer is the receive's.

@@ -77,16 +77,11 @@ pub(super) unsafe fn start(e: Stashed, buf: *mut c_void, count: i64, datatype: D
         // SAFETY: M0's data went to `dest` (Engine: unpacked by `begin`).
         Some(h) => Ok(unsafe { Incoming::begin(h, cap, dest, comm) }.with_origin(e.source, e.tag)),
         None => {
-            let whole = match &dest {
-                Dest::Engine(op) => {
-                    let m = op.layout.unpackable(n);
-                    // SAFETY: as above.
-                    unsafe { op.layout.unpack(&op.staging, m, buf) };
-                    m
-                }
-                Dest::InPlace(l, _) => l.unpackable(n),
-                Dest::Bytes(_) => n,
-            };
+            let whole = dest.layout().map_or(n, |l| l.unpackable(n));
+            if let Dest::Engine(op) = &dest {
+                // SAFETY: as above.
+                unsafe { op.layout.unpack(&op.staging, whole, buf) };
+            }
             Err(Outcome::new(n, cap, comm, origin).ending_at(whole))
         }
     }
