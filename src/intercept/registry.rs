@@ -105,7 +105,7 @@ macro_rules! for_each_interposed {
             Completion fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) err(world)
                 fast(completion()) => { $crate::protocol::device::pending::wait };
             Completion fn MPI_Waitall(count: c_int, requests: *mut MPI_Request,
-                statuses: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::device::pending::waitall };
+                statuses: *mut MPI_Status) err(world) fast(waitall()) => { $crate::protocol::device::pending::waitall };
             Completion fn MPI_Waitany(count: c_int, requests: *mut MPI_Request, index: *mut c_int,
                 status: *mut MPI_Status) err(world) fast(completion()) => { $crate::protocol::device::pending::waitany };
             Completion fn MPI_Waitsome(incount: c_int, requests: *mut MPI_Request,

@@ -16,6 +16,7 @@ fn after_init(rc: c_int, t0: u64, mpi_ns: u64) -> c_int {
     if rc != errclass::SUCCESS {
         return rc;
     }
+    crate::protocol::p2p::waitall_guard::arm();
     let started = start().map(|()| start_pipeline().and_then(|()| start_progress_thread()));
     match started {
         Ok(Err(msg)) => errors::raise(consts::comm_world(), errclass::ERR_ARG, &format!("MPI_Init: {msg}")),

@@ -273,14 +273,14 @@ pub(crate) unsafe fn waitall_mpi(count: c_int, reqs: *mut Req, statuses: *mut St
     let mut taken = Taken::from(rs);
     if taken.is_empty() {
         // SAFETY: forwarded unchanged.
-        return unsafe { next::MPI_Waitall(count, reqs, statuses) };
+        return unsafe { super::waitall_guard::waitall(count, reqs, statuses) };
     }
     taken.unpack_as_they_arrive(rs);
     let before = rs.to_vec();
     let mut sts = Statuses::new(statuses, rs.len());
     // SAFETY: forwarded with a real status array of `count` entries; the MPI writes the handles
     // through `rs` (see [`requests`]).
-    let rc = unsafe { next::MPI_Waitall(count, rs.as_mut_ptr(), sts.ptr()) };
+    let rc = unsafe { super::waitall_guard::waitall(count, rs.as_mut_ptr(), sts.ptr()) };
     let pending = |i: usize, sts: &mut Statuses| {
         // SAFETY: entry `i` of the filled status array.
         rc == errclass::ERR_IN_STATUS && unsafe { (*sts.at(i)).MPI_ERROR } == errclass::ERR_PENDING

@@ -104,6 +104,13 @@ pub fn completion(_: Look) -> bool {
     crate::transfer::runtime::progress::idle()
 }
 
+/// `MPI_Waitall`: as [`completion`], and not Open MPI at `MPI_THREAD_MULTIPLE`, where the
+/// handler waits with a loop of Testall ([`super::waitall_guard`]).
+#[inline(always)]
+pub fn waitall(look: Look) -> bool {
+    completion(look) && !super::waitall_guard::armed()
+}
+
 /// The reductions, which sluice intercepts only to stage device buffers
 /// (`protocol::device::coll`): while the fast path is open the GPU layer is not armed (an armed
 /// layer runs sluice in `Instrumented` mode), so their handlers would forward every call.

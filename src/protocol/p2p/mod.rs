@@ -12,7 +12,8 @@
 //! - [`recv`]: receives, matched receives, Sendrecv and Sendrecv_replace;
 //! - [`ops`]: the table of requests sluice must finish (unpack, release staging);
 //! - [`complete`]: the Wait/Test family, Request_free, Request_get_status, Start/Startall;
-//! - [`fast`]: which calls the handlers would forward unchanged, decided before dispatch.
+//! - [`fast`]: which calls the handlers would forward unchanged, decided before dispatch;
+//! - [`waitall_guard`]: Waitall without Open MPI 4.1's spin at `MPI_THREAD_MULTIPLE`.
 
 pub mod complete;
 pub mod contest;
@@ -21,6 +22,7 @@ pub mod ops;
 pub mod pipeline;
 pub mod recv;
 pub mod send;
+pub mod waitall_guard;
 
 use std::ffi::c_int;
 
