@@ -433,6 +433,23 @@ fn waitall_over_a_failed_request_returns() {
 }
 
 #[test]
+fn persistent_receive_freed_by_a_failed_completion() {
+    // Open MPI frees a persistent receive whose completion failed (truncation); MPICH leaves it
+    // inactive. New persistent requests after it (which may get the handle value) must carry
+    // their own messages, and sluice must keep no entry of the freed one (its diagnostics for a
+    // stale or leaked request).
+    let exe = compile_c("p2p_persistent_failed");
+    launch(2, &exe, &[], None).assert_pass("p2p_persistent_failed");
+    for (cfg, np) in shim_runs() {
+        let job = launch_shim(np, &exe, cfg.env);
+        job.assert_pass("p2p_persistent_failed");
+        for bad in ["already tracked", "never completed", "put back into"] {
+            assert!(!job.stderr.contains(bad), "{np} ranks {:?}: sluice reported \"{bad}\"\n{}", cfg.env, job.all());
+        }
+    }
+}
+
+#[test]
 fn sends_learn_their_path_per_type_and_stay_exact() {
     // The per-type path contest: blocking sends alternate between the MPI's engine and sluice's
     // path, timed to the receiver's finish, and then keep the faster; every message of every round is checked (blocking,

@@ -70,16 +70,16 @@ macro_rules! for_each_interposed {
             // ---- point-to-point: persistent -----------------------------------------------------
             Persistent fn MPI_Send_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                fast(message(count, datatype)) => { $crate::protocol::device::p2p::send_init };
+                fast(persistent_send(count, datatype)) => { $crate::protocol::device::p2p::send_init };
             Persistent fn MPI_Bsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                fast(message(count, datatype)) => { $crate::protocol::device::p2p::bsend_init };
+                fast(persistent_send(count, datatype)) => { $crate::protocol::device::p2p::bsend_init };
             Persistent fn MPI_Ssend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                fast(message(count, datatype)) => { $crate::protocol::device::p2p::ssend_init };
+                fast(persistent_send(count, datatype)) => { $crate::protocol::device::p2p::ssend_init };
             Persistent fn MPI_Rsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
                 dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
-                fast(message(count, datatype)) => { $crate::protocol::device::p2p::rsend_init };
+                fast(persistent_send(count, datatype)) => { $crate::protocol::device::p2p::rsend_init };
             Persistent fn MPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
                 source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) err(comm)
                 fast(persistent_receive(count, datatype)) => { $crate::protocol::device::p2p::recv_init };
@@ -431,16 +431,16 @@ macro_rules! for_each_interposed_large_count {
                 fast(receive(count, datatype)) => { $crate::protocol::device::p2p::large_count::irecv_c };
             Persistent fn MPI_Send_init_c(buf: *const c_void, count: MPI_Count,
                 datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
-                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::device::p2p::send_init_c };
+                request: *mut MPI_Request) err(comm) fast(persistent_send(count, datatype)) => { $crate::protocol::device::p2p::send_init_c };
             Persistent fn MPI_Bsend_init_c(buf: *const c_void, count: MPI_Count,
                 datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
-                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::device::p2p::bsend_init_c };
+                request: *mut MPI_Request) err(comm) fast(persistent_send(count, datatype)) => { $crate::protocol::device::p2p::bsend_init_c };
             Persistent fn MPI_Ssend_init_c(buf: *const c_void, count: MPI_Count,
                 datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
-                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::device::p2p::ssend_init_c };
+                request: *mut MPI_Request) err(comm) fast(persistent_send(count, datatype)) => { $crate::protocol::device::p2p::ssend_init_c };
             Persistent fn MPI_Rsend_init_c(buf: *const c_void, count: MPI_Count,
                 datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
-                request: *mut MPI_Request) err(comm) fast(message(count, datatype)) => { $crate::protocol::device::p2p::rsend_init_c };
+                request: *mut MPI_Request) err(comm) fast(persistent_send(count, datatype)) => { $crate::protocol::device::p2p::rsend_init_c };
             Persistent fn MPI_Recv_init_c(buf: *mut c_void, count: MPI_Count,
                 datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm,
                 request: *mut MPI_Request) err(comm) fast(persistent_receive(count, datatype)) => { $crate::protocol::device::p2p::large_count::recv_init_c };

@@ -113,16 +113,16 @@ impl Taken {
     ) -> Vec<(usize, mpi::MPI_Comm)> {
         let mut failed = Vec::new();
         for (i, mut op) in self.0 {
-            let completed = if op.persistent() { done(i) } else { now[i] == consts::request_null() };
+            let live = now[i] != consts::request_null();
+            let completed = if op.persistent() { done(i) } else { !live };
             if completed {
                 // SAFETY: the MPI completed request `i` and filled its status.
                 if let Some(comm) = unsafe { op.finish(code(i), status(i), true) } {
                     failed.push((i, comm));
                 }
-                if op.persistent() {
-                    ops::restore(before[i], op);
-                }
-            } else {
+            }
+            // A persistent request lives on, unless the MPI freed it (see [`super::freed_by_mpi`]).
+            if live && (op.persistent() || !completed) {
                 ops::restore(before[i], op);
             }
         }
@@ -230,8 +230,8 @@ pub(crate) unsafe fn wait_mpi(request: *mut Req, status: *mut Status) -> c_int {
         // SAFETY: completed; `stp` is its status.
         failed = unsafe { op.finish(rc, stp, true) };
     }
-    if op.persistent() || now != consts::request_null() {
-        ops::restore(before, op);
+    if now != consts::request_null() {
+        ops::restore(before, op); // live, or persistent (unless the MPI freed it: `freed_by_mpi`)
     }
     super::raise_partial(rc, failed)
 }
@@ -257,8 +257,8 @@ pub(crate) unsafe fn test_mpi(request: *mut Req, flag: *mut c_int, status: *mut 
     // SAFETY: completed; `stp` is its status.
     let failed = if done { unsafe { op.finish(rc, stp, true) } } else { None };
     // SAFETY: as above.
-    if op.persistent() || unsafe { *request } != consts::request_null() {
-        ops::restore(before, op);
+    if unsafe { *request } != consts::request_null() {
+        ops::restore(before, op); // as in `wait_mpi`
     }
     super::raise_partial(rc, failed)
 }
@@ -698,11 +698,51 @@ pub unsafe fn improbe(
 
 // ---- the application's entry points: pipelined receives first, then the calls above --------
 
+/// Runs the completion call `call` on the `count` requests at `reqs` and forgets sluice's
+/// records (`pipeline::persistent`) of the persistent receives it freed: Open MPI 4.1 frees a
+/// persistent request whose completion failed (its error handler's invocation releases it and
+/// sets the handle to `MPI_REQUEST_NULL`), where MPICH leaves it inactive (measured:
+/// `tests/c/p2p_persistent_failed.c`). The handle value may name another request next, so the
+/// pipeline's entry of such a receive goes too (the engine path's entries follow the handles
+/// the call leaves: `Taken::settle`, `track::settle`). At `MPI_THREAD_MULTIPLE` another
+/// thread could be given the handle value between the MPI's free and this clean-up (a window of
+/// a few instructions after a failed completion of a persistent receive).
+///
+/// # Safety
+/// `reqs` is null or points to `count` requests; `call` is the completion call on them.
+unsafe fn forgetting_freed(reqs: *mut Req, count: c_int, call: impl FnOnce() -> c_int) -> c_int {
+    if !cfg!(sluice_mpi = "openmpi") || !super::pipeline::persistent::any() || reqs.is_null() || count <= 0 {
+        return call();
+    }
+    // SAFETY: forwarded contract.
+    let before = unsafe { std::slice::from_raw_parts(reqs, count as usize) }.to_vec();
+    let rc = call();
+    if rc != errclass::SUCCESS {
+        for (i, &b) in before.iter().enumerate() {
+            // SAFETY: as above; the call is over.
+            if b != consts::request_null() && unsafe { *reqs.add(i) } == consts::request_null() {
+                super::pipeline::persistent::forget(b);
+                track::released_by_mpi(b);
+            }
+        }
+    }
+    rc
+}
+
 /// `MPI_Wait`.
 ///
 /// # Safety
 /// As `MPI_Wait`.
 pub unsafe fn wait(request: *mut Req, status: *mut Status) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { forgetting_freed(request, 1, || wait_layers(request, status)) }
+}
+
+/// `MPI_Wait` through the pipeline's and the engine path's tables.
+///
+/// # Safety
+/// As `MPI_Wait`.
+unsafe fn wait_layers(request: *mut Req, status: *mut Status) -> c_int {
     if !track::any() || request.is_null() {
         progress::drive();
         // SAFETY: forwarded contract.
@@ -717,6 +757,15 @@ pub unsafe fn wait(request: *mut Req, status: *mut Status) -> c_int {
 /// # Safety
 /// As `MPI_Test`.
 pub unsafe fn test(request: *mut Req, flag: *mut c_int, status: *mut Status) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { forgetting_freed(request, 1, || test_layers(request, flag, status)) }
+}
+
+/// `MPI_Test` through the pipeline's and the engine path's tables.
+///
+/// # Safety
+/// As `MPI_Test`.
+unsafe fn test_layers(request: *mut Req, flag: *mut c_int, status: *mut Status) -> c_int {
     if !track::any() || request.is_null() || flag.is_null() {
         progress::drive();
         // SAFETY: forwarded contract.
@@ -762,6 +811,15 @@ pub unsafe fn request_free(request: *mut Req) -> c_int {
 /// # Safety
 /// As `MPI_Waitall`.
 pub unsafe fn waitall(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { forgetting_freed(reqs, count, || waitall_layers(count, reqs, statuses)) }
+}
+
+/// `MPI_Waitall` through the pipeline's and the engine path's tables.
+///
+/// # Safety
+/// As `MPI_Waitall`.
+unsafe fn waitall_layers(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_int {
     if !track::any() || no_array(reqs, count) {
         progress::drive();
         // SAFETY: forwarded contract.
@@ -778,6 +836,15 @@ pub unsafe fn waitall(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_
 /// # Safety
 /// As `MPI_Testall`.
 pub unsafe fn testall(count: c_int, reqs: *mut Req, flag: *mut c_int, statuses: *mut Status) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { forgetting_freed(reqs, count, || testall_layers(count, reqs, flag, statuses)) }
+}
+
+/// `MPI_Testall` through the pipeline's and the engine path's tables.
+///
+/// # Safety
+/// As `MPI_Testall`.
+unsafe fn testall_layers(count: c_int, reqs: *mut Req, flag: *mut c_int, statuses: *mut Status) -> c_int {
     if !track::any() || flag.is_null() || no_array(reqs, count) {
         progress::drive();
         // SAFETY: forwarded contract.
@@ -849,6 +916,15 @@ unsafe fn any_tracked(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mu
 /// # Safety
 /// As `MPI_Waitany`.
 pub unsafe fn waitany(count: c_int, reqs: *mut Req, index: *mut c_int, status: *mut Status) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { forgetting_freed(reqs, count, || waitany_layers(count, reqs, index, status)) }
+}
+
+/// `MPI_Waitany` through the pipeline's and the engine path's tables.
+///
+/// # Safety
+/// As `MPI_Waitany`.
+unsafe fn waitany_layers(count: c_int, reqs: *mut Req, index: *mut c_int, status: *mut Status) -> c_int {
     if !track::any() || index.is_null() || no_array(reqs, count) {
         progress::drive();
         // SAFETY: forwarded contract.
@@ -863,6 +939,15 @@ pub unsafe fn waitany(count: c_int, reqs: *mut Req, index: *mut c_int, status: *
 /// # Safety
 /// As `MPI_Testany`.
 pub unsafe fn testany(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mut c_int, status: *mut Status) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { forgetting_freed(reqs, count, || testany_layers(count, reqs, index, flag, status)) }
+}
+
+/// `MPI_Testany` through the pipeline's and the engine path's tables.
+///
+/// # Safety
+/// As `MPI_Testany`.
+unsafe fn testany_layers(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mut c_int, status: *mut Status) -> c_int {
     if !track::any() || index.is_null() || flag.is_null() || no_array(reqs, count) {
         progress::drive();
         // SAFETY: forwarded contract.
@@ -930,6 +1015,15 @@ unsafe fn some_tracked(
 /// # Safety
 /// As `MPI_Waitsome`.
 pub unsafe fn waitsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { forgetting_freed(reqs, incount, || waitsome_layers(incount, reqs, outcount, indices, statuses)) }
+}
+
+/// `MPI_Waitsome` through the pipeline's and the engine path's tables.
+///
+/// # Safety
+/// As `MPI_Waitsome`.
+unsafe fn waitsome_layers(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
     if !track::any() || outcount.is_null() || indices.is_null() || no_array(reqs, incount) {
         progress::drive();
         // SAFETY: forwarded contract.
@@ -944,6 +1038,15 @@ pub unsafe fn waitsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, ind
 /// # Safety
 /// As `MPI_Testsome`.
 pub unsafe fn testsome(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { forgetting_freed(reqs, incount, || testsome_layers(incount, reqs, outcount, indices, statuses)) }
+}
+
+/// `MPI_Testsome` through the pipeline's and the engine path's tables.
+///
+/// # Safety
+/// As `MPI_Testsome`.
+unsafe fn testsome_layers(incount: c_int, reqs: *mut Req, outcount: *mut c_int, indices: *mut c_int, statuses: *mut Status) -> c_int {
     if !track::any() || outcount.is_null() || indices.is_null() || no_array(reqs, incount) {
         progress::drive();
         // SAFETY: forwarded contract.

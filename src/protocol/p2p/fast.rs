@@ -82,6 +82,14 @@ pub fn persistent_receive(look: Look, count: impl Into<i64>, dt: mpi::MPI_Dataty
     pipeline::reserved() == 0 && message(look, count, dt)
 }
 
+/// The persistent sends (`MPI_Send_init` and the other modes): as [`message`], and no
+/// persistent receive recorded (the handler forgets a record left under the new handle by a
+/// receive the MPI freed: `send::with_request`).
+#[inline(always)]
+pub fn persistent_send(look: Look, count: impl Into<i64>, dt: mpi::MPI_Datatype) -> bool {
+    !pipeline::persistent::any() && message(look, count, dt)
+}
+
 /// `MPI_Sendrecv`: both sides forwarded, and no stashed message for the receive side.
 #[inline(always)]
 pub fn sendrecv(

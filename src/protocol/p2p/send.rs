@@ -122,6 +122,21 @@ unsafe fn staged(layout: &Layout, buf: *const c_void, comm: Comm, dest: c_int) -
     (unsafe { layout.packed(buf) }, layout.count_arg(), consts::packed())
 }
 
+/// After a persistent send was created as `request` (code `rc`): a persistent receive the MPI
+/// freed without the application (Open MPI frees one whose completion failed,
+/// `complete::forgetting_freed`) may still be recorded under this handle value when that call
+/// took the fast path; the send's `MPI_Start` must not find it.
+///
+/// # Safety
+/// `request` is null or the application's handle the call wrote (on success).
+unsafe fn forget_receive_under(rc: c_int, request: *mut Req) -> c_int {
+    if rc == errclass::SUCCESS && !request.is_null() {
+        // SAFETY: the new request's handle, written by the MPI.
+        pipeline::persistent::forget(unsafe { *request });
+    }
+    rc
+}
+
 /// A nonblocking (`persistent == false`) or persistent send in any mode.
 ///
 /// # Safety
@@ -459,11 +474,13 @@ macro_rules! send_mode {
             buf: *const c_void, count: c_int, datatype: Dt, dest: c_int, tag: c_int, comm: Comm, request: *mut Req,
         ) -> c_int {
             // SAFETY: forwarded contract.
-            unsafe {
+            let rc = unsafe {
                 with_request(buf, count.into(), datatype, dest, tag, comm, request, true, next::$mpi_init, || {
                     next::$mpi_init(buf, count, datatype, dest, tag, comm, request)
                 })
-            }
+            };
+            // SAFETY: the call's request argument.
+            unsafe { forget_receive_under(rc, request) }
         }
 
         #[cfg(sluice_large_count)]
@@ -509,11 +526,13 @@ macro_rules! send_mode {
             request: *mut Req,
         ) -> c_int {
             // SAFETY: forwarded contract.
-            unsafe {
+            let rc = unsafe {
                 with_request(buf, count, datatype, dest, tag, comm, request, true, next::$mpi_init, || {
                     next::$mpi_init_c(buf, count, datatype, dest, tag, comm, request)
                 })
-            }
+            };
+            // SAFETY: the call's request argument.
+            unsafe { forget_receive_under(rc, request) }
         }
     };
 }

@@ -254,6 +254,15 @@ fn take_out_when_free(req: Req) -> Option<Entry> {
     }
 }
 
+/// The MPI freed the persistent receive `req` itself (Open MPI frees one whose completion
+/// failed: `complete::forgetting_freed`): its entry goes, since the handle value may name
+/// another request next.
+pub fn released_by_mpi(req: Req) {
+    if any() {
+        drop(take_out_when_free(req));
+    }
+}
+
 fn forget(req: Req) {
     let mut g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
     if g.as_mut().and_then(|m| m.remove(&request_key(req))).is_some() {
@@ -548,9 +557,12 @@ fn settle(
 ) -> Vec<(usize, Outcome)> {
     let mut trunc = Vec::new();
     for (i, mut e, o) in fin {
-        let completed = if e.persistent { done(i) } else { now[i] == consts::request_null() };
+        let live = now[i] != consts::request_null();
+        let completed = if e.persistent { done(i) } else { !live };
         if !completed {
-            arm(before[i], e);
+            if live {
+                arm(before[i], e); // (a persistent request the MPI freed goes: `freed_by_mpi`)
+            }
             continue;
         }
         let st = if single { statuses } else { status_at(statuses, pos(i)) };
@@ -558,6 +570,9 @@ fn settle(
         unsafe { o.patch(st) };
         if o.failed() {
             trunc.push((pos(i), o));
+        }
+        if !live {
+            continue; // a persistent request the MPI freed (`freed_by_mpi`)
         }
         if e.self_completed() {
             if let Some(own) = e.resume.take() {
