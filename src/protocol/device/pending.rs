@@ -128,9 +128,10 @@ fn take_all(reqs: &[Req]) -> Vec<(usize, Op)> {
 }
 
 /// Finishes the taken entries whose request the call completed (`done(i)`) and puts back the
-/// others and the persistent ones under their handles from before the call. Returns `rc`, or
-/// the class of a failed copy.
-fn settle(taken: Vec<(usize, Op)>, before: &[Req], done: impl Fn(usize) -> bool, rc: c_int) -> c_int {
+/// others and the persistent ones under their handles from before the call, unless the call
+/// left the handle null (`now`: Open MPI frees a persistent request whose completion failed,
+/// `p2p::complete::forgetting_freed`). Returns `rc`, or the class of a failed copy.
+fn settle(taken: Vec<(usize, Op)>, before: &[Req], now: &[Req], done: impl Fn(usize) -> bool, rc: c_int) -> c_int {
     let mut out = rc;
     for (i, mut op) in taken {
         if done(i) {
@@ -142,7 +143,9 @@ fn settle(taken: Vec<(usize, Op)>, before: &[Req], done: impl Fn(usize) -> bool,
                 continue;
             }
         }
-        put(request_key(before[i]), op);
+        if now.get(i).is_some_and(|&h| h != consts::request_null()) {
+            put(request_key(before[i]), op);
+        }
     }
     out
 }
@@ -235,7 +238,8 @@ pub unsafe fn wait(request: *mut Req, status: *mut Status) -> c_int {
     let taken = take_all(&before);
     // SAFETY: forwarded contract.
     let rc = unsafe { complete::wait(request, status) };
-    settle(taken, &before, |_| true, rc)
+    // SAFETY: the application's handle, as the call left it.
+    settle(taken, &before, &[unsafe { *request }], |_| true, rc)
 }
 
 /// `MPI_Test`.
@@ -255,7 +259,8 @@ pub unsafe fn test(request: *mut Req, flag: *mut c_int, status: *mut Status) -> 
     let rc = unsafe { complete::test(request, flag, status) };
     // SAFETY: the application's flag, written by the call.
     let done = unsafe { *flag } != 0;
-    settle(taken, &before, |_| done, rc)
+    // SAFETY: the application's handle, as the call left it.
+    settle(taken, &before, &[unsafe { *request }], |_| done, rc)
 }
 
 /// `MPI_Waitall`.
@@ -273,8 +278,8 @@ pub unsafe fn waitall(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_
     let taken = take_all(&before);
     // SAFETY: forwarded contract.
     let rc = unsafe { complete::waitall(count, reqs, statuses) };
-    // SAFETY: forwarded contract.
-    settle(taken, &before, |i| unsafe { not_pending(rc, statuses, i) }, rc)
+    // SAFETY: forwarded contract; the handles as the call left them.
+    settle(taken, &before, &unsafe { handles(reqs, count) }, |i| unsafe { not_pending(rc, statuses, i) }, rc)
 }
 
 /// `MPI_Testall`.
@@ -294,8 +299,8 @@ pub unsafe fn testall(count: c_int, reqs: *mut Req, flag: *mut c_int, statuses: 
     let rc = unsafe { complete::testall(count, reqs, flag, statuses) };
     // SAFETY: the application's flag, written by the call.
     let all = unsafe { *flag } != 0;
-    // SAFETY: forwarded contract.
-    settle(taken, &before, |i| all && unsafe { not_pending(rc, statuses, i) }, rc)
+    // SAFETY: forwarded contract; the handles as the call left them.
+    settle(taken, &before, &unsafe { handles(reqs, count) }, |i| all && unsafe { not_pending(rc, statuses, i) }, rc)
 }
 
 /// `MPI_Waitany`.
@@ -315,7 +320,8 @@ pub unsafe fn waitany(count: c_int, reqs: *mut Req, index: *mut c_int, status: *
     let rc = unsafe { complete::waitany(count, reqs, index, status) };
     // SAFETY: the application's index, written by the call.
     let k = unsafe { *index };
-    settle(taken, &before, |i| k != UNDEFINED && i as c_int == k, rc)
+    // SAFETY: forwarded contract; the handles as the call left them.
+    settle(taken, &before, &unsafe { handles(reqs, count) }, |i| k != UNDEFINED && i as c_int == k, rc)
 }
 
 /// `MPI_Testany`.
@@ -335,7 +341,8 @@ pub unsafe fn testany(count: c_int, reqs: *mut Req, index: *mut c_int, flag: *mu
     let rc = unsafe { complete::testany(count, reqs, index, flag, status) };
     // SAFETY: the application's index and flag, written by the call.
     let (k, f) = unsafe { (*index, *flag) };
-    settle(taken, &before, |i| f != 0 && k != UNDEFINED && i as c_int == k, rc)
+    // SAFETY: forwarded contract; the handles as the call left them.
+    settle(taken, &before, &unsafe { handles(reqs, count) }, |i| f != 0 && k != UNDEFINED && i as c_int == k, rc)
 }
 
 /// The indices a Waitsome/Testsome call reported.
@@ -377,7 +384,8 @@ unsafe fn some(
     let rc = unsafe { inner(incount, reqs, outcount, indices, statuses) };
     // SAFETY: the call's outputs.
     let done = unsafe { reported(outcount, indices) };
-    settle(taken, &before, |i| done.contains(&i), rc)
+    // SAFETY: forwarded contract; the handles as the call left them.
+    settle(taken, &before, &unsafe { handles(reqs, incount) }, |i| done.contains(&i), rc)
 }
 
 /// `MPI_Waitsome`.
