@@ -121,7 +121,7 @@ impl Taken {
                     failed.push((i, comm));
                 }
             }
-            // A persistent request lives on, unless the MPI freed it (see [`super::freed_by_mpi`]).
+            // A persistent request lives on, unless the MPI freed it (`forgetting_freed`).
             if live && (op.persistent() || !completed) {
                 ops::restore(before[i], op);
             }
@@ -231,7 +231,7 @@ pub(crate) unsafe fn wait_mpi(request: *mut Req, status: *mut Status) -> c_int {
         failed = unsafe { op.finish(rc, stp, true) };
     }
     if now != consts::request_null() {
-        ops::restore(before, op); // live, or persistent (unless the MPI freed it: `freed_by_mpi`)
+        ops::restore(before, op); // live, or persistent (unless the MPI freed it: `forgetting_freed`)
     }
     super::raise_partial(rc, failed)
 }
@@ -714,8 +714,19 @@ unsafe fn forgetting_freed(reqs: *mut Req, count: c_int, call: impl FnOnce() -> 
     if !cfg!(sluice_mpi = "openmpi") || !super::pipeline::persistent::any() || reqs.is_null() || count <= 0 {
         return call();
     }
-    // SAFETY: forwarded contract.
-    let before = unsafe { std::slice::from_raw_parts(reqs, count as usize) }.to_vec();
+    // The handles before the call, on the stack for the usual few (this runs on every
+    // completion call of the full path while a persistent receive is recorded).
+    let n = count as usize;
+    let (mut small, mut large) = ([consts::request_null(); 16], Vec::new());
+    {
+        // SAFETY: forwarded contract; read before the call writes the handles.
+        let now = unsafe { std::slice::from_raw_parts(reqs, n) };
+        match small.get_mut(..n) {
+            Some(s) => s.copy_from_slice(now),
+            None => large.extend_from_slice(now),
+        }
+    }
+    let before: &[Req] = if n <= small.len() { &small[..n] } else { &large };
     let rc = call();
     if rc != errclass::SUCCESS {
         for (i, &b) in before.iter().enumerate() {

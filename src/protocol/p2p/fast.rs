@@ -84,7 +84,7 @@ pub fn persistent_receive(look: Look, count: impl Into<i64>, dt: mpi::MPI_Dataty
 
 /// The persistent sends (`MPI_Send_init` and the other modes): as [`message`], and no
 /// persistent receive recorded (the handler forgets a record left under the new handle by a
-/// receive the MPI freed: `send::with_request`).
+/// receive the MPI freed: `send::forget_receive_under`).
 #[inline(always)]
 pub fn persistent_send(look: Look, count: impl Into<i64>, dt: mpi::MPI_Datatype) -> bool {
     !pipeline::persistent::any() && message(look, count, dt)

@@ -56,7 +56,7 @@ pub fn armed() -> bool {
 /// # Safety
 /// As `MPI_Waitall`.
 pub unsafe fn waitall(count: c_int, reqs: *mut Req, statuses: *mut Status) -> c_int {
-    if !armed() || count <= 0 {
+    if !armed() || count <= 0 || reqs.is_null() {
         // SAFETY: forwarded contract.
         return unsafe { next::MPI_Waitall(count, reqs, statuses) };
     }

@@ -561,7 +561,7 @@ fn settle(
         let completed = if e.persistent { done(i) } else { !live };
         if !completed {
             if live {
-                arm(before[i], e); // (a persistent request the MPI freed goes: `freed_by_mpi`)
+                arm(before[i], e); // (a persistent request the MPI freed goes: `complete::forgetting_freed`)
             }
             continue;
         }
@@ -572,7 +572,7 @@ fn settle(
             trunc.push((pos(i), o));
         }
         if !live {
-            continue; // a persistent request the MPI freed (`freed_by_mpi`)
+            continue; // a persistent request the MPI freed (`complete::forgetting_freed`)
         }
         if e.self_completed() {
             if let Some(own) = e.resume.take() {
