@@ -18,6 +18,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
+use crate::datatype::choice::{Dir, Engine, Policy};
 use crate::datatype::compiled::CompiledType;
 use crate::ffi::{consts, datatype_key, errclass, mpi, next};
 use crate::stats;
@@ -39,7 +40,7 @@ const FILTER_SLOTS: usize = 1024;
 /// `ceil(S* / size)` for a type [`TypeHint::left_to_mpi`] (no bound with the pipeline off) and
 /// to 0 for any other. The fast path's quick look is then one load and one comparison, and
 /// messages of committed contiguous or large-block types skip the thorough look. Lowered
-/// (`fetch_min`) before `MPI_Type_commit` returns; recomputed from the slot's remaining types
+/// before `MPI_Type_commit` returns; recomputed from the slot's remaining types
 /// when one is freed, and for every slot when the reserved size changes (`MPI_Init`).
 static QUICK_LIMIT: [AtomicU64; FILTER_SLOTS] = [const { AtomicU64::new(u64::MAX) }; FILTER_SLOTS];
 
@@ -170,10 +171,26 @@ static SIZE_SEQ: [AtomicU32; FILTER_SLOTS] = [const { AtomicU32::new(0) }; FILTE
 /// Changes slot `i`'s key and value with `write`, under [`SIZE_SEQ`] (caller holds [`TYPES`]'
 /// write lock: one writer at a time).
 fn size_write(i: usize, write: impl FnOnce()) {
-    SIZE_SEQ[i].fetch_add(1, Ordering::Relaxed);
+    // Plain stores, not read-modify-writes: the one writer holds the table's lock, and a commit
+    // and a free each make several of these writes (a locked instruction costs ~6 ns here).
+    let seq = SIZE_SEQ[i].load(Ordering::Relaxed);
+    SIZE_SEQ[i].store(seq.wrapping_add(1), Ordering::Relaxed);
     std::sync::atomic::fence(Ordering::Release);
     write();
-    SIZE_SEQ[i].fetch_add(1, Ordering::Release);
+    SIZE_SEQ[i].store(seq.wrapping_add(2), Ordering::Release);
+}
+
+/// Adds `delta` to an atomic that only holders of [`TYPES`]' write lock change (a load and a
+/// store: no locked instruction).
+#[inline]
+fn locked_add_u32(a: &AtomicU32, delta: i32) {
+    a.store(a.load(Ordering::Relaxed).wrapping_add_signed(delta), Ordering::Relaxed);
+}
+
+/// Bumps [`GENERATION`] (caller holds [`TYPES`]' write lock; Release as the bump was).
+#[inline]
+fn bump_generation() {
+    GENERATION.store(GENERATION.load(Ordering::Relaxed) + 1, Ordering::Release);
 }
 
 /// Flag kept with the size in [`SIZE_VAL`] (its low bit): [`TypeHint::left_to_mpi`].
@@ -422,15 +439,18 @@ fn insert(t: mpi::MPI_Datatype, c: Arc<CompiledType>) {
     let i = slot_index(key);
     // Lowered before the type is in the table and before the commit returns: the quick look
     // never sees a compiled type with a limit above its own.
-    QUICK_LIMIT[i].fetch_min(quick_limit_of(&c, left), Ordering::Relaxed);
+    let limit = quick_limit_of(&c, left);
+    if limit < QUICK_LIMIT[i].load(Ordering::Relaxed) {
+        QUICK_LIMIT[i].store(limit, Ordering::Relaxed); // writers hold the lock: no fetch_min
+    }
     if let Some(old) = g.get_or_insert_with(FxHashMap::default).insert(key, c) {
         // The same handle committed again: the old form's bound may have been the lowest.
         refresh_after_leave(g.as_ref(), i);
-        GENERATION.fetch_add(1, Ordering::Release);
+        bump_generation();
         drop(old);
         super::byte_twin::sweep();
     } else {
-        slot(key).fetch_add(1, Ordering::Relaxed);
+        locked_add_u32(slot(key), 1);
     }
     size_write(i, || {
         SIZE_KEY[i].store(key, Ordering::Relaxed);
@@ -467,8 +487,8 @@ fn remove(t: mpi::MPI_Datatype) {
         size_write(slot_index(key), || SIZE_KEY[slot_index(key)].store(0, Ordering::Relaxed));
     }
     if let Some(c) = g.as_mut().and_then(|m| m.remove(&key)) {
-        GENERATION.fetch_add(1, Ordering::Release);
-        slot(key).fetch_sub(1, Ordering::Relaxed);
+        bump_generation();
+        locked_add_u32(slot(key), -1);
         let i = slot_index(key);
         // This type may have set the slot's limit; and a limit left low in a large table
         // (`refresh_after_leave`) opens again when the slot empties.
@@ -504,7 +524,7 @@ pub fn forget_all() {
     let mut g = TYPES.write().unwrap_or_else(|e| e.into_inner());
     *g = None;
     super::byte_twin::forget_all();
-    GENERATION.fetch_add(1, Ordering::Release);
+    bump_generation();
     MAYBE.iter().for_each(|s| s.store(0, Ordering::Relaxed));
     let small = crate::protocol::limits::small_count();
     QUICK_LIMIT.iter().for_each(|s| s.store(small, Ordering::Relaxed));
@@ -676,6 +696,23 @@ fn plan<'a>(
     Route::Engine(PackPlan { datatype, compiled, count: count as usize, start: position as usize, bytes: bytes as usize })
 }
 
+/// Whether a call of `bytes` packed bytes of `c` in direction `dir` goes to the MPI unchanged
+/// because the type's engine choice (`datatype::choice`, policy `auto`) settled on the MPI's
+/// engine: the MPI then does exactly what sluice's route to its engine did (same engine, same
+/// bytes), without that route's layers, which cost 15-25 ns a call (face-y-16^3 pack, 2 KiB, on
+/// Open MPI: 50 ns through them against 33 ns for the MPI's own call; a type whose two engines
+/// tie lost a third of its speed whenever the MPI's won the contest). Not for calls large
+/// enough for sluice's parallel workers (`SLUICE_PARALLEL_MIN`), which the route tries first,
+/// and not on MPICH for types built from structs, whose packed bytes MPICH's engine may refuse
+/// to unpack where sluice's route falls back to its own kernel.
+#[inline]
+fn mpi_engine_decided(c: &CompiledType, dir: Dir, bytes: u64) -> bool {
+    // The type's state first: one relaxed load, and a decision exists only under `auto`.
+    c.choice().decided(dir) == Some(Engine::Mpi)
+        && !(cfg!(sluice_mpi = "mpich") && c.from_struct())
+        && crate::runtime::config().is_some_and(|cfg| cfg.pack_engine == Policy::Auto && bytes < cfg.parallel_min as u64)
+}
+
 /// Small operations on contiguous data are one `memcpy`, made here: the kernel's layers (the
 /// parallel check, the dispatch on instruction set and block size) cost more than the copy, and
 /// left both MPIs' contiguous paths faster than sluice for 8-64 bytes (bench/pack_small.c:
@@ -691,14 +728,15 @@ fn small_contiguous(p: &PackPlan<'_>) -> Option<i64> {
     p.compiled.contiguous_at(p.count)
 }
 
-/// Packs through sluice's engine if `plan` allows; returns the new position.
+/// Packs through sluice's engine if `plan` allows; returns the new position, or `None` when
+/// the call goes to the MPI unchanged ([`mpi_engine_decided`]).
 ///
 /// # Safety
 /// As `MPI_Pack` (the application's buffers are valid for the typemap and the packed range).
-unsafe fn engine_pack(p: &PackPlan<'_>, inbuf: *const c_void, outbuf: *mut c_void) -> i64 {
+unsafe fn engine_pack(p: &PackPlan<'_>, inbuf: *const c_void, outbuf: *mut c_void) -> Option<i64> {
     if p.bytes == 0 {
         stats::engine_bytes(0);
-        return p.start as i64; // the buffers may be NULL: no slice or copy over them
+        return Some(p.start as i64); // the buffers may be NULL: no slice or copy over them
     }
     // SAFETY: `plan` checked that `[start, start + bytes)` lies inside the caller's `outsize`
     // bytes at `outbuf`; MPI_Pack's contract makes the typemap readable at `inbuf` (for a
@@ -707,7 +745,10 @@ unsafe fn engine_pack(p: &PackPlan<'_>, inbuf: *const c_void, outbuf: *mut c_voi
         if let Some(at) = small_contiguous(p) {
             std::ptr::copy_nonoverlapping((inbuf as *const u8).wrapping_offset(at as isize), (outbuf as *mut u8).add(p.start), p.bytes);
             stats::engine_bytes(p.bytes);
-            return (p.start + p.bytes) as i64;
+            return Some((p.start + p.bytes) as i64);
+        }
+        if mpi_engine_decided(p.compiled, Dir::Pack, p.bytes as u64) {
+            return None;
         }
         let out = std::slice::from_raw_parts_mut((outbuf as *mut u8).add(p.start), p.bytes);
         if !super::parallel::try_pack(p.datatype, p.compiled, p.count, inbuf as *const u8, out) {
@@ -715,17 +756,17 @@ unsafe fn engine_pack(p: &PackPlan<'_>, inbuf: *const c_void, outbuf: *mut c_voi
         }
     }
     stats::engine_bytes(p.bytes);
-    (p.start + p.bytes) as i64
+    Some((p.start + p.bytes) as i64)
 }
 
-/// Unpacks through sluice's engine; returns the new position.
+/// Unpacks through sluice's engine; returns the new position, or `None` as [`engine_pack`].
 ///
 /// # Safety
 /// As `MPI_Unpack`.
-unsafe fn engine_unpack(p: &PackPlan<'_>, inbuf: *const c_void, outbuf: *mut c_void) -> i64 {
+unsafe fn engine_unpack(p: &PackPlan<'_>, inbuf: *const c_void, outbuf: *mut c_void) -> Option<i64> {
     if p.bytes == 0 {
         stats::engine_bytes(0);
-        return p.start as i64; // as in `engine_pack`
+        return Some(p.start as i64); // as in `engine_pack`
     }
     // SAFETY: `plan` checked the packed range lies inside `insize` bytes at `inbuf`; MPI_Unpack's
     // contract makes the typemap writable at `outbuf`, and its typemap has no overlapping entries
@@ -734,7 +775,10 @@ unsafe fn engine_unpack(p: &PackPlan<'_>, inbuf: *const c_void, outbuf: *mut c_v
         if let Some(at) = small_contiguous(p) {
             std::ptr::copy_nonoverlapping((inbuf as *const u8).add(p.start), (outbuf as *mut u8).wrapping_offset(at as isize), p.bytes);
             stats::engine_bytes(p.bytes);
-            return (p.start + p.bytes) as i64;
+            return Some((p.start + p.bytes) as i64);
+        }
+        if mpi_engine_decided(p.compiled, Dir::Unpack, p.bytes as u64) {
+            return None;
         }
         let input = std::slice::from_raw_parts((inbuf as *const u8).add(p.start), p.bytes);
         if !super::parallel::try_unpack(p.datatype, p.compiled, p.count, input, outbuf as *mut u8) {
@@ -742,7 +786,7 @@ unsafe fn engine_unpack(p: &PackPlan<'_>, inbuf: *const c_void, outbuf: *mut c_v
         }
     }
     stats::engine_bytes(p.bytes);
-    (p.start + p.bytes) as i64
+    Some((p.start + p.bytes) as i64)
 }
 
 /// Reads an optional position pointer.
@@ -770,9 +814,14 @@ pub unsafe fn pack(
     match plan("MPI_Pack", c.get(), inbuf, outbuf, incount.into(), datatype, outsize.into(), read_pos(position), comm, probe) {
         // SAFETY: plan validated the arguments; position is non-null; the end fits in c_int
         // because it is at most `outsize`.
-        Route::Engine(p) => unsafe {
-            *position = engine_pack(&p, inbuf, outbuf) as c_int;
-            errclass::SUCCESS
+        Route::Engine(p) => match unsafe { engine_pack(&p, inbuf, outbuf) } {
+            Some(end) => {
+                // SAFETY: as above.
+                unsafe { *position = end as c_int };
+                errclass::SUCCESS
+            }
+            // SAFETY: forwarded unchanged.
+            None => unsafe { next::MPI_Pack(inbuf, incount, datatype, outbuf, outsize, position, comm) },
         },
         Route::Fail(class) => class,
         // SAFETY: forwarded unchanged.
@@ -798,9 +847,14 @@ pub unsafe fn unpack(
     let c = compiled(datatype);
     match plan("MPI_Unpack", c.get(), outbuf, inbuf, outcount.into(), datatype, insize.into(), read_pos(position), comm, probe) {
         // SAFETY: as in `pack`.
-        Route::Engine(p) => unsafe {
-            *position = engine_unpack(&p, inbuf, outbuf) as c_int;
-            errclass::SUCCESS
+        Route::Engine(p) => match unsafe { engine_unpack(&p, inbuf, outbuf) } {
+            Some(end) => {
+                // SAFETY: as in `pack`.
+                unsafe { *position = end as c_int };
+                errclass::SUCCESS
+            }
+            // SAFETY: forwarded unchanged.
+            None => unsafe { next::MPI_Unpack(inbuf, insize, position, outbuf, outcount, datatype, comm) },
         },
         Route::Fail(class) => class,
         // SAFETY: forwarded unchanged.
@@ -862,9 +916,14 @@ pub mod large_count {
         let c = compiled(datatype);
         match plan("MPI_Pack_c", c.get(), inbuf, outbuf, incount, datatype, outsize, read_pos(position), comm, probe) {
             // SAFETY: as in `pack`.
-            Route::Engine(p) => unsafe {
-                *position = engine_pack(&p, inbuf, outbuf);
-                errclass::SUCCESS
+            Route::Engine(p) => match unsafe { engine_pack(&p, inbuf, outbuf) } {
+                Some(end) => {
+                    // SAFETY: as in `pack`.
+                    unsafe { *position = end };
+                    errclass::SUCCESS
+                }
+                // SAFETY: forwarded unchanged.
+                None => unsafe { next::MPI_Pack_c(inbuf, incount, datatype, outbuf, outsize, position, comm) },
             },
             Route::Fail(class) => class,
             // SAFETY: forwarded unchanged.
@@ -890,9 +949,14 @@ pub mod large_count {
         let c = compiled(datatype);
         match plan("MPI_Unpack_c", c.get(), outbuf, inbuf, outcount, datatype, insize, read_pos(position), comm, probe) {
             // SAFETY: as in `pack`.
-            Route::Engine(p) => unsafe {
-                *position = engine_unpack(&p, inbuf, outbuf);
-                errclass::SUCCESS
+            Route::Engine(p) => match unsafe { engine_unpack(&p, inbuf, outbuf) } {
+                Some(end) => {
+                    // SAFETY: as in `pack`.
+                    unsafe { *position = end };
+                    errclass::SUCCESS
+                }
+                // SAFETY: forwarded unchanged.
+                None => unsafe { next::MPI_Unpack_c(inbuf, insize, position, outbuf, outcount, datatype, comm) },
             },
             Route::Fail(class) => class,
             // SAFETY: forwarded unchanged.

@@ -219,7 +219,10 @@ pub(super) unsafe fn body<S: Entries, const PACK: bool>(k: &Kernel, dl: &DataLoo
             Kernel::Indexed { runs, .. } => {
                 S::runs::<PACK>(mem, count, ext, runs, buf);
             }
-            Kernel::SmallRuns { moves } => {
+            Kernel::SmallRuns { runs, .. } if count < super::small_runs::SMALL_RUNS_MIN_COUNT => {
+                S::runs::<PACK>(mem, count, ext, runs, buf);
+            }
+            Kernel::SmallRuns { moves, .. } => {
                 let size = dl.size;
                 let mut k0 = 0;
                 while k0 < count {

@@ -14,13 +14,24 @@ use super::copy::xfer;
 #[inline(always)]
 pub(super) unsafe fn runs<const PACK: bool>(mem: *mut u8, count: usize, ext: i64, runs: &[(i64, usize)], buf: *mut u8) -> *mut u8 {
     let mut q = buf;
+    let Some((&first, rest)) = runs.split_first() else { return q };
     for k in 0..count {
         let base = mem.wrapping_offset((k as i64 * ext) as isize);
-        for &(o, l) in runs {
+        // Each run's entry is read before the previous run's stores: read after them, an entry
+        // whose address shares its low 12 bits with a store's waited for that store (the CPU
+        // guesses a dependence from those bits alone), and a table that happened to sit so
+        // against the packed buffer made a 16-run pack 2.5x slower (AMD EPYC: 64 against 26 ns,
+        // one build of the library to the next).
+        let (mut o, mut l) = first;
+        for &next in rest {
             // SAFETY: run `(o, l)` of element `k` and its place in the buffer (caller's contract).
             unsafe { xfer::<0, PACK>(base.wrapping_offset(o as isize), q, l) };
             q = q.wrapping_add(l);
+            (o, l) = next;
         }
+        // SAFETY: the last run, as above.
+        unsafe { xfer::<0, PACK>(base.wrapping_offset(o as isize), q, l) };
+        q = q.wrapping_add(l);
     }
     q
 }

@@ -16,7 +16,8 @@
 //! - [`Kernel::SmallRuns`]: up to 16 disjoint runs of at most 64 bytes per element (64 runs
 //!   when a tile of elements spans at most 32 KiB), elements disjoint (an array of structs):
 //!   each run is one or two fixed-width moves, run over a tile of 64 elements as a strided
-//!   loop, so there is no length dispatch per run.
+//!   loop, so there is no length dispatch per run; calls of fewer than 8 elements move the
+//!   runs in stream order instead (a column's set-up costs more than a few elements' moves).
 //! - [`Kernel::Indexed`]: a table of `(offset, len)` runs per element (indexed types, and any
 //!   type with at most [`MAX_RUNS`] runs per element).
 //! - [`Kernel::Nested`]: a type with more runs per element than that table holds, whose top
@@ -206,7 +207,9 @@ pub enum Kernel {
     /// A few short, disjoint runs per element, elements disjoint too (an array of structs):
     /// fixed-width moves `(width index into MOVE_WIDTHS, memory offset, buffer offset)`, each
     /// run over a tile of elements as one strided loop of plain moves.
-    SmallRuns { moves: Vec<(usize, i64, usize)> },
+    /// `runs` is the element's `(offset, len)` runs in stream order: calls of fewer than
+    /// [`small_runs::SMALL_RUNS_MIN_COUNT`] elements move them as the indexed kernel does.
+    SmallRuns { moves: Vec<(usize, i64, usize)>, runs: Vec<(i64, usize)> },
     /// An element with more runs than an offset table holds, whose blocks' children each have
     /// a kernel: the blocks of the type's top node in order, each its child's kernel over the
     /// block's `blocklen` children (`kernels[i]` for a struct's block `i`, `kernels[0]` for
@@ -249,7 +252,7 @@ impl Kernel {
             Kernel::Strided(_) | Kernel::Interp => 0,
             Kernel::BlockIndexed { displs, .. } => displs.len(),
             Kernel::Indexed { runs, .. } => runs.len(),
-            Kernel::SmallRuns { moves } => moves.len(),
+            Kernel::SmallRuns { moves, .. } => moves.len(),
             Kernel::Nested { kernels } => kernels.iter().map(Kernel::table_entries).sum(),
         }
     }
@@ -260,7 +263,7 @@ impl Kernel {
             Kernel::Strided(s) => Some(s.for_count(count, extent).unwrap_or(*s).block),
             Kernel::BlockIndexed { inner, .. } => Some(inner.block),
             Kernel::Indexed { runs, .. } => runs.iter().map(|r| r.1).min(),
-            Kernel::SmallRuns { moves } => moves.iter().map(|m| MOVE_WIDTHS[m.0]).min(),
+            Kernel::SmallRuns { moves, .. } => moves.iter().map(|m| MOVE_WIDTHS[m.0]).min(),
             // The children's smallest blocks (their own extents: an estimate for the rules
             // that only ask whether blocks are large).
             Kernel::Nested { kernels } => kernels.iter().filter_map(|k| k.min_block(1, 0)).min(),

@@ -216,7 +216,7 @@ fn picks_tables() {
     assert_eq!(kernel_of(&DataLoop::indexed(vec![1, 30, 2], vec![0, 100, 400], b(4))).name(), "indexed");
     let s = DataLoop::structure(vec![1, 1, 5], vec![0, 8, 16], vec![b(4), b(8), b(1)]).resized(0, 24);
     let k = kernel_of(&s);
-    assert_eq!(k, Kernel::SmallRuns { moves: vec![(2, 0, 0), (3, 8, 4), (3, 13, 9)] });
+    assert_eq!(k, Kernel::SmallRuns { moves: vec![(2, 0, 0), (3, 8, 4), (3, 13, 9)], runs: vec![(0, 4), (8, 13)] });
     // Overlapping runs keep the ordered table.
     let o = DataLoop::indexed(vec![2, 1], vec![0, 4], b(4));
     assert_eq!(kernel_of(&o).name(), "indexed");
@@ -228,7 +228,7 @@ fn small_runs_in_tiles() {
     let odd = DataLoop::structure(vec![3, 1, 1], vec![40, 0, 20], vec![b(1), b(13), b(7)]);
     for dl in [s.clone(), s.resized(0, -24), odd.clone(), odd.resized(-8, 60)] {
         assert_eq!(kernel_of(&dl).name(), "small-runs");
-        for count in [1, 63, 64, 65, 200] {
+        for count in [1, 7, 8, 63, 64, 65, 200] {
             check(&dl, count).unwrap();
         }
     }
