@@ -6,6 +6,7 @@
 //! ```toml
 //! threshold = 33554432        # TH: largest intermediate buffer, bytes
 //! mpi = "openmpi"             # optional: the MPI whose paths the MPI channels measured
+//! request_cost = 2.5e-6       # optional: seconds one runtime request costs besides its bytes
 //!
 //! [[memory]]
 //! name = "FBM0"               # unique; channels refer to memories by name
@@ -38,6 +39,9 @@ struct File {
     /// The MPI whose paths the `network`, `mpi_typed` and `shm_typed` channels measured.
     #[serde(default)]
     mpi: Option<String>,
+    /// What one request of the transfer runtime costs besides its bytes (seconds).
+    #[serde(default)]
+    request_cost: Option<f64>,
     #[serde(default)]
     memory: Vec<MemoryEntry>,
     #[serde(default)]
@@ -88,7 +92,7 @@ impl Model {
             let curve = points.and_then(|p| Curve::new(&p)).map_err(|reason| ModelError::BadCurve { channel: i, reason })?;
             channels.push(Channel { kind: c.kind, src: id(i, &c.src)?, dst: id(i, &c.dst)?, curve });
         }
-        Ok(Model::new(memories, channels, file.threshold)?.with_mpi(file.mpi))
+        Model::new(memories, channels, file.threshold)?.with_mpi(file.mpi).with_request_cost(file.request_cost)
     }
 
     /// A model from a model file.
@@ -149,10 +153,15 @@ mod tests {
             &chan("A", "[[16]]"),
             &chan("A", "[[\"x\", 1e9]]"),
             &format!("{mem}spare = 1\n"),
+            &format!("request_cost = -1.0\n{mem}"),
+            &format!("request_cost = 2.0\n{mem}"),
+            &format!("request_cost = nan\n{mem}"),
         ] {
             let err = Model::from_toml_str(text).unwrap_err();
             assert!(!err.to_string().is_empty());
         }
         assert!(matches!(Model::from_file("/nonexistent/model.toml"), Err(ModelError::Io { .. })));
+        assert_eq!(Model::from_toml_str(mem).unwrap().request_cost(), None);
+        assert_eq!(Model::from_toml_str(&format!("request_cost = 2.5e-6\n{mem}")).unwrap().request_cost(), Some(2.5e-6));
     }
 }

@@ -109,6 +109,8 @@ pub enum ModelError {
     BadMemoryId { channel: usize },
     /// `threshold` must be at least one byte.
     BadThreshold,
+    /// `request_cost` must be finite, at least 0 and under a second.
+    BadRequestCost(f64),
 }
 
 impl fmt::Display for ModelError {
@@ -121,6 +123,7 @@ impl fmt::Display for ModelError {
             ModelError::BadCurve { channel, reason } => write!(f, "machine model: channel {channel}: {reason}"),
             ModelError::BadMemoryId { channel } => write!(f, "machine model: channel {channel} refers to a memory that does not exist"),
             ModelError::BadThreshold => write!(f, "machine model: threshold must be at least 1 byte"),
+            ModelError::BadRequestCost(c) => write!(f, "machine model: request_cost {c} must be at least 0 and under 1 (seconds)"),
         }
     }
 }
@@ -140,6 +143,9 @@ pub struct Model {
     into: Vec<Vec<ChannelId>>,
     /// The MPI whose paths the model's MPI channels measured (`"openmpi"`, `"mpich"`), if known.
     mpi: Option<String>,
+    /// What one request of the transfer runtime costs besides moving its bytes (seconds), if
+    /// measured (`sluice-info --calibrate`).
+    request_cost: Option<f64>,
 }
 
 impl Model {
@@ -165,7 +171,7 @@ impl Model {
                 into[c.dst.0 as usize].push(ChannelId(i as u32));
             }
         }
-        Ok(Model { memories, channels, threshold, by_name, out, into, mpi: None })
+        Ok(Model { memories, channels, threshold, by_name, out, into, mpi: None, request_cost: None })
     }
 
     pub fn memories(&self) -> &[Memory] {
@@ -190,6 +196,22 @@ impl Model {
     pub fn with_mpi(mut self, mpi: Option<String>) -> Model {
         self.mpi = mpi;
         self
+    }
+
+    /// The measured cost of one runtime request besides its bytes (seconds), if the model has one.
+    pub fn request_cost(&self) -> Option<f64> {
+        self.request_cost
+    }
+
+    /// The model with `cost` as its request cost (seconds; finite, at least 0, under 1).
+    pub fn with_request_cost(mut self, cost: Option<f64>) -> Result<Model, ModelError> {
+        if let Some(c) = cost {
+            if !(c.is_finite() && (0.0..1.0).contains(&c)) {
+                return Err(ModelError::BadRequestCost(c));
+            }
+        }
+        self.request_cost = cost;
+        Ok(self)
     }
 
     /// The memory called `name`.

@@ -98,11 +98,15 @@ impl std::fmt::Display for PathError {
 }
 
 pub const DEPTH: usize = 4;
-/// What one request costs besides moving its bytes: queueing it, waking the channel's worker and
-/// settling the transfer's state (seconds; an estimate for the 2-core development VM, not
-/// measured yet: docs/runtime.md). The curves of the model are per request size and do not include it; it
-/// is what keeps blocks from being made tiny when a conversion's short runs cap the curve.
-const REQUEST_COST: f64 = 5e-6;
+/// What one request costs besides moving its bytes (seconds), for models without a
+/// `request_cost` of their own. The curves of the model are per request size and do not include
+/// it; it is what keeps blocks from being made tiny when a conversion's short runs cap the
+/// curve. An effective value, not a single measured one (2-core AMD EPYC VM, 2026-12-01): a
+/// channel kept busy pays 0.6-0.8 us per request (a 16 MiB copy in 4 KiB blocks through the
+/// runtime against the same blocks copied alone), a worker that waits to be woken 9 us more on
+/// one CPU and 30 us across two, and paths whose blocks the smaller cost would shrink ran slower
+/// in reality (the file transpose: 256 KiB blocks 40% slower than 1 MiB; docs/runtime.md).
+pub const DEFAULT_REQUEST_COST: f64 = 5e-6;
 /// The predicted gain (fraction of the copy's time) that makes a larger block worth its memory.
 const LARGER_BLOCK_GAIN: f64 = 0.03;
 /// Longest a request may hold its channel (seconds; see `plan`).
@@ -233,6 +237,7 @@ pub fn plan(model: &Model, src: &Place, dst: &Place) -> Result<Path, PathError> 
     // written by two blocks.
     let align = if rmw { dst.window_align() } else { 1 };
     let serial = rmw && dst.windows_interleave();
+    let cost = model.request_cost().unwrap_or(DEFAULT_REQUEST_COST);
     let mut best: Option<(f64, usize, f64, Vec<usize>)> = None;
     for k in BLOCKS {
         let block = (1usize << k).next_multiple_of(align).min(total.next_multiple_of(align));
@@ -245,7 +250,7 @@ pub fn plan(model: &Model, src: &Place, dst: &Place) -> Result<Path, PathError> 
         let b = block.min(total) as f64;
         let t = hops
             .iter()
-            .map(|&(c, a)| b / (b / model.channel(c).curve.at(request(a, block, &buffers, src, dst) as f64) + REQUEST_COST))
+            .map(|&(c, a)| b / (b / model.channel(c).curve.at(request(a, block, &buffers, src, dst) as f64) + cost))
             .fold(f64::INFINITY, f64::min);
         // Priorities preempt at request granularity: a block that would hold a channel longer
         // than MAX_REQUEST_TIME makes an urgent copy wait that long behind it. Only paths
@@ -274,7 +279,7 @@ pub fn plan(model: &Model, src: &Place, dst: &Place) -> Result<Path, PathError> 
         .map(|(channel, action)| {
             let request = request(action, block, &buffers, src, dst);
             let b = block.min(total) as f64;
-            Hop { channel, action, request, throughput: b / (b / model.channel(channel).curve.at(request as f64) + REQUEST_COST) }
+            Hop { channel, action, request, throughput: b / (b / model.channel(channel).curve.at(request as f64) + cost) }
         })
         .collect();
     Ok(Path { hops, buffers, slot, depth: if serial { 1 } else { DEPTH }, block, serial, throughput })

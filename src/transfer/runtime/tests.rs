@@ -196,6 +196,28 @@ fn paths_follow_the_places() {
 }
 
 #[test]
+fn a_model_sets_the_request_cost_that_sizes_blocks() {
+    // 16 MiB of 8-byte runs in a file (columns of a row-major matrix) into packed memory, a
+    // buffered path (no cap on a request's time): cheap requests let blocks stay small, dear
+    // ones make them larger.
+    let column = ty(DataLoop::contig(8, DataLoop::bytes(1)).resized(0, 64));
+    let f = temp(&[0u8; 8]);
+    let mut b = vec![0u8; 64];
+    let mut block = |cost: Option<&str>| {
+        let text = match cost {
+            Some(c) => DEFAULT_MODEL.replace("threshold = 16777216", &format!("threshold = 16777216\nrequest_cost = {c}")),
+            None => DEFAULT_MODEL.to_string(),
+        };
+        let m = Model::from_toml_str(&text).unwrap();
+        assert_eq!(m.request_cost(), cost.map(|c| c.parse().unwrap()));
+        path::plan(&m, &file(&f, &column, 2 << 20, 0), &host(&mut b, &bytes(), 16 << 20, 0)).unwrap().block
+    };
+    let (cheap, default, dear) = (block(Some("0.0")), block(None), block(Some("2e-5")));
+    assert!(cheap < default && default < dear, "blocks {cheap}, {default}, {dear}");
+    assert_eq!(block(Some("5e-6")), default, "the built-in model's cost is 5 us");
+}
+
+#[test]
 fn a_path_without_buffers_holds_its_channel_briefly() {
     // 64 MiB host to host: nothing bounds the blocks' space, so the request time does (an urgent
     // copy waits behind at most one request).
