@@ -143,8 +143,8 @@ pub struct Model {
     into: Vec<Vec<ChannelId>>,
     /// The MPI whose paths the model's MPI channels measured (`"openmpi"`, `"mpich"`), if known.
     mpi: Option<String>,
-    /// What one request of the transfer runtime costs besides moving its bytes (seconds), if
-    /// measured (`sluice-info --calibrate`).
+    /// What one request of the transfer runtime costs besides moving its bytes (seconds), if the
+    /// model file sets one (calibration does not measure it yet: docs/runtime.md).
     request_cost: Option<f64>,
 }
 
@@ -198,7 +198,7 @@ impl Model {
         self
     }
 
-    /// The measured cost of one runtime request besides its bytes (seconds), if the model has one.
+    /// The cost of one runtime request besides its bytes (seconds), if the model sets one.
     pub fn request_cost(&self) -> Option<f64> {
         self.request_cost
     }

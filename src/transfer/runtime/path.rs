@@ -105,7 +105,7 @@ pub const DEPTH: usize = 4;
 /// channel kept busy pays 0.6-0.8 us per request (a 16 MiB copy in 4 KiB blocks through the
 /// runtime against the same blocks copied alone), a worker that waits to be woken 9 us more on
 /// one CPU and 30 us across two, and paths whose blocks the smaller cost would shrink ran slower
-/// in reality (the file transpose: 256 KiB blocks 40% slower than 1 MiB; docs/runtime.md).
+/// in reality (the file transpose: 14 ms in 1 MiB blocks, 20 ms in 256 KiB; docs/runtime.md).
 pub const DEFAULT_REQUEST_COST: f64 = 5e-6;
 /// The predicted gain (fraction of the copy's time) that makes a larger block worth its memory.
 const LARGER_BLOCK_GAIN: f64 = 0.03;
