@@ -396,10 +396,17 @@ fn pack_engine_choice_learns_per_type_and_every_call_matches_the_mpi() {
     // such call per type, direction and rank.
     let prefixes: std::collections::HashSet<&str> = all.lines().filter(|l| l.contains("learns from a prefix")).collect();
     assert!(prefixes.len() >= 7 * 2 * 2, "too few types learned from prefixes:\n{all}");
+    // Forced engines: under `mpi` the calls below SLUICE_PARALLEL_MIN go to the MPI unchanged
+    // (the route a learned MPI decision takes, which timing decides and no test can force), so
+    // sluice's engine serves fewer operations than under `sluice`; every call's bytes, positions
+    // and error classes are still checked against the bare MPI by the program.
+    let mut engine_calls = Vec::new();
     for policy in ["mpi", "sluice"] {
-        let job = launch_shim(2, &exe, &[("SLUICE_PACK_ENGINE", policy), ("SLUICE_LOG", "debug")]);
+        let job = launch_shim(2, &exe, &[("SLUICE_PACK_ENGINE", policy), ("SLUICE_LOG", "debug"), ("SLUICE_STATS", "1")]);
         job.assert_pass("pack_choice");
         assert!(!job.all().contains(" by Mpi ") && !job.all().contains(" by Sluice "), "{policy}: nothing is learned:\n{}", job.all());
         assert!(!job.all().contains("+mpi"), "{policy}: no decision to show:\n{}", job.all());
+        engine_calls.push(job.stat_calls("ddt-engine").unwrap_or(0));
     }
+    assert!(engine_calls[0] < engine_calls[1], "`mpi` forwards no call: engine operations {engine_calls:?}");
 }

@@ -697,20 +697,29 @@ fn plan<'a>(
 }
 
 /// Whether a call of `bytes` packed bytes of `c` in direction `dir` goes to the MPI unchanged
-/// because the type's engine choice (`datatype::choice`, policy `auto`) settled on the MPI's
-/// engine: the MPI then does exactly what sluice's route to its engine did (same engine, same
-/// bytes), without that route's layers, which cost 15-25 ns a call (face-y-16^3 pack, 2 KiB, on
-/// Open MPI: 50 ns through them against 33 ns for the MPI's own call; a type whose two engines
-/// tie lost a third of its speed whenever the MPI's won the contest). Not for calls large
-/// enough for sluice's parallel workers (`SLUICE_PARALLEL_MIN`), which the route tries first,
-/// and not on MPICH for types built from structs, whose packed bytes MPICH's engine may refuse
-/// to unpack where sluice's route falls back to its own kernel.
+/// because the MPI's engine serves it: the type's engine choice (`datatype::choice`, policy
+/// `auto`) settled on it, or `SLUICE_PACK_ENGINE=mpi` names it (which is also how the tests
+/// reach this route: a learned decision depends on timing). The MPI then does exactly what
+/// sluice's route to its engine did (same engine, same bytes), without that route's layers,
+/// which cost 15-25 ns a call (face-y-16^3 pack, 2 KiB, on Open MPI: 50 ns through them against
+/// 33 ns for the MPI's own call; a type whose two engines tie lost a third of its speed whenever
+/// the MPI's won the contest). Not for calls large enough for sluice's parallel workers
+/// (`SLUICE_PARALLEL_MIN`), which the route tries first, and not on MPICH for types built from
+/// structs, whose packed bytes MPICH's engine may refuse to unpack where sluice's route falls
+/// back to its own kernel.
 #[inline]
 fn mpi_engine_decided(c: &CompiledType, dir: Dir, bytes: u64) -> bool {
-    // The type's state first: one relaxed load, and a decision exists only under `auto`.
-    c.choice().decided(dir) == Some(Engine::Mpi)
-        && !(cfg!(sluice_mpi = "mpich") && c.from_struct())
-        && crate::runtime::config().is_some_and(|cfg| cfg.pack_engine == Policy::Auto && bytes < cfg.parallel_min as u64)
+    // The type's state first: one relaxed load; a learned decision exists only under `auto`.
+    let learned = c.choice().decided(dir) == Some(Engine::Mpi);
+    !(cfg!(sluice_mpi = "mpich") && c.from_struct())
+        && crate::runtime::config().is_some_and(|cfg| {
+            let mpi = match cfg.pack_engine {
+                Policy::Auto => learned,
+                Policy::Mpi => true,
+                Policy::Sluice => false,
+            };
+            mpi && bytes < cfg.parallel_min as u64
+        })
 }
 
 /// Small operations on contiguous data are one `memcpy`, made here: the kernel's layers (the
