@@ -87,5 +87,7 @@ fn calibration_writes_a_model_that_is_then_shown() {
     assert!(path.exists() && text.contains("wrote"), "{text}");
     let (_, text) = run(&[], &[("SLUICE_CALIBRATION", p)]);
     assert!(text.contains(&format!("Machine model (sluice_copy, docs/runtime.md): {p}")) && text.contains("DiskRead"), "{text}");
+    // The request cost is fitted to copies through the runtime (not the default's line).
+    assert!(text.contains("request cost: ") && !text.contains("us (default)"), "{text}");
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }

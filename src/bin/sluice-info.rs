@@ -174,6 +174,10 @@ fn print_model() {
     let (model, from) = runtime::load_model(calibration_setting().as_deref());
     println!("Machine model (sluice_copy, docs/runtime.md): {from}");
     println!("  space threshold: {} bytes", model.threshold());
+    match model.request_cost() {
+        Some(c) => println!("  request cost: {:.2} us", c * 1e6),
+        None => println!("  request cost: {:.2} us (default)", sluice::transfer::runtime::DEFAULT_REQUEST_COST * 1e6),
+    }
     for c in model.channels() {
         let pts: Vec<String> = c.curve.points().map(|(r, t)| format!("{r:.0} B: {:.2} GB/s", t / 1e9)).collect();
         println!("  {:?} {} -> {}: {}", c.kind, model.memory(c.src).name, model.memory(c.dst).name, pts.join(", "));

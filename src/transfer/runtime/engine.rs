@@ -212,6 +212,20 @@ impl Runtime {
     /// Starts copying `src`'s data into `dst`; `priority`: higher goes first.
     pub fn copy(self: &Arc<Self>, src: Place, dst: Place, priority: i32) -> Result<Event, CopyError> {
         let path = self.plan(&src, &dst)?;
+        self.start_along(src, dst, priority, path)
+    }
+
+    /// [`Runtime::copy`] in blocks of `block` bytes, whatever the model would choose (not cached):
+    /// calibration times copies at several block sizes (`calibrate`).
+    pub(super) fn copy_at_block(self: &Arc<Self>, src: Place, dst: Place, block: usize) -> Result<Event, CopyError> {
+        if src.bytes() != dst.bytes() {
+            return Err(CopyError::Size(src.bytes(), dst.bytes()));
+        }
+        let path = Arc::new(super::path::plan_at(&self.model, &src, &dst, block).map_err(CopyError::Path)?);
+        self.start_along(src, dst, 0, path)
+    }
+
+    fn start_along(self: &Arc<Self>, src: Place, dst: Place, priority: i32, path: Arc<Path>) -> Result<Event, CopyError> {
         if src.bytes() == 0 {
             return Ok(Event::done(Ok(())));
         }

@@ -28,7 +28,7 @@ use std::sync::{Arc, OnceLock};
 pub use disk::positioned;
 pub use engine::{CopyError, Runtime};
 pub use event::Event;
-pub use path::Path;
+pub use path::{Path, DEFAULT_REQUEST_COST};
 pub use place::{Memory, Place};
 
 use crate::transfer::plan::Model;

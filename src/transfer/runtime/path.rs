@@ -101,11 +101,10 @@ pub const DEPTH: usize = 4;
 /// What one request costs besides moving its bytes (seconds), for models without a
 /// `request_cost` of their own. The curves of the model are per request size and do not include
 /// it; it is what keeps blocks from being made tiny when a conversion's short runs cap the
-/// curve. An effective value, not a single measured one (2-core AMD EPYC VM, 2026-12-01): a
-/// channel kept busy pays 0.6-0.8 us per request (a 16 MiB copy in 4 KiB blocks through the
-/// runtime against the same blocks copied alone), a worker that waits to be woken 9 us more on
-/// one CPU and 30 us across two, and paths whose blocks the smaller cost would shrink ran slower
-/// in reality (the file transpose: 14 ms in 1 MiB blocks, 20 ms in 256 KiB; docs/runtime.md).
+/// curve. An effective value: a channel kept busy pays 0.6-0.8 us per request, a worker that
+/// waits to be woken 9-30 us more (2-core AMD EPYC VM, 2026-12-01), and what a copy pays
+/// depends on its path; `calibrate` fits the cost to whole copies at forced block sizes, which
+/// gave 3.7-4.9 us on that VM (docs/runtime.md), rounded up here.
 pub const DEFAULT_REQUEST_COST: f64 = 5e-6;
 /// The predicted gain (fraction of the copy's time) that makes a larger block worth its memory.
 const LARGER_BLOCK_GAIN: f64 = 0.03;
@@ -229,6 +228,31 @@ fn request(a: Action, block: usize, bufs: &[Buffer], src: &Place, dst: &Place) -
 
 /// Plans the copy of `src`'s stream into `dst` on `model`. Both have the same stream length.
 pub fn plan(model: &Model, src: &Place, dst: &Place) -> Result<Path, PathError> {
+    plan_with(model, src, dst, None)
+}
+
+/// [`plan`] with the block size fixed at `block` bytes (rounded up to the path's alignment, at
+/// most the copy): calibration times copies at several block sizes to fit the model's request
+/// cost (`calibrate`).
+pub fn plan_at(model: &Model, src: &Place, dst: &Place, block: usize) -> Result<Path, PathError> {
+    plan_with(model, src, dst, Some(block.max(1)))
+}
+
+/// Predicted seconds of a pipelined copy of `total` bytes in blocks of `block` over `hops` hops
+/// whose slowest runs at `t` bytes/s: the stream, plus filling the pipeline (each hop after the
+/// first starts a block later), or every block through every hop when `serial`.
+fn copy_time(total: usize, block: usize, hops: usize, serial: bool, t: f64) -> f64 {
+    let fill = if serial { total as f64 } else { hops.saturating_sub(1) as f64 * block.min(total) as f64 };
+    (total as f64 + fill) / t
+}
+
+/// A hop's throughput for blocks of `b` bytes in requests of `request` bytes: the channel's
+/// curve, less `cost` seconds per request.
+fn hop_rate(model: &Model, c: ChannelId, request: usize, b: f64, cost: f64) -> f64 {
+    b / (b / model.channel(c).curve.at(request as f64) + cost)
+}
+
+fn plan_with(model: &Model, src: &Place, dst: &Place, forced: Option<usize>) -> Result<Path, PathError> {
     let ch = channels(model)?;
     let (hops, buffers) = shape(src, dst, &ch)?;
     let total = src.bytes().max(1);
@@ -239,19 +263,20 @@ pub fn plan(model: &Model, src: &Place, dst: &Place) -> Result<Path, PathError> 
     let serial = rmw && dst.windows_interleave();
     let cost = model.request_cost().unwrap_or(DEFAULT_REQUEST_COST);
     let mut best: Option<(f64, usize, f64, Vec<usize>)> = None;
-    for k in BLOCKS {
-        let block = (1usize << k).next_multiple_of(align).min(total.next_multiple_of(align));
+    let sizes: Vec<usize> = match forced {
+        Some(b) => vec![b],
+        None => BLOCKS.map(|k| 1usize << k).collect(),
+    };
+    for (i, size) in sizes.into_iter().enumerate() {
+        let block = size.next_multiple_of(align).min(total.next_multiple_of(align));
         let slots: Vec<usize> = buffers.iter().map(|&b| slot_bytes(b, block, src, dst, false)).collect();
         let space: usize = slots.iter().sum::<usize>() * DEPTH;
-        let first = k == *BLOCKS.start();
+        let first = i == 0;
         if !first && space as u64 > model.threshold() {
             break;
         }
         let b = block.min(total) as f64;
-        let t = hops
-            .iter()
-            .map(|&(c, a)| b / (b / model.channel(c).curve.at(request(a, block, &buffers, src, dst) as f64) + cost))
-            .fold(f64::INFINITY, f64::min);
+        let t = hops.iter().map(|&(c, a)| hop_rate(model, c, request(a, block, &buffers, src, dst), b, cost)).fold(f64::INFINITY, f64::min);
         // Priorities preempt at request granularity: a block that would hold a channel longer
         // than MAX_REQUEST_TIME makes an urgent copy wait that long behind it. Only paths
         // without intermediate buffers need the bound (theirs have no space bound: blocks up to
@@ -261,8 +286,7 @@ pub fn plan(model: &Model, src: &Place, dst: &Place) -> Result<Path, PathError> 
         if !first && buffers.is_empty() && b / t > MAX_REQUEST_TIME {
             break;
         }
-        let fill = if serial { total as f64 } else { (hops.len() - 1) as f64 * block.min(total) as f64 };
-        let time = (total as f64 + fill) / t;
+        let time = copy_time(total, block, hops.len(), serial, t);
         // A larger block must pay for its memory: it wins only by a clear margin (the buffers
         // of every copy share one budget, and a copy that does not fit waits for others).
         if best.as_ref().is_none_or(|b| time < b.0 * (1.0 - LARGER_BLOCK_GAIN)) {
@@ -278,14 +302,21 @@ pub fn plan(model: &Model, src: &Place, dst: &Place) -> Result<Path, PathError> 
         .into_iter()
         .map(|(channel, action)| {
             let request = request(action, block, &buffers, src, dst);
-            let b = block.min(total) as f64;
-            Hop { channel, action, request, throughput: b / (b / model.channel(channel).curve.at(request as f64) + cost) }
+            Hop { channel, action, request, throughput: hop_rate(model, channel, request, block.min(total) as f64, cost) }
         })
         .collect();
     Ok(Path { hops, buffers, slot, depth: if serial { 1 } else { DEPTH }, block, serial, throughput })
 }
 
 impl Path {
+    /// Seconds the model predicts for this path's copy of `total` bytes when each request costs
+    /// `cost` seconds besides its bytes (calibration fits `cost` to measured copies).
+    pub fn predicted_time(&self, model: &Model, total: usize, cost: f64) -> f64 {
+        let b = self.block.min(total).max(1) as f64;
+        let t = self.hops.iter().map(|h| hop_rate(model, h.channel, h.request, b, cost)).fold(f64::INFINITY, f64::min);
+        copy_time(total, self.block, self.hops.len(), self.serial, t)
+    }
+
     /// One line per hop, like a query planner's EXPLAIN; `*` marks the hops that limit the copy.
     pub fn explain(&self, model: &Model, bytes: usize) -> String {
         let mut s = format!(
