@@ -141,8 +141,8 @@ fn copy_points(model: Model, fd: i32) -> Result<Vec<Vec<(f64, CopyPath)>>, Strin
     let file = || Place::new(Memory::File { fd, offset: 0 }, bytes.clone(), DATA);
     let spread_place = || Place::new(Memory::Host(spread_at), strided.clone(), 1);
     let packed_place = || Place::new(Memory::Host(packed_at), bytes.clone(), DATA);
-    let cases: [(&dyn Fn() -> Place, &dyn Fn() -> Place); 3] =
-        [(&file, &spread_place), (&spread_place, &packed_place), (&spread_place, &file)];
+    type Make<'a> = &'a dyn Fn() -> Place;
+    let cases: [(Make, Make); 3] = [(&file, &spread_place), (&spread_place, &packed_place), (&spread_place, &file)];
     let mut out = Vec::new();
     for (src, dst) in cases {
         let mut points = Vec::new();
@@ -235,7 +235,9 @@ impl Curves<'_> {
         for (name, kind) in [("SYS0", "sys"), ("DSK0", "dsk")] {
             let _ = writeln!(s, "[[memory]]\nname = \"{name}\"\nkind = \"{kind}\"\nnode = 0\n");
         }
-        let mut channels: Vec<(&str, &str, &str, &[(usize, f64)])> = vec![
+        // (kind, source memory, destination memory, curve)
+        type Row<'a> = (&'a str, &'a str, &'a str, &'a [(usize, f64)]);
+        let mut channels: Vec<Row> = vec![
             ("memcpy", "SYS0", "SYS0", self.mem),
             ("disk_read", "DSK0", "SYS0", self.read),
             ("disk_write", "SYS0", "DSK0", self.write),
