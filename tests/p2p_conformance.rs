@@ -476,6 +476,10 @@ fn sends_learn_their_path_per_type_and_stay_exact() {
             // chunks), so asserted at 2 ranks, at least once per job.
             let receipted = job.stderr.matches("timed to the receiver's finish").count();
             assert!(np > 2 || receipted >= 1, "no decision timed end to end, {np} ranks, {:?}:\n{}", cfg.env, job.all());
+            // Each such decision says which pairings (its side, the receive the peer posted)
+            // its samples measured, from the receipts.
+            let paired = job.stderr.matches("samples into the receiver's MPI / sluice receives").count();
+            assert_eq!(paired, receipted, "pairings logged with every end-to-end decision:\n{}", job.all());
         }
     }
 }

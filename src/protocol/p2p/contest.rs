@@ -93,6 +93,35 @@ impl Side {
     }
 }
 
+/// How the receiver served a message, as its receipt tells: the receive it had posted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Served {
+    /// The MPI's typed receive into the application's buffer (the rules left the receive to
+    /// the MPI's engine; a pipelined message's M0 then lands through it, its chunks by range).
+    Mpi,
+    /// sluice's receive: staged and unpacked by sluice's engine, or pipelined into it.
+    Sluice,
+}
+
+/// A receipt's size word carries this bit when the receiver served the message with the MPI's
+/// typed receive ([`Served::Mpi`]); sizes stay below it (a message's bytes fit in 63 bits).
+const SERVED_BY_MPI: u64 = 1 << 63;
+
+impl Served {
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    fn word(self, bytes: usize) -> u64 {
+        (bytes as u64 & !SERVED_BY_MPI) | if self == Served::Mpi { SERVED_BY_MPI } else { 0 }
+    }
+
+    /// A receipt's size word: (bytes, how the message was served).
+    fn of(word: u64) -> (u64, Served) {
+        (word & !SERVED_BY_MPI, if word & SERVED_BY_MPI != 0 { Served::Mpi } else { Served::Sluice })
+    }
+}
+
 /// One type and size class's contest.
 #[derive(Debug, Default)]
 struct Contest {
@@ -108,8 +137,10 @@ struct Contest {
     misses: u8,
     /// Sends are timed alone (their receipts kept missing).
     sender_only: bool,
-    /// Samples timed to a receipt.
-    receipted: u8,
+    /// Samples timed to a receipt, by the send's side and how the receiver served it: the
+    /// pairing each sample measured (`SLUICE_LOG=plan` shows them: a receiver follows its own
+    /// rules, so some pairings go unmeasured, docs/benchmarks.md "Automatic path").
+    pairings: [[u8; 2]; 2],
 }
 
 impl Contest {
@@ -162,16 +193,18 @@ impl Contest {
         self.misses = self.misses.saturating_add(1);
         if self.misses >= MISSES && !self.sender_only {
             self.sender_only = true;
-            (self.runs, self.receipted) = ([0; 2], 0);
+            (self.runs, self.pairings) = ([0; 2], [[0; 2]; 2]);
         }
     }
 
-    /// Settles a timed send's outcome (`receipted`: timed to the receiver's receipt); returns
-    /// the decision it made.
-    fn settle(&mut self, side: Side, outcome: Outcome, receipted: bool) -> Option<Side> {
+    /// Settles a timed send's outcome; returns the decision it made.
+    fn settle(&mut self, side: Side, outcome: Outcome) -> Option<Side> {
         match outcome {
-            Outcome::Time(per_byte) => {
-                self.receipted = self.receipted.saturating_add(receipted as u8);
+            Outcome::Time(per_byte, served) => {
+                if let Some(h) = served {
+                    let n = &mut self.pairings[side.index()][h.index()];
+                    *n = n.saturating_add(1);
+                }
                 self.record(side, per_byte)
             }
             Outcome::NotYet => None,
@@ -189,7 +222,8 @@ impl Contest {
             side: self.decided?,
             mpi: self.median(Side::Mpi),
             sluice: self.median(Side::Sluice),
-            end_to_end: self.receipted > 0 && !self.sender_only,
+            end_to_end: self.pairings.iter().flatten().any(|&n| n > 0) && !self.sender_only,
+            pairings: self.pairings,
         })
     }
 }
@@ -212,8 +246,8 @@ struct Pending {
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Outcome {
     /// Seconds per packed byte from the send's start to the later of its return and the
-    /// receiver's finish.
-    Time(f64),
+    /// receiver's finish, and how the receiver served it (`None`: timed at the sender alone).
+    Time(f64, Option<Served>),
     NotYet,
     /// The record is not this message's, or was replaced.
     Miss,
@@ -230,9 +264,9 @@ impl Pending {
             match self.slot.read(n) {
                 Read::NotYet => return Outcome::NotYet,
                 Read::Lost => return Outcome::Miss,
-                Read::Ready(bytes, at) if bytes == self.bytes as u64 && at >= half => {
+                Read::Ready(word, at) if Served::of(word).0 == self.bytes as u64 && at >= half => {
                     let secs = at.max(self.end_ns).saturating_sub(self.start_ns) as f64 * 1e-9;
-                    return Outcome::Time(secs / self.bytes.max(1) as f64);
+                    return Outcome::Time(secs / self.bytes.max(1) as f64, Some(Served::of(word).1));
                 }
                 Read::Ready(..) => {}
             }
@@ -296,6 +330,8 @@ pub struct Decision {
     pub sluice: f64,
     /// Timed to the receiver's finish (else the send alone).
     pub end_to_end: bool,
+    /// Samples timed to a receipt, by [`Side`] and [`Served`] (see [`Contest`]).
+    pub pairings: [[u8; 2]; 2],
 }
 
 /// A timed send of a contest.
@@ -329,7 +365,7 @@ pub fn play(type_id: u64, bytes: usize, timed: bool, receipts: impl FnOnce() -> 
             o => o,
         };
         c.pending = None;
-        if let Some(side) = c.settle(p.side, outcome, true) {
+        if let Some(side) = c.settle(p.side, outcome) {
             note(c.decision(key));
             return Play::Decided(side);
         }
@@ -358,7 +394,6 @@ impl Turn {
         if c.decided.is_some() || c.pending.is_some() {
             return None; // another thread's send decided, or waits for its receipt
         }
-        let receipted = self.receipts.is_some() && !c.sender_only;
         let outcome = match self.receipts {
             Some((slot, record)) if !c.sender_only => {
                 let p = Pending { side: self.side, slot, record, start_ns: self.start_ns, end_ns, bytes: self.bytes, waited: 0 };
@@ -368,9 +403,9 @@ impl Turn {
                 }
                 o
             }
-            _ => Outcome::Time(end_ns.saturating_sub(self.start_ns) as f64 * 1e-9 / self.bytes.max(1) as f64),
+            _ => Outcome::Time(end_ns.saturating_sub(self.start_ns) as f64 * 1e-9 / self.bytes.max(1) as f64, None),
         };
-        c.settle(self.side, outcome, receipted)?;
+        c.settle(self.side, outcome)?;
         c.decision(self.key)
     }
 }
@@ -380,8 +415,17 @@ pub fn note(d: Option<Decision>) {
     let Some(d) = d else { return };
     let gbs = |per_byte: f64| 1e-9 / per_byte.max(1e-18);
     crate::logging::plan_once(crate::logging::plan_key(("contest", d.type_id, d.class)), || {
+        let p = d.pairings;
+        let pairs = if d.end_to_end {
+            format!(
+                "; samples into the receiver's MPI / sluice receives: the MPI's engine {} / {}, sluice's {} / {}",
+                p[0][0], p[0][1], p[1][0], p[1][1]
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "sends of datatype #{} to this node: {} from now on, learned from blocking sends timed {} (median {:.2} GB/s through the MPI's engine, {:.2} GB/s through sluice's)",
+            "sends of datatype #{} to this node: {} from now on, learned from blocking sends timed {} (median {:.2} GB/s through the MPI's engine, {:.2} GB/s through sluice's{pairs})",
             d.type_id,
             d.side.name(),
             if d.end_to_end { "to the receiver's finish" } else { "at the sender alone" },
@@ -391,9 +435,9 @@ pub fn note(d: Option<Decision>) {
     });
 }
 
-/// The receiving half: a receive of `bytes` packed bytes from rank `source` of `comm` that
-/// sluice's engine served finished now (see [`received_from`]).
-pub fn received(comm: mpi::MPI_Comm, source: c_int, bytes: usize) {
+/// The receiving half: a receive of `bytes` packed bytes from rank `source` of `comm`, `served`
+/// as it says, finished now (see [`received_from`]).
+pub fn received(comm: mpi::MPI_Comm, source: c_int, bytes: usize, served: Served) {
     if bytes < MIN_BYTES || source < 0 || comm == crate::ffi::consts::comm_null() || !shm::maps_peers() {
         return;
     }
@@ -401,7 +445,7 @@ pub fn received(comm: mpi::MPI_Comm, source: c_int, bytes: usize) {
         return;
     }
     if let Some(w) = super::pipeline::world_rank_of(comm, source) {
-        received_from(w, bytes);
+        received_from(w, bytes, served);
     }
 }
 
@@ -416,16 +460,16 @@ pub fn sender_of(comm: mpi::MPI_Comm, source: c_int, capacity: usize) -> Option<
     super::pipeline::world_rank_of(comm, source)
 }
 
-/// The receiving half: a receive of `bytes` packed bytes from world rank `sender` that sluice's
-/// engine served finished now; the sender, when it is on this node, reads the receipt to time
-/// its contest's send end to end. Only sizes that have a contest; nothing when no contest can
-/// run here (learning off, no arena mapped).
-pub fn received_from(sender: c_int, bytes: usize) {
+/// The receiving half: a receive of `bytes` packed bytes from world rank `sender`, `served` as
+/// it says, finished now; the sender, when it is on this node, reads the receipt to time its
+/// contest's send end to end and to know which pairing it measured. Only sizes that have a
+/// contest; nothing when no contest can run here (learning off, no arena mapped).
+pub fn received_from(sender: c_int, bytes: usize, served: Served) {
     if bytes < MIN_BYTES || !learning() {
         return;
     }
     if let Some(slot) = shm::peer_receipts(sender) {
-        slot.append(bytes as u64, receipt::now_ns());
+        slot.append(served.word(bytes), receipt::now_ns());
     }
 }
 
@@ -523,6 +567,16 @@ mod tests {
             }
         }
         assert_eq!(decided, Some(Side::Sluice), "6 ms to the receiver's finish vs 3");
+        let g = CONTESTS.lock().unwrap();
+        let p = g.as_ref().unwrap()[&(id, crate::logging::size_class(1 << 20))].pairings;
+        assert!(p[0][1] > 0 && p[1][1] > 0 && p[0][0] == 0 && p[1][0] == 0, "every receipt said sluice's receive: {p:?}");
+    }
+
+    #[test]
+    fn a_receipt_tells_how_the_receiver_served_the_message() {
+        for (bytes, served) in [(64usize, Served::Mpi), (1 << 40, Served::Sluice), (0, Served::Mpi)] {
+            assert_eq!(Served::of(served.word(bytes)), (bytes as u64, served));
+        }
     }
 
     #[test]
@@ -565,14 +619,14 @@ mod tests {
         s.append(64, start + 100); // finished early in this send: the previous message
         assert_eq!(p.resolve(), Outcome::NotYet, "the next record is this message's");
         s.append(64, start + 900_000);
-        assert_eq!(p.resolve(), Outcome::Time(1e-3 / 64.0), "to the sender's return, the later");
+        assert_eq!(p.resolve(), Outcome::Time(1e-3 / 64.0, Some(Served::Sluice)), "to the sender's return, the later");
         let q = Pending { record: s.next_record(), ..p };
         s.append(32, start + 1_500_000); // another size
         s.append(64, start + 100);
         s.append(64, start + 200);
         assert_eq!(q.resolve(), Outcome::Miss, "no record of the ring is this message's");
         let p = Pending { record: s.next_record(), ..p };
-        s.append(64, start + 2_000_000);
-        assert_eq!(p.resolve(), Outcome::Time(2e-3 / 64.0), "to the receiver's finish");
+        s.append(Served::Mpi.word(64), start + 2_000_000);
+        assert_eq!(p.resolve(), Outcome::Time(2e-3 / 64.0, Some(Served::Mpi)), "to the receiver's finish, served by the MPI");
     }
 }

@@ -95,7 +95,7 @@ impl Op {
                 }
                 self.cut = (whole != n).then_some(whole);
                 if let (Some(sender), true, None) = (self.sender, rc == crate::ffi::errclass::SUCCESS, self.cut) {
-                    super::contest::received_from(sender, n);
+                    super::contest::received_from(sender, n, super::contest::Served::Sluice);
                 }
             }
         }

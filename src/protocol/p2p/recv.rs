@@ -6,6 +6,7 @@
 
 use std::ffi::{c_int, c_void};
 
+use super::contest::Served;
 use super::ops::{self, Dir, Op};
 use super::pipeline;
 use super::pipeline::incoming::Dest;
@@ -82,7 +83,7 @@ unsafe fn blocking(
     }
     if let Some(comm) = from {
         // SAFETY: the MPI filled `stp`.
-        unsafe { receipt(rc, comm, stp) };
+        unsafe { receipt(rc, comm, stp, Served::Sluice) };
     }
     rc
 }
@@ -247,7 +248,7 @@ unsafe fn direct_blocking(direct: Direct, status: *mut Status, receive: impl FnO
             // Non-contiguous types only (a contiguous receive's sender has no contest); the
             // receive is the application's own, on `comm`.
             // SAFETY: as above.
-            unsafe { receipt(rc, comm, stp) };
+            unsafe { receipt(rc, comm, stp, Served::Mpi) };
         }
         return rc;
     }
@@ -339,7 +340,7 @@ pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, 
                 let mut local = super::blank_status();
                 let stp = status_or(status, &mut local);
                 let rc = next::MPI_Recv(p.buf, p.int_count(), p.datatype, source, tag, comm, stp);
-                receipt(rc, comm, stp);
+                receipt(rc, comm, stp, Served::Mpi);
                 rc
             },
         },
@@ -359,15 +360,16 @@ fn tells_sender(count: i64, t: &TypeArg) -> bool {
         })
 }
 
-/// Tells the sender's path contest that this receive finished now (`contest::received`).
+/// Tells the sender's path contest that this receive, `served` as it says, finished now
+/// (`contest::received`).
 ///
 /// # Safety
 /// `stp` is the status the MPI filled for this receive (read only when `rc` is success).
-unsafe fn receipt(rc: c_int, comm: Comm, stp: *const Status) {
+unsafe fn receipt(rc: c_int, comm: Comm, stp: *const Status, served: Served) {
     if rc == errclass::SUCCESS {
         // SAFETY: forwarded contract.
         let (source, bytes) = unsafe { ((*stp).MPI_SOURCE, super::received_bytes(stp)) };
-        super::contest::received(comm, source, bytes);
+        super::contest::received(comm, source, bytes, served);
     }
 }
 

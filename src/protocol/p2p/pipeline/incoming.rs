@@ -597,8 +597,11 @@ impl Incoming {
         };
         if !o.failed() && !matches!(self.dest, Dest::Bytes(_)) {
             // The last chunk is in place: the sender's contest learns it (non-contiguous
-            // receives only; a contiguous receive's sender has no contest).
-            crate::protocol::p2p::contest::received_from(self.peer, self.total);
+            // receives only; a contiguous receive's sender has no contest), and which receive
+            // the rules had posted (M0 through the MPI's typed receive, or sluice's).
+            use crate::protocol::p2p::contest::{received_from, Served};
+            let served = if matches!(self.dest, Dest::InPlace(..)) { Served::Mpi } else { Served::Sluice };
+            received_from(self.peer, self.total, served);
         }
         match self.dest {
             Dest::Engine(op) => (o, Some(op)),
