@@ -709,8 +709,12 @@ fn plan<'a>(
 /// back to its own kernel.
 #[inline]
 fn mpi_engine_decided(c: &CompiledType, dir: Dir, bytes: u64) -> bool {
-    // The type's state first: one relaxed load; a learned decision exists only under `auto`.
-    let learned = c.choice().decided(dir) == Some(Engine::Mpi);
+    // The type's state first: one relaxed load, which settles the common case (a type that
+    // learned sluice's engine; decisions exist only under `auto`).
+    let learned = match c.choice().decided(dir) {
+        Some(Engine::Sluice) => return false,
+        d => d == Some(Engine::Mpi),
+    };
     !(cfg!(sluice_mpi = "mpich") && c.from_struct())
         && crate::runtime::config().is_some_and(|cfg| {
             let mpi = match cfg.pack_engine {

@@ -144,7 +144,7 @@ pub struct Model {
     /// The MPI whose paths the model's MPI channels measured (`"openmpi"`, `"mpich"`), if known.
     mpi: Option<String>,
     /// What one request of the transfer runtime costs besides moving its bytes (seconds), if the
-    /// model file sets one (calibration does not measure it yet: docs/runtime.md).
+    /// model file sets one (`sluice-info --calibrate` fits it to copies: docs/runtime.md).
     request_cost: Option<f64>,
 }
 

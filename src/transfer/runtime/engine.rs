@@ -185,16 +185,7 @@ impl Runtime {
 
     /// The path a copy from `src` to `dst` takes (planned once per shape of copy, then cached).
     pub fn plan(&self, src: &Place, dst: &Place) -> Result<Arc<Path>, CopyError> {
-        if src.bytes() != dst.bytes() {
-            return Err(CopyError::Size(src.bytes(), dst.bytes()));
-        }
-        for p in [src, dst] {
-            if let super::place::Memory::File { offset, .. } = p.memory {
-                if p.bytes() > 0 && offset + p.window(0, p.bytes()).lo < 0 {
-                    return Err(CopyError::Offset);
-                }
-            }
-        }
+        check(src, dst)?;
         let key = [src, dst].map(|p| (p.ty.id(), p.count, p.is_file()));
         if let Some(p) = self.paths.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(p.clone());
@@ -218,9 +209,7 @@ impl Runtime {
     /// [`Runtime::copy`] in blocks of `block` bytes, whatever the model would choose (not cached):
     /// calibration times copies at several block sizes (`calibrate`).
     pub(super) fn copy_at_block(self: &Arc<Self>, src: Place, dst: Place, block: usize) -> Result<Event, CopyError> {
-        if src.bytes() != dst.bytes() {
-            return Err(CopyError::Size(src.bytes(), dst.bytes()));
-        }
+        check(&src, &dst)?;
         let path = Arc::new(super::path::plan_at(&self.model, &src, &dst, block).map_err(CopyError::Path)?);
         self.start_along(src, dst, 0, path)
     }
@@ -328,6 +317,22 @@ impl Runtime {
         let name = format!("sluice-{:?}", ch.kind()).to_lowercase();
         std::thread::Builder::new().name(name).spawn(move || worker(&q, &*ch, &stop)).expect("spawn a channel worker");
     }
+}
+
+/// Whether `src` can be copied into `dst` at all: equal streams, and no file layout reaching
+/// before the start of its file.
+fn check(src: &Place, dst: &Place) -> Result<(), CopyError> {
+    if src.bytes() != dst.bytes() {
+        return Err(CopyError::Size(src.bytes(), dst.bytes()));
+    }
+    for p in [src, dst] {
+        if let super::place::Memory::File { offset, .. } = p.memory {
+            if p.bytes() > 0 && offset + p.window(0, p.bytes()).lo < 0 {
+                return Err(CopyError::Offset);
+            }
+        }
+    }
+    Ok(())
 }
 
 impl Drop for Runtime {

@@ -263,11 +263,8 @@ fn plan_with(model: &Model, src: &Place, dst: &Place, forced: Option<usize>) -> 
     let serial = rmw && dst.windows_interleave();
     let cost = model.request_cost().unwrap_or(DEFAULT_REQUEST_COST);
     let mut best: Option<(f64, usize, f64, Vec<usize>)> = None;
-    let sizes: Vec<usize> = match forced {
-        Some(b) => vec![b],
-        None => BLOCKS.map(|k| 1usize << k).collect(),
-    };
-    for (i, size) in sizes.into_iter().enumerate() {
+    let sizes = BLOCKS.map(|k| 1usize << k).filter(|_| forced.is_none()).chain(forced);
+    for (i, size) in sizes.enumerate() {
         let block = size.next_multiple_of(align).min(total.next_multiple_of(align));
         let slots: Vec<usize> = buffers.iter().map(|&b| slot_bytes(b, block, src, dst, false)).collect();
         let space: usize = slots.iter().sum::<usize>() * DEPTH;
