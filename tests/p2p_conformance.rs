@@ -476,10 +476,16 @@ fn sends_learn_their_path_per_type_and_stay_exact() {
             // chunks), so asserted at 2 ranks, at least once per job.
             let receipted = job.stderr.matches("timed to the receiver's finish").count();
             assert!(np > 2 || receipted >= 1, "no decision timed end to end, {np} ranks, {:?}:\n{}", cfg.env, job.all());
-            // Each such decision says which pairings (its side, the receive the peer posted)
-            // its samples measured, from the receipts.
-            let paired = job.stderr.matches("samples into the receiver's MPI / sluice receives").count();
-            assert_eq!(paired, receipted, "pairings logged with every end-to-end decision:\n{}", job.all());
+            // Each such decision chose a pairing (its send path, and the receive it asks its
+            // receiver to post from now on) from the samples of each pairing, placed by the
+            // receive each receipt named.
+            let paired = job
+                .stderr
+                .lines()
+                .filter(|l| l.contains("timed to the receiver's finish") && l.contains("by send into receive: MPI into MPI"))
+                .count();
+            let asks = job.stderr.matches(" receive from now on").count();
+            assert!(paired == receipted && asks == receipted, "pairings logged with every end-to-end decision:\n{}", job.all());
         }
     }
 }

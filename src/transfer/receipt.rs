@@ -12,10 +12,15 @@
 //! `n + RING` replaces it. A reader that saw the count before its message can thus find that
 //! message's record even when the receiver finished one or two later messages meanwhile.
 //!
+//! Beside each slot the sender keeps a [`Hints`] line for the same receiver: per size class of
+//! a message, the receive the sender asks that receiver to post for its next message of the
+//! class (the contest's way to measure, and then to use, the pairing of a send path with a
+//! receive path; a receive follows it only where the application's call leaves the path free).
+//!
 //! Hand-written: the record and its placement are sluice's own protocol state between two of
 //! its processes (no crate speaks it); the atomics are std's.
 
-use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicU64, AtomicU8, Ordering};
 
 /// Records a slot keeps.
 pub const RING: u64 = 3;
@@ -86,6 +91,38 @@ impl Slot {
             }
         }
         Read::NotYet
+    }
+}
+
+/// What one sender asks one receiver to post, one byte per size class (a power of two of
+/// packed bytes), one cache line: 0 = no request (the receiver's own rules); any other value is
+/// the protocol's code for a receive path. Written only by the sender, read by the receiver.
+#[repr(C, align(64))]
+#[derive(Debug)]
+pub struct Hints([AtomicU8; 64]);
+
+impl Default for Hints {
+    fn default() -> Hints {
+        Hints(std::array::from_fn(|_| AtomicU8::new(0)))
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<Hints>() == 64);
+
+impl Hints {
+    /// The code for size class `class` (0 for a class past the line).
+    pub fn get(&self, class: u32) -> u8 {
+        self.0.get(class as usize).map_or(0, |b| b.load(Ordering::Relaxed))
+    }
+
+    /// Sets the code for size class `class` (the sender); a store only when it changes, so a
+    /// sender that keeps asking for the same path does not take the line from its reader.
+    pub fn set(&self, class: u32, code: u8) {
+        if let Some(b) = self.0.get(class as usize) {
+            if b.load(Ordering::Relaxed) != code {
+                b.store(code, Ordering::Relaxed);
+            }
+        }
     }
 }
 
@@ -167,6 +204,19 @@ mod tests {
         for w in writers {
             w.join().unwrap();
         }
+    }
+
+    #[test]
+    fn hints_keep_one_code_per_size_class() {
+        let h = Hints::default();
+        assert_eq!(h.get(20), 0, "no request yet");
+        h.set(20, 2);
+        h.set(15, 1);
+        assert_eq!((h.get(20), h.get(15), h.get(21)), (2, 1, 0));
+        h.set(20, 0);
+        assert_eq!(h.get(20), 0);
+        h.set(64, 1);
+        assert_eq!(h.get(64), 0, "past the line: ignored");
     }
 
     #[test]

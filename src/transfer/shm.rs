@@ -9,7 +9,8 @@
 //! Layout of an arena: page 0 holds the owner's token (checked by every peer that maps it, so
 //! a stale or foreign `/proc` entry is never used), then [`CONTROLS`] control blocks of one cache
 //! line each, then one receipt slot per world rank below [`RECEIPT_RANKS`] (`transfer::receipt`:
-//! written by that rank when it finished a large message from the owner), then the data region,
+//! written by that rank when it finished a large message from the owner), then as many hint
+//! lines (`receipt::Hints`: written by the owner, read by that rank), then the data region,
 //! handed out in whole pages first fit (the lowest pages are reused, so a stream of transfers
 //! stays on pages already faulted in).
 //!
@@ -22,7 +23,7 @@ use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use super::receipt::Slot;
+use super::receipt::{Hints, Slot};
 use crate::ffi::{consts, mpi};
 
 const PAGE: usize = 4096;
@@ -33,8 +34,10 @@ const RECEIPTS: usize = PAGE + CONTROLS * 64;
 /// World ranks with a receipt slot (a receiver above has none: its senders' path contests time
 /// the send alone).
 pub const RECEIPT_RANKS: usize = 2048;
+/// First hint line (one per world rank below [`RECEIPT_RANKS`]).
+const HINTS: usize = RECEIPTS + RECEIPT_RANKS * std::mem::size_of::<Slot>();
 /// First byte of the data region.
-const DATA: usize = RECEIPTS + RECEIPT_RANKS * std::mem::size_of::<Slot>();
+const DATA: usize = HINTS + RECEIPT_RANKS * std::mem::size_of::<Hints>();
 /// The smallest arena `SLUICE_SHM_ARENA` accepts (the control blocks and some data).
 pub const MIN_ARENA: usize = 1 << 20;
 
@@ -69,6 +72,14 @@ impl Mapping {
         // SAFETY: inside the receipt slots of a mapped arena (`DATA` <= every arena's size:
         // `MIN_ARENA`), 64-byte aligned, only accessed through atomics.
         Some(unsafe { &*self.base.add(RECEIPTS + i * std::mem::size_of::<Slot>()).cast::<Slot>() })
+    }
+
+    /// The hint line for receiver `rank` (`None` above [`RECEIPT_RANKS`]).
+    fn hints(&self, rank: c_int) -> Option<&Hints> {
+        let i = usize::try_from(rank).ok().filter(|&i| i < RECEIPT_RANKS)?;
+        // SAFETY: inside the hint lines of a mapped arena (below `DATA`, as above), 64-byte
+        // aligned, only accessed through atomics.
+        Some(unsafe { &*self.base.add(HINTS + i * std::mem::size_of::<Hints>()).cast::<Hints>() })
     }
 
     fn control(&self, i: u32) -> &Control {
@@ -349,6 +360,23 @@ pub fn own_receipts(receiver: c_int) -> Option<&'static Slot> {
 pub fn peer_receipts(sender: c_int) -> Option<&'static Slot> {
     let node = NODE.get()?;
     node.peers.get(&sender)?.receipt(node.me)
+}
+
+/// The line in this process's arena where it asks world rank `receiver` which receive to post
+/// (`None` as for [`own_receipts`]).
+pub fn own_hints(receiver: c_int) -> Option<&'static Hints> {
+    let node = NODE.get()?;
+    if !node.reach.contains(&receiver) {
+        return None;
+    }
+    node.own.hints(receiver)
+}
+
+/// The line in world rank `sender`'s arena where it asks this process which receive to post
+/// (`None` as for [`peer_receipts`]).
+pub fn peer_hints(sender: c_int) -> Option<&'static Hints> {
+    let node = NODE.get()?;
+    node.peers.get(&sender)?.hints(node.me)
 }
 
 /// Whether this process mapped any peer's arena (it can write receipts).

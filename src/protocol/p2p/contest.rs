@@ -44,24 +44,25 @@ use std::sync::Mutex;
 use rustc_hash::FxHashMap;
 
 use crate::ffi::mpi;
-use crate::transfer::receipt::{self, Read, Slot};
+use crate::transfer::receipt::{self, Hints, Read, Slot};
 use crate::transfer::shm;
 
 /// Smallest message (packed bytes) that has a contest: below it a send's time is mostly fixed
 /// costs and the clock.
 pub const MIN_BYTES: usize = 32 << 10;
 
-/// Timed sends per path before a decision.
+/// Timed sends per pairing (send path, receive path) before a decision.
 pub const SAMPLES: u8 = 5;
-/// A path this many times faster than the other after one send each decides at once.
+/// A pairing this many times faster than every other after one send each decides at once.
 pub const CLEAR: f64 = 2.0;
-/// The MPI's engine must be this much faster to be chosen over sluice's path; ties go to
-/// sluice's. Why: when the two sides of an exchange choose differently, one side's receives
-/// follow its choice of sluice's path ([`receive_takes_sluice`]) and the other's stay with the
-/// rules, pairings neither contest measured; on the AMD VM every such split came from a choice
-/// of the MPI by a hair (medians within 2-4%) and left the class's ping-pong 1.3-1.4x slower
-/// than through sluice both ways (fft-t and lammps at 64 KiB, Open MPI).
-pub const MARGIN: f64 = 1.05;
+/// Another pairing must be this much faster than sluice's send into sluice's receive to be
+/// chosen over it; ties go to sluice on both ends, the pairing a receiver without a request
+/// falls back to once its own sends chose sluice ([`receive_takes_sluice`]).
+pub const MARGIN: f64 = 1.02;
+/// Timed sends after which a contest decides on the pairings it measured: a receiver that does
+/// not post the receives it is asked for (`MPI_ANY_SOURCE`, a communicator with a path key)
+/// leaves some pairings unmeasured.
+pub const LIMIT: u8 = 4 * SAMPLES + 4;
 /// Sends of the class that may find a timed send's receipt missing before the sample is given
 /// up (the sends meanwhile take the built-in rules).
 pub const WAITS: u8 = 3;
@@ -81,6 +82,8 @@ pub enum Side {
 }
 
 impl Side {
+    const BOTH: [Side; 2] = [Side::Mpi, Side::Sluice];
+
     fn index(self) -> usize {
         self as usize
     }
@@ -93,7 +96,8 @@ impl Side {
     }
 }
 
-/// How the receiver served a message, as its receipt tells: the receive it had posted.
+/// How the receiver served a message, as its receipt tells: the receive it had posted. Also
+/// the receive a sender asks its receiver to post ([`asked`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Served {
     /// The MPI's typed receive into the application's buffer (the rules left the receive to
@@ -108,8 +112,17 @@ pub enum Served {
 const SERVED_BY_MPI: u64 = 1 << 63;
 
 impl Served {
+    const BOTH: [Served; 2] = [Served::Mpi, Served::Sluice];
+
     fn index(self) -> usize {
         self as usize
+    }
+
+    fn other(self) -> Served {
+        match self {
+            Served::Mpi => Served::Sluice,
+            Served::Sluice => Served::Mpi,
+        }
     }
 
     fn word(self, bytes: usize) -> u64 {
@@ -120,92 +133,214 @@ impl Served {
     fn of(word: u64) -> (u64, Served) {
         (word & !SERVED_BY_MPI, if word & SERVED_BY_MPI != 0 { Served::Mpi } else { Served::Sluice })
     }
+
+    /// The code of a request for this receive in a hint line (`receipt::Hints`; 0: none).
+    fn code(self) -> u8 {
+        self as u8 + 1
+    }
+
+    fn of_code(code: u8) -> Option<Served> {
+        match code {
+            1 => Some(Served::Mpi),
+            2 => Some(Served::Sluice),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Served::Mpi => "the MPI's typed receive",
+            Served::Sluice => "sluice's receive",
+        }
+    }
 }
 
-/// One type and size class's contest.
+/// What a class's sends do once decided: the send path, and the receive its receivers are
+/// asked to post (`None`: timed at the sender alone, no request).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Choice {
+    pub send: Side,
+    pub receive: Option<Served>,
+}
+
+/// The receive column that sends timed at the sender alone are kept under (sluice's, the one
+/// column of a contest whose receiver posts only sluice's receive on request).
+const ALONE: Served = Served::Sluice;
+
+/// Hint lines a contest asked receivers on (the decision is written to each).
+const ASKED: usize = 8;
+
+/// One type and size class's contest: over the four pairings of a send path with a receive
+/// path, each sample placed by the receive its receipt names (module doc).
 #[derive(Debug, Default)]
 struct Contest {
+    /// The size class (the byte of the hint lines this contest writes).
+    class: u32,
     /// The untimed first send happened.
     warm: bool,
-    /// Times per packed byte (s/B) of the timed sends, and how many, per side.
-    times: [[f64; SAMPLES as usize]; 2],
-    runs: [u8; 2],
-    decided: Option<Side>,
+    /// Times per packed byte (s/B) of the timed sends by [send side][receive] (the first
+    /// [`SAMPLES`] of each), and how many there were.
+    times: [[[f64; SAMPLES as usize]; 2]; 2],
+    runs: [[u8; 2]; 2],
+    /// Timed sends settled in all.
+    settled: u8,
+    decided: Option<Choice>,
+    /// The receive the last turn asked for, and for how many turns in a row.
+    asking: Option<Served>,
+    held: u8,
+    /// Receipts that showed the receiver posting the receive asked for by the message's own
+    /// send ([0]) or by the send before it ([1]), counted where the two differed.
+    lag: [u8; 2],
+    /// The receivers' hint lines the turns wrote.
+    lines: Vec<&'static Hints>,
     /// A timed send waiting for its receiver's receipt.
     pending: Option<Pending>,
     /// Timed sends whose receipt could not be matched.
     misses: u8,
     /// Sends are timed alone (their receipts kept missing).
     sender_only: bool,
-    /// Samples timed to a receipt, by the send's side and how the receiver served it: the
-    /// pairing each sample measured (`SLUICE_LOG=plan` shows them: a receiver follows its own
-    /// rules, so some pairings go unmeasured, docs/benchmarks.md "Automatic path").
-    pairings: [[u8; 2]; 2],
+    /// The receiver never posts the MPI's receive on request (`p2p::recv`, MPICH from the
+    /// pipeline's threshold on): only sluice's receive is asked for.
+    sluice_receive_only: bool,
 }
 
 impl Contest {
-    fn next(&self) -> Side {
-        if self.runs[Side::Mpi.index()] <= self.runs[Side::Sluice.index()] {
-            Side::Mpi
-        } else {
-            Side::Sluice
-        }
+    /// The pairings this contest compares.
+    fn arms(&self) -> impl Iterator<Item = (Side, Served)> + '_ {
+        let one = self.sender_only || self.sluice_receive_only;
+        Side::BOTH.into_iter().flat_map(move |s| Served::BOTH.into_iter().filter(move |&r| !one || r == ALONE).map(move |r| (s, r)))
     }
 
-    fn record(&mut self, side: Side, per_byte: f64) -> Option<Side> {
-        let i = side.index();
-        if let Some(t) = self.times[i].get_mut(self.runs[i] as usize) {
-            *t = per_byte;
-            self.runs[i] += 1;
+    fn runs(&self, (s, r): (Side, Served)) -> u8 {
+        self.runs[s.index()][r.index()]
+    }
+
+    /// The next timed send: its side, and the receive to ask for from now on. The receive
+    /// asked for changes every second send (each pairing is sampled all through the contest,
+    /// not one receive's pairings while the buffers are cold and the other's later). A
+    /// receiver may post its next receive before the send that asks for it starts: the
+    /// request then takes effect one message late. So the second send of each two gets the
+    /// receive asked for; the first gets the new request or the old one, as the receipts so
+    /// far say the receiver does ([`Contest::lag`]). The side: the one with fewer samples
+    /// into the receive the message is expected to get (on a tie, the one with fewer samples
+    /// in all).
+    fn turn(&self) -> (Side, Option<Served>) {
+        let col = |r: Served| (self.runs[0][r.index()], self.runs[1][r.index()]);
+        let total = |s: Side| self.runs[s.index()].iter().map(|&n| n as u32).sum::<u32>();
+        let by_totals = if total(Side::Sluice) < total(Side::Mpi) { Side::Sluice } else { Side::Mpi };
+        let side = |(m, a): (u8, u8)| match m.cmp(&a) {
+            std::cmp::Ordering::Less => Side::Mpi,
+            std::cmp::Ordering::Greater => Side::Sluice,
+            std::cmp::Ordering::Equal => by_totals,
+        };
+        if self.sender_only {
+            return (side(col(ALONE)), None);
         }
-        let (m, a) = (Side::Mpi.index(), Side::Sluice.index());
-        if self.runs[m] == 0 || self.runs[a] == 0 {
+        let sum = |r: Served| col(r).0 as u32 + col(r).1 as u32;
+        if self.sluice_receive_only {
+            return (side(col(Served::Sluice)), Some(Served::Sluice));
+        }
+        let ask = match self.asking {
+            Some(a) if self.held < 2 => a,
+            Some(a) if sum(a.other()) <= sum(a) => a.other(),
+            Some(a) => a,
+            None => Served::Mpi,
+        };
+        let lands = if Some(ask) == self.asking || self.lag[0] > self.lag[1] { Some(ask) } else { self.asking };
+        (lands.map_or(by_totals, |r| side(col(r))), Some(ask))
+    }
+
+    /// A turn asked for `ask`.
+    fn ask(&mut self, ask: Served) {
+        self.held = if self.asking == Some(ask) { self.held.saturating_add(1) } else { 1 };
+        self.asking = Some(ask);
+    }
+
+    fn record(&mut self, side: Side, served: Served, per_byte: f64) -> Option<Choice> {
+        let (s, r) = (side.index(), served.index());
+        if let Some(t) = self.times[s][r].get_mut(self.runs[s][r] as usize) {
+            *t = per_byte;
+        }
+        self.runs[s][r] = self.runs[s][r].saturating_add(1);
+        self.settled = self.settled.saturating_add(1);
+        let sampled = |a| self.runs(a) > 0;
+        let full = self.arms().all(|a| self.runs(a) >= SAMPLES);
+        let all = self.arms().all(sampled);
+        let best = self.arms().filter(|&a| sampled(a)).min_by(|&a, &b| self.median(a).total_cmp(&self.median(b)))?;
+        let clear = all && self.arms().all(|a| a == best || self.median(a) >= CLEAR * self.median(best));
+        let limit = self.settled >= LIMIT && Side::BOTH.iter().all(|&s| Served::BOTH.iter().any(|&r| self.runs((s, r)) > 0));
+        if !(full || clear || limit) {
             return None;
         }
-        let (tm, ta) = (self.median(Side::Mpi), self.median(Side::Sluice));
-        let clear = tm >= CLEAR * ta || ta >= CLEAR * tm;
-        if clear || (self.runs[m] >= SAMPLES && self.runs[a] >= SAMPLES) {
-            let side = if ta >= MARGIN * tm { Side::Mpi } else { Side::Sluice };
-            if side == Side::Sluice {
-                SLUICE_CHOSEN.store(true, Ordering::Relaxed);
-            }
-            self.decided = Some(side);
+        // At the limit a pairing measured once does not outvote those measured more.
+        let least = if full || clear || !self.arms().any(|a| self.runs(a) >= 2) { 1 } else { 2 };
+        let eligible = |a| self.runs(a) >= least;
+        let best = self.arms().filter(|&a| eligible(a)).min_by(|&a, &b| self.median(a).total_cmp(&self.median(b)))?;
+        let ours = (Side::Sluice, if self.sender_only { ALONE } else { Served::Sluice });
+        let (send, receive) = if eligible(ours) && self.median(ours) <= MARGIN * self.median(best) { ours } else { best };
+        if send == Side::Sluice {
+            SLUICE_CHOSEN.store(true, Ordering::Relaxed);
         }
+        let choice = Choice { send, receive: (!self.sender_only).then_some(receive) };
+        if let Some(r) = choice.receive {
+            for line in &self.lines {
+                line.set(self.class, r.code());
+            }
+        }
+        self.decided = Some(choice);
         self.decided
     }
 
-    /// The median time per byte of `side`'s timed sends (the lower middle one of an even count).
-    /// Not the best: the sends that follow the decision run at the typical time, not the
-    /// luckiest (vec-2 at 64 KiB on Open MPI: the MPI's best of three 3.68 GB/s end to end
+    /// The median time per byte of a pairing's timed sends (the lower middle one of an even
+    /// count). Not the best: the sends that follow the decision run at the typical time, not
+    /// the luckiest (vec-2 at 64 KiB on Open MPI: the MPI's best of three 3.68 GB/s end to end
     /// against the arena's 3.57 chose the MPI, and the class's ping-pong then ran 1.3x slower
     /// than through the arena).
-    fn median(&self, side: Side) -> f64 {
-        let i = side.index();
-        let mut t = self.times[i];
-        let t = &mut t[..self.runs[i] as usize];
+    fn median(&self, (s, r): (Side, Served)) -> f64 {
+        let (s, r) = (s.index(), r.index());
+        let mut t = self.times[s][r];
+        let t = &mut t[..(self.runs[s][r] as usize).min(SAMPLES as usize)];
         t.sort_by(f64::total_cmp);
-        t.get(t.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
+        t.get(t.len().saturating_sub(1) / 2).copied().unwrap_or(f64::INFINITY)
     }
 
     /// A timed send whose receipt did not match: after [`MISSES`] the contest starts over
     /// timing sends alone (times of the two kinds are not compared with each other).
     fn miss(&mut self) {
         self.misses = self.misses.saturating_add(1);
-        if self.misses >= MISSES && !self.sender_only {
-            self.sender_only = true;
-            (self.runs, self.pairings) = ([0; 2], [[0; 2]; 2]);
+        if self.misses >= MISSES {
+            self.time_alone();
         }
     }
 
-    /// Settles a timed send's outcome; returns the decision it made.
-    fn settle(&mut self, side: Side, outcome: Outcome) -> Option<Side> {
+    /// From now on sends are timed at the sender alone: the pairings measured so far are
+    /// dropped and the receivers are no longer asked for a receive.
+    fn time_alone(&mut self) {
+        if !self.sender_only {
+            self.sender_only = true;
+            (self.runs, self.settled) = ([[0; 2]; 2], 0);
+            for line in self.lines.drain(..) {
+                line.set(self.class, 0);
+            }
+        }
+    }
+
+    /// Settles a timed send's outcome (`asks`: the receive asked for before the send, and by
+    /// it); returns the decision it made.
+    fn settle(&mut self, side: Side, asks: Asks, outcome: Outcome) -> Option<Choice> {
         match outcome {
-            Outcome::Time(per_byte, served) => {
-                if let Some(h) = served {
-                    let n = &mut self.pairings[side.index()][h.index()];
-                    *n = n.saturating_add(1);
+            Outcome::Time(per_byte, Some(served)) if !self.sender_only => {
+                if asks[0] != asks[1] {
+                    if let Some(l) = asks.iter().rev().position(|&a| a == Some(served)) {
+                        self.lag[l] = self.lag[l].saturating_add(1);
+                    }
                 }
-                self.record(side, per_byte)
+                self.record(side, served, per_byte)
+            }
+            Outcome::Time(per_byte, _) => {
+                // (A send without a receipt slot at its receiver: timed alone from now on.)
+                self.time_alone();
+                self.record(side, ALONE, per_byte)
             }
             Outcome::NotYet => None,
             Outcome::Miss => {
@@ -216,22 +351,22 @@ impl Contest {
     }
 
     fn decision(&self, key: (u64, u32)) -> Option<Decision> {
-        Some(Decision {
-            type_id: key.0,
-            class: key.1,
-            side: self.decided?,
-            mpi: self.median(Side::Mpi),
-            sluice: self.median(Side::Sluice),
-            end_to_end: self.pairings.iter().flatten().any(|&n| n > 0) && !self.sender_only,
-            pairings: self.pairings,
-        })
+        let mut medians = [[f64::INFINITY; 2]; 2];
+        for a in self.arms() {
+            medians[a.0.index()][a.1.index()] = self.median(a);
+        }
+        Some(Decision { type_id: key.0, class: key.1, choice: self.decided?, medians, runs: self.runs })
     }
 }
+
+/// The receive a contest asked for before a timed send, and the one the send asked for.
+type Asks = [Option<Served>; 2];
 
 /// A timed send's time to its receiver's receipt.
 #[derive(Debug, Clone, Copy)]
 struct Pending {
     side: Side,
+    asks: Asks,
     slot: &'static Slot,
     /// The number the receiver's record of this message has.
     record: u64,
@@ -277,31 +412,29 @@ impl Pending {
 
 /// (compiled type id, size class) -> its contest.
 static CONTESTS: Mutex<Option<FxHashMap<(u64, u32), Contest>>> = Mutex::new(None);
-/// Some class chose sluice's path (until then [`receive_takes_sluice`] answers without the
-/// lock).
+/// Some class chose sluice's send path (until then [`receive_takes_sluice`] answers without
+/// the lock).
 static SLUICE_CHOSEN: AtomicBool = AtomicBool::new(false);
 
-/// Whether a receive from this node of `bytes` packed bytes of compiled type `type_id` takes
-/// sluice's path whatever the built-in rules say (`p2p::recv`, which asks only from the
-/// pipeline's threshold on): once this process's sends of the class chose sluice's path. Why:
-/// in an exchange the peer's sends land in these receives; lammps elements pipelined through
-/// the arena into receives the rules leave to Open MPI's engine ran at the MPI's speed,
-/// 1.2-1.4x slower than through sluice on both sides (AMD VM, docs/benchmarks.md, "Automatic
-/// path"). Not while the contest runs: the peer's contest must be able to measure the MPI's
-/// engine on both sides. Not below the threshold: there the peer's contest measured the
-/// receive the rules give, and changing it after lost (vec-64 at 64 KiB on Open MPI: staged
-/// bytes into the MPI's typed receive 12 us, into sluice's staged receive 18.5). Any receive
-/// reads either path's message, so this changes speed only.
+/// Whether a receive from this node of `bytes` packed bytes of compiled type `type_id`, whose
+/// sender asked for no receive ([`asked`]), takes sluice's path whatever the built-in rules say
+/// (`p2p::recv`, which asks only from the pipeline's threshold on): once this process's sends
+/// of the class chose sluice's path. Why: in an exchange the peer's sends land in these
+/// receives; lammps elements pipelined through the arena into receives the rules leave to Open
+/// MPI's engine ran at the MPI's speed, 1.2-1.4x slower than through sluice on both sides (AMD
+/// VM, docs/benchmarks.md, "Automatic path"). Not while the contest runs, and not below the
+/// threshold, where the peer's contest measured the receive the rules give. Any receive reads
+/// either path's message, so this changes speed only.
 pub fn receive_takes_sluice(type_id: u64, bytes: usize) -> bool {
     if bytes < MIN_BYTES || !any_chose_sluice() {
         return false;
     }
     let g = CONTESTS.lock().unwrap_or_else(|e| e.into_inner());
     let key = (type_id, crate::logging::size_class(bytes));
-    g.as_ref().and_then(|m| m.get(&key)).is_some_and(|c| c.decided == Some(Side::Sluice))
+    g.as_ref().and_then(|m| m.get(&key)).is_some_and(|c| c.decided.is_some_and(|d| d.send == Side::Sluice))
 }
 
-/// Whether any class chose sluice's path (one relaxed load).
+/// Whether any class chose sluice's send path (one relaxed load).
 #[inline]
 pub fn any_chose_sluice() -> bool {
     SLUICE_CHOSEN.load(Ordering::Relaxed)
@@ -319,19 +452,17 @@ pub enum Play {
     Turn(Turn),
 }
 
-/// A contest's outcome: the side a type's size class takes, and the median times per packed byte
-/// (s/B) that decided it.
+/// A contest's outcome: the pairing a type's size class takes, and the median times per
+/// packed byte (s/B) of each pairing that decided it.
 #[derive(Debug, Clone, Copy)]
 pub struct Decision {
     pub type_id: u64,
     pub class: u32,
-    pub side: Side,
-    pub mpi: f64,
-    pub sluice: f64,
-    /// Timed to the receiver's finish (else the send alone).
-    pub end_to_end: bool,
-    /// Samples timed to a receipt, by [`Side`] and [`Served`] (see [`Contest`]).
-    pub pairings: [[u8; 2]; 2],
+    pub choice: Choice,
+    /// Median s/B by [send side][receive] (infinite: not measured).
+    pub medians: [[f64; 2]; 2],
+    /// Samples by [send side][receive].
+    pub runs: [[u8; 2]; 2],
 }
 
 /// A timed send of a contest.
@@ -339,21 +470,30 @@ pub struct Decision {
 pub struct Turn {
     key: (u64, u32),
     pub side: Side,
+    asks: Asks,
     bytes: usize,
     start_ns: u64,
     /// The receiver's receipt slot and the number its record of this message will have.
     receipts: Option<(&'static Slot, u64)>,
 }
 
+/// Where a send's receiver tells when it finished (its receipt slot) and where the sender asks
+/// it which receive to post (its hint line), both in this process's arena.
+pub type Peer = (&'static Slot, &'static Hints);
+
 /// The play for a send of `bytes` packed bytes of compiled type `type_id` (`timed`: a blocking
-/// send that may take part; `receipts`: the slot where the destination writes its receipts
-/// for this process, asked only for a timed send).
-pub fn play(type_id: u64, bytes: usize, timed: bool, receipts: impl FnOnce() -> Option<&'static Slot>) -> Play {
+/// send that may take part; `peer`: the destination's receipt slot and hint line, asked only
+/// for a timed send).
+pub fn play(type_id: u64, bytes: usize, timed: bool, peer: impl FnOnce() -> Option<Peer>) -> Play {
     let key = (type_id, crate::logging::size_class(bytes));
     let mut g = CONTESTS.lock().unwrap_or_else(|e| e.into_inner());
-    let c = g.get_or_insert_with(FxHashMap::default).entry(key).or_default();
-    if let Some(side) = c.decided {
-        return Play::Decided(side);
+    let c = g.get_or_insert_with(FxHashMap::default).entry(key).or_insert_with(|| Contest {
+        class: key.1,
+        sluice_receive_only: cfg!(sluice_mpi = "mpich") && super::pipeline::reserved() != 0 && bytes >= super::pipeline::reserved(),
+        ..Contest::default()
+    });
+    if let Some(d) = c.decided {
+        return Play::Decided(d.send);
     }
     if let Some(p) = c.pending {
         let outcome = match p.resolve() {
@@ -365,9 +505,9 @@ pub fn play(type_id: u64, bytes: usize, timed: bool, receipts: impl FnOnce() -> 
             o => o,
         };
         c.pending = None;
-        if let Some(side) = c.settle(p.side, outcome) {
+        if let Some(d) = c.settle(p.side, p.asks, outcome) {
             note(c.decision(key));
-            return Play::Decided(side);
+            return Play::Decided(d.send);
         }
     }
     if !timed {
@@ -377,8 +517,22 @@ pub fn play(type_id: u64, bytes: usize, timed: bool, receipts: impl FnOnce() -> 
         c.warm = true;
         return Play::Rules;
     }
-    let receipts = if c.sender_only { None } else { receipts().map(|s| (s, s.next_record())) };
-    Play::Turn(Turn { key, side: c.next(), bytes, start_ns: receipt::now_ns(), receipts })
+    let (side, ask) = c.turn();
+    let (mut receipts, mut asks) = (None, [c.asking; 2]);
+    if !c.sender_only {
+        if let Some((slot, line)) = peer() {
+            receipts = Some((slot, slot.next_record()));
+            if let Some(r) = ask {
+                line.set(key.1, r.code());
+                c.ask(r);
+                asks[1] = Some(r);
+                if c.lines.len() < ASKED && !c.lines.iter().any(|l| std::ptr::eq(*l, line)) {
+                    c.lines.push(line);
+                }
+            }
+        }
+    }
+    Play::Turn(Turn { key, side, asks, bytes, start_ns: receipt::now_ns(), receipts })
 }
 
 impl Turn {
@@ -396,7 +550,16 @@ impl Turn {
         }
         let outcome = match self.receipts {
             Some((slot, record)) if !c.sender_only => {
-                let p = Pending { side: self.side, slot, record, start_ns: self.start_ns, end_ns, bytes: self.bytes, waited: 0 };
+                let p = Pending {
+                    side: self.side,
+                    asks: self.asks,
+                    slot,
+                    record,
+                    start_ns: self.start_ns,
+                    end_ns,
+                    bytes: self.bytes,
+                    waited: 0,
+                };
                 let o = p.resolve();
                 if o == Outcome::NotYet {
                     c.pending = Some(p);
@@ -405,7 +568,7 @@ impl Turn {
             }
             _ => Outcome::Time(end_ns.saturating_sub(self.start_ns) as f64 * 1e-9 / self.bytes.max(1) as f64, None),
         };
-        c.settle(self.side, outcome)?;
+        c.settle(self.side, self.asks, outcome)?;
         c.decision(self.key)
     }
 }
@@ -413,26 +576,35 @@ impl Turn {
 /// Logs a contest's decision (`SLUICE_LOG=plan`).
 pub fn note(d: Option<Decision>) {
     let Some(d) = d else { return };
-    let gbs = |per_byte: f64| 1e-9 / per_byte.max(1e-18);
+    let gbs = |per_byte: f64| if per_byte.is_finite() { format!("{:.2}", 1e-9 / per_byte.max(1e-18)) } else { "-".into() };
     crate::logging::plan_once(crate::logging::plan_key(("contest", d.type_id, d.class)), || {
-        let p = d.pairings;
-        let pairs = if d.end_to_end {
-            format!(
-                "; samples into the receiver's MPI / sluice receives: the MPI's engine {} / {}, sluice's {} / {}",
-                p[0][0], p[0][1], p[1][0], p[1][1]
-            )
-        } else {
-            String::new()
+        let (m, r) = (d.medians, d.runs);
+        let (path, measured) = match d.choice.receive {
+            Some(recv) => (
+                format!("{} into {}", d.choice.send.name(), recv.name()),
+                format!(
+                    "timed to the receiver's finish; median GB/s (samples) by send into receive: MPI into MPI {} ({}), MPI into sluice {} ({}), sluice into MPI {} ({}), sluice into sluice {} ({})",
+                    gbs(m[0][0]), r[0][0], gbs(m[0][1]), r[0][1], gbs(m[1][0]), r[1][0], gbs(m[1][1]), r[1][1]
+                ),
+            ),
+            None => (
+                d.choice.send.name().to_string(),
+                format!(
+                    "timed at the sender alone; median {} GB/s through the MPI's engine, {} GB/s through sluice's",
+                    gbs(m[0][ALONE.index()]),
+                    gbs(m[1][ALONE.index()])
+                ),
+            ),
         };
-        format!(
-            "sends of datatype #{} to this node: {} from now on, learned from blocking sends timed {} (median {:.2} GB/s through the MPI's engine, {:.2} GB/s through sluice's{pairs})",
-            d.type_id,
-            d.side.name(),
-            if d.end_to_end { "to the receiver's finish" } else { "at the sender alone" },
-            gbs(d.mpi),
-            gbs(d.sluice)
-        )
+        format!("sends of datatype #{} to this node: {path} from now on, learned from blocking sends ({measured})", d.type_id)
     });
+}
+
+/// The receive world rank `sender` asked this process to post for its messages of `bytes`
+/// packed bytes (`None`: no request; the receiver's own rules). A sender asks while its
+/// contest for the class measures the pairings, then for the pairing it chose.
+pub fn asked(sender: c_int, bytes: usize) -> Option<Served> {
+    Served::of_code(shm::peer_hints(sender)?.get(crate::logging::size_class(bytes)))
 }
 
 /// The receiving half: a receive of `bytes` packed bytes from rank `source` of `comm`, `served`
@@ -488,35 +660,143 @@ fn learning() -> bool {
 mod tests {
     use super::*;
 
-    fn decide(mpi: &[f64], arena: &[f64]) -> (Option<Side>, usize) {
+    /// How a simulated receiver posts its receives.
+    #[derive(Clone, Copy, Debug)]
+    enum Receiver {
+        /// The receive asked for by the message's own send.
+        Prompt,
+        /// The receive asked for by the send before (it posted before the request came).
+        Late,
+        /// Prompt or late by the moment (a ping-pong's receiver races the next send).
+        Racing,
+        /// Always sluice's (it does not follow requests).
+        Deaf,
+    }
+
+    /// Runs a contest against `receiver` with `time(side, served)` per byte; returns the
+    /// choice, the sends it took and the samples per pairing.
+    fn contest(time: impl Fn(Side, Served, usize) -> f64, receiver: Receiver) -> (Option<Choice>, usize, [[u8; 2]; 2]) {
         let mut c = Contest::default();
-        let (mut m, mut a, mut n) = (mpi.iter(), arena.iter(), 0);
-        loop {
-            let side = c.next();
-            let t = match side {
-                Side::Mpi => m.next(),
-                Side::Sluice => a.next(),
-            };
-            let Some(&t) = t else { return (c.decided, n) };
-            n += 1;
-            if let Some(d) = c.record(side, t) {
-                return (Some(d), n);
+        for n in 1..=64 {
+            let before = c.asking;
+            let (side, ask) = c.turn();
+            if let Some(a) = ask {
+                c.ask(a);
+            }
+            let served = match receiver {
+                Receiver::Prompt => ask,
+                Receiver::Late => before,
+                Receiver::Racing if (n * 2654435761) % 7 < 3 => before,
+                Receiver::Racing => ask,
+                Receiver::Deaf => None,
+            }
+            .unwrap_or(Served::Sluice);
+            let t = time(side, served, n);
+            if let Some(d) = c.settle(side, [before, ask], Outcome::Time(t, Some(served))) {
+                return (Some(d), n, c.runs);
+            }
+        }
+        (None, 64, c.runs)
+    }
+
+    fn table(t: [[f64; 2]; 2]) -> impl Fn(Side, Served, usize) -> f64 {
+        move |s, r, _| t[s.index()][r.index()]
+    }
+
+    #[test]
+    fn every_pairing_is_measured_and_the_fastest_kept() {
+        for receiver in [Receiver::Prompt, Receiver::Late, Receiver::Racing] {
+            for (t, want) in [
+                ([[1.0, 1.3], [1.4, 1.2]], (Side::Mpi, Served::Mpi)),
+                ([[1.3, 1.2], [1.0, 1.4]], (Side::Sluice, Served::Mpi)),
+                ([[1.3, 1.0], [1.4, 1.2]], (Side::Mpi, Served::Sluice)),
+                ([[1.3, 1.2], [1.4, 1.0]], (Side::Sluice, Served::Sluice)),
+                ([[1.0, 1.3], [1.4, 1.01]], (Side::Sluice, Served::Sluice)),
+            ] {
+                let (d, n, runs) = contest(table(t), receiver);
+                assert_eq!(d, Some(Choice { send: want.0, receive: Some(want.1) }), "{t:?} {receiver:?}");
+                assert!(n <= 4 * SAMPLES as usize + 3, "{n} sends for {t:?} {receiver:?}: {runs:?}");
+                assert!(runs.iter().flatten().all(|&k| k >= SAMPLES), "every pairing sampled: {runs:?}");
             }
         }
     }
 
     #[test]
-    fn sides_alternate_and_the_median_times_decide() {
-        let arena = [0.8, 0.85, 0.7, 0.75, 0.8];
-        assert_eq!(decide(&[1.0, 0.9, 1.1, 1.0, 0.95], &arena), (Some(Side::Sluice), 10), "medians 0.8 vs 1.0");
-        let close = [1.02, 1.03, 1.01, 1.04, 1.2];
-        assert_eq!(decide(&[1.0, 0.9, 1.1, 1.0, 0.95], &close), (Some(Side::Sluice), 10), "within the margin: sluice's");
-        let slower = [1.06, 1.07, 1.01, 1.08, 1.2];
-        assert_eq!(decide(&[1.0, 0.9, 1.1, 1.0, 0.95], &slower), (Some(Side::Mpi), 10), "the MPI 6% faster");
-        assert_eq!(decide(&[1.3, 0.7, 1.3, 1.3, 1.3], &[1.0; 5]), (Some(Side::Sluice), 10), "one lucky send does not decide");
-        assert_eq!(decide(&[1.0], &[0.4]), (Some(Side::Sluice), 2), "clear at once");
-        assert_eq!(decide(&[0.3], &[1.0]), (Some(Side::Mpi), 2), "clear at once");
-        assert_eq!(decide(&[1.0, 1.0], &[0.9]), (None, 3), "not enough sends yet");
+    fn the_pairings_are_sampled_in_turn_not_one_receive_first() {
+        // Times that fall as the buffers warm up: with every pairing sampled all along, the
+        // pairing that is faster at every moment wins.
+        let warming =
+            |s: Side, r: Served, n: usize| (if (s, r) == (Side::Sluice, Served::Mpi) { 1.0 } else { 1.1 }) * (1.0 + 2.0 / n as f64);
+        for receiver in [Receiver::Prompt, Receiver::Late] {
+            assert_eq!(contest(warming, receiver).0, Some(Choice { send: Side::Sluice, receive: Some(Served::Mpi) }), "{receiver:?}");
+        }
+    }
+
+    #[test]
+    fn slow_samples_do_not_decide() {
+        // The MPI into the MPI's receive: fastest but for two slow sends (descheduled).
+        let mut seen = 0;
+        let noisy = move |s: Side, r: Served, _| {
+            if (s, r) == (Side::Mpi, Served::Mpi) {
+                seen += 1;
+                if seen % 3 == 2 {
+                    return 9.0;
+                }
+                return 1.0;
+            }
+            1.2
+        };
+        let mut c = Contest::default();
+        let mut d = None;
+        let mut noisy = noisy;
+        for _ in 0..64 {
+            let before = c.asking;
+            let (side, ask) = c.turn();
+            if let Some(a) = ask {
+                c.ask(a);
+            }
+            let served = ask.unwrap_or(Served::Sluice);
+            d = c.settle(side, [before, ask], Outcome::Time(noisy(side, served, 0), Some(served)));
+            if d.is_some() {
+                break;
+            }
+        }
+        assert_eq!(d, Some(Choice { send: Side::Mpi, receive: Some(Served::Mpi) }));
+    }
+
+    #[test]
+    fn a_clear_winner_decides_after_one_send_per_pairing() {
+        for receiver in [Receiver::Prompt, Receiver::Late] {
+            let (d, n, _) = contest(table([[1.0, 3.0], [3.0, 3.5]]), receiver);
+            assert_eq!(d, Some(Choice { send: Side::Mpi, receive: Some(Served::Mpi) }), "{receiver:?}");
+            assert!(n <= 6, "{n} sends, {receiver:?}");
+        }
+    }
+
+    #[test]
+    fn a_receiver_that_only_posts_sluices_receive_on_request_is_asked_for_nothing_else() {
+        let mut c = Contest { sluice_receive_only: true, ..Contest::default() };
+        let mut n = 0;
+        let d = loop {
+            n += 1;
+            let (side, ask) = c.turn();
+            assert_eq!(ask, Some(Served::Sluice));
+            c.ask(Served::Sluice);
+            let t = if side == Side::Mpi { 1.0 } else { 1.3 };
+            if let Some(d) = c.settle(side, [Some(Served::Sluice); 2], Outcome::Time(t, Some(Served::Sluice))) {
+                break d;
+            }
+        };
+        assert_eq!(d, Choice { send: Side::Mpi, receive: Some(Served::Sluice) });
+        assert_eq!(n, 2 * SAMPLES as usize, "two pairings");
+    }
+
+    #[test]
+    fn a_receiver_that_does_not_follow_is_decided_on_what_was_measured() {
+        let (d, n, runs) = contest(table([[1.0, 1.3], [1.4, 1.2]]), Receiver::Deaf);
+        assert_eq!(d, Some(Choice { send: Side::Sluice, receive: Some(Served::Sluice) }), "only sluice's receive was measured");
+        assert_eq!(n, LIMIT as usize, "at the limit");
+        assert_eq!(runs[0][0] + runs[1][0], 0);
     }
 
     #[test]
@@ -531,33 +811,43 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(if side == Side::Sluice { 1 } else { 5 }));
             decided = t.done(true).or(decided);
         }
-        assert_eq!(decided.map(|d| (d.side, d.end_to_end)), Some((Side::Sluice, false)), "no receipts: the sender's time");
+        assert_eq!(decided.map(|d| d.choice), Some(Choice { send: Side::Sluice, receive: None }), "no receipts: the sender's time");
         assert!(matches!(play(id, 1 << 20, false, || None), Play::Decided(Side::Sluice)));
         assert!(matches!(play(id, 1 << 21, true, || None), Play::Rules), "another size class has its own contest");
     }
 
-    /// A leaked slot standing for a receiver's (the arena's slots live as long as the process).
-    fn slot() -> &'static Slot {
-        Box::leak(Box::default())
+    /// A leaked slot and hint line standing for a receiver's (the arena's live as long as the
+    /// process).
+    fn peer() -> Peer {
+        (Box::leak(Box::default()), Box::leak(Box::default()))
     }
 
-    /// The MPI's sends return sooner but their receiver finishes later: the receipts decide.
+    /// The receiver posts the receive its hint line asks for when the send starts (one message
+    /// late) and tells it in its receipt: the MPI's sends return sooner, but into sluice's
+    /// receive the message finishes later; the MPI's send into the MPI's receive is fastest end
+    /// to end, and the line asks for that receive once decided.
     #[test]
-    fn the_receivers_finish_decides_over_the_senders_return() {
-        let (id, s) = (u64::MAX - 8, slot());
-        assert!(matches!(play(id, 1 << 20, true, || Some(s)), Play::Rules), "the untimed first send");
-        s.append(1 << 20, receipt::now_ns()); // its receipt
+    fn the_receivers_finish_and_receive_decide() {
+        let (id, (s, h)) = (u64::MAX - 8, peer());
+        let bytes = 1 << 20;
+        let class = crate::logging::size_class(bytes);
+        assert!(matches!(play(id, bytes, true, || Some((s, h))), Play::Rules), "the untimed first send");
+        s.append(Served::Sluice.word(bytes), receipt::now_ns()); // its receipt
         let mut decided = None;
-        for _ in 0..2 * SAMPLES {
-            let Play::Turn(t) = play(id, 1 << 20, true, || Some(s)) else { panic!("a turn each time") };
-            let (send_ms, recv_ms) = if t.side == Side::Mpi { (1, 6) } else { (3, 3) };
+        for _ in 0..4 * LIMIT {
+            let posted = Served::of_code(h.get(class)).unwrap_or(Served::Sluice);
+            let Play::Turn(t) = play(id, bytes, true, || Some((s, h))) else { panic!("a turn each time") };
+            let (send_ms, recv_ms) = match (t.side, posted) {
+                (Side::Mpi, Served::Mpi) => (1, 2),
+                (Side::Mpi, Served::Sluice) => (1, 6),
+                (Side::Sluice, _) => (3, 3),
+            };
             std::thread::sleep(std::time::Duration::from_millis(send_ms));
-            let d = t.done(true);
-            assert!(d.is_none(), "waits for the receipt");
+            assert!(t.done(true).is_none(), "waits for the receipt");
             std::thread::sleep(std::time::Duration::from_millis(recv_ms - send_ms.min(recv_ms)));
-            s.append(1 << 20, receipt::now_ns());
+            s.append(posted.word(bytes), receipt::now_ns());
             // The next send of the class resolves the receipt.
-            match play(id, 1 << 20, false, || Some(s)) {
+            match play(id, bytes, false, || Some((s, h))) {
                 Play::Decided(side) => {
                     decided = Some(side);
                     break;
@@ -566,10 +856,11 @@ mod tests {
                 p => panic!("nonblocking send played {p:?}"),
             }
         }
-        assert_eq!(decided, Some(Side::Sluice), "6 ms to the receiver's finish vs 3");
+        assert_eq!(decided, Some(Side::Mpi), "2 ms to the receiver's finish vs 3 and 6");
+        assert_eq!(Served::of_code(h.get(class)), Some(Served::Mpi), "the receiver is asked for the MPI's receive");
         let g = CONTESTS.lock().unwrap();
-        let p = g.as_ref().unwrap()[&(id, crate::logging::size_class(1 << 20))].pairings;
-        assert!(p[0][1] > 0 && p[1][1] > 0 && p[0][0] == 0 && p[1][0] == 0, "every receipt said sluice's receive: {p:?}");
+        let r = g.as_ref().unwrap()[&(id, class)].runs;
+        assert!(r.iter().flatten().all(|&n| n > 0), "every pairing measured: {r:?}");
     }
 
     #[test]
@@ -577,45 +868,61 @@ mod tests {
         for (bytes, served) in [(64usize, Served::Mpi), (1 << 40, Served::Sluice), (0, Served::Mpi)] {
             assert_eq!(Served::of(served.word(bytes)), (bytes as u64, served));
         }
+        for r in Served::BOTH {
+            assert_eq!(Served::of_code(r.code()), Some(r));
+        }
+        assert_eq!(Served::of_code(0), None, "no request");
     }
 
     #[test]
     fn receipts_that_do_not_match_fall_back_to_the_senders_time() {
-        let (id, s) = (u64::MAX - 9, slot());
-        let _ = play(id, 1 << 20, true, || Some(s));
+        let (id, (s, h)) = (u64::MAX - 9, peer());
+        let class = crate::logging::size_class(1 << 20);
+        let _ = play(id, 1 << 20, true, || Some((s, h)));
         for i in 0..MISSES {
-            let Play::Turn(t) = play(id, 1 << 20, true, || Some(s)) else { panic!("turn {i}") };
+            let Play::Turn(t) = play(id, 1 << 20, true, || Some((s, h))) else { panic!("turn {i}") };
+            assert_ne!(h.get(class), 0, "the turns ask for a receive");
             assert!(t.done(true).is_none());
             for _ in 0..receipt::RING {
                 s.append(12345, receipt::now_ns()); // other messages' sizes, the whole ring
             }
         }
         // The last miss is settled by this play.
-        let Play::Turn(t) = play(id, 1 << 20, true, || Some(s)) else { panic!("a turn after the misses") };
+        let Play::Turn(t) = play(id, 1 << 20, true, || Some((s, h))) else { panic!("a turn after the misses") };
         assert!(t.receipts.is_none(), "sends are timed alone now");
+        assert_eq!(h.get(class), 0, "and the receiver is asked for nothing");
         let mut g = CONTESTS.lock().unwrap();
         let c = g.as_mut().unwrap().get_mut(&t.key).unwrap();
-        assert!(c.sender_only && c.runs == [0, 0]);
+        assert!(c.sender_only && c.runs == [[0; 2]; 2]);
     }
 
     #[test]
     fn a_receipt_never_arriving_is_given_up_after_some_sends() {
-        let (id, s) = (u64::MAX - 10, slot());
-        let _ = play(id, 1 << 20, true, || Some(s));
-        let Play::Turn(t) = play(id, 1 << 20, true, || Some(s)) else { panic!("a turn") };
+        let (id, p) = (u64::MAX - 10, peer());
+        let _ = play(id, 1 << 20, true, || Some(p));
+        let Play::Turn(t) = play(id, 1 << 20, true, || Some(p)) else { panic!("a turn") };
         assert!(t.done(true).is_none());
         for _ in 0..WAITS {
-            assert!(matches!(play(id, 1 << 20, true, || Some(s)), Play::Rules), "waiting: the rules");
+            assert!(matches!(play(id, 1 << 20, true, || Some(p)), Play::Rules), "waiting: the rules");
         }
-        assert!(matches!(play(id, 1 << 20, true, || Some(s)), Play::Turn(_)), "given up: a new turn");
+        assert!(matches!(play(id, 1 << 20, true, || Some(p)), Play::Turn(_)), "given up: a new turn");
     }
 
     #[test]
     fn an_earlier_message_s_record_is_not_this_one_s() {
-        let s = slot();
+        let (s, _) = peer();
         let n = s.next_record();
         let start = receipt::now_ns();
-        let p = Pending { side: Side::Mpi, slot: s, record: n, start_ns: start, end_ns: start + 1_000_000, bytes: 64, waited: 0 };
+        let p = Pending {
+            side: Side::Mpi,
+            asks: [None; 2],
+            slot: s,
+            record: n,
+            start_ns: start,
+            end_ns: start + 1_000_000,
+            bytes: 64,
+            waited: 0,
+        };
         s.append(64, start + 100); // finished early in this send: the previous message
         assert_eq!(p.resolve(), Outcome::NotYet, "the next record is this message's");
         s.append(64, start + 900_000);

@@ -295,8 +295,9 @@ fn matched_path(message: *mut mpi::MPI_Message) -> P2pPath {
     comm_hints::matched_path(unsafe { *message })
 }
 
-/// The engine layout of a receive, if sluice serves it: by the built-in rules, or because this
-/// process's sends of the same type and size to its node chose sluice's path in their contest
+/// The engine layout of a receive, if sluice serves it: the receive its sender asked for
+/// ([`asked_path`]), else by the built-in rules, or because this process's sends of the same
+/// type and size to its node chose sluice's path in their contest
 /// (`contest::receive_takes_sluice`; a receive from this node without a path key, of a size
 /// that may get a pipelined message).
 fn recv_layout(buf: *mut c_void, count: i64, t: &TypeArg, source: c_int, comm: Comm, path: P2pPath) -> Option<Layout> {
@@ -304,12 +305,55 @@ fn recv_layout(buf: *mut c_void, count: i64, t: &TypeArg, source: c_int, comm: C
         return None;
     }
     let shares = || super::shares_node(comm, source);
+    let path = if path == P2pPath::Auto { asked_path(count, t, source, comm) } else { path };
     Layout::of(buf, count, t, path, &shares).or_else(|| {
         let ct = (path == P2pPath::Auto && super::contest::any_chose_sluice()).then(|| t.compiled()).flatten()?;
         let bytes = ct.size().saturating_mul(usize::try_from(count).ok()?);
         let follow = bytes >= pipeline::reserved() && super::contest::receive_takes_sluice(ct.id(), bytes) && shares();
         follow.then(|| Layout::of(buf, count, t, P2pPath::Arena, &shares)).flatten()
     })
+}
+
+/// The path of a receive whose sender asked for one (`contest::asked`): the MPI's typed receive
+/// or sluice's, for a receive of a non-contiguous type of a size that has a contest, from a
+/// named rank of this node on an intracommunicator, where contests run; `Auto` (the rules)
+/// otherwise. Why the sender decides: it times the message to this receive's finish, so only
+/// it can compare the pairings of its send with each receive (face-x at 64 KiB: with the
+/// receive left to the rules, every sample went into sluice's staged receive and the MPI's
+/// engine on both ends, 1.1-1.3x faster, was never measured; docs/benchmarks.md "Automatic
+/// path"). Costs a size check on every receive from a named rank, and a rank translation and
+/// one cache line read on those of that size.
+fn asked_path(count: i64, t: &TypeArg, source: c_int, comm: Comm) -> P2pPath {
+    use super::contest::{self, Served};
+    if source < 0 || count <= 0 || comm == consts::comm_null() {
+        return P2pPath::Auto;
+    }
+    let size = match t.hint() {
+        Some(h) if h.left_to_mpi => return P2pPath::Auto, // contiguous, or left to the MPI
+        Some(h) => h.size,
+        None => match t.compiled() {
+            Some(ct) => ct.size(),
+            None => return P2pPath::Auto,
+        },
+    };
+    let bytes = size.saturating_mul(count as usize);
+    if bytes < contest::MIN_BYTES || bytes == pipeline::reserved() || !contest::learning_here() || pipeline::is_inter(comm) {
+        return P2pPath::Auto;
+    }
+    let non_contiguous = t.compiled().is_some_and(|ct| {
+        let dl = ct.dataloop();
+        !(dl.contiguous && dl.extent == dl.size as i64)
+    });
+    match pipeline::world_rank_of(comm, source).filter(|_| non_contiguous).and_then(|w| contest::asked(w, bytes)) {
+        // (MPICH: not from the pipeline's threshold on, where sluice posts the MPI's receive
+        // with the type's byte twin so that a pipelined message's M0 can land in place; a
+        // message ending inside an element then has that element's bytes written, which
+        // MPICH's receive with the application's type does not write: p2p_conf_partial.)
+        Some(Served::Mpi) if cfg!(sluice_mpi = "mpich") && pipeline::reserved() != 0 && bytes >= pipeline::reserved() => P2pPath::Auto,
+        Some(Served::Mpi) => P2pPath::Mpi,
+        Some(Served::Sluice) => P2pPath::Arena,
+        None => P2pPath::Auto,
+    }
 }
 
 /// `MPI_Recv`.
