@@ -13,29 +13,48 @@
 //!
 //! How: per committed type and size class (a power of two of packed bytes), a *contest* runs
 //! on the blocking sends (`MPI_Send`, `MPI_Ssend`, `MPI_Rsend`; not `MPI_Bsend`, which returns
-//! once its buffer holds the bytes) to a rank of this node: after a first send that is not
-//! timed (cold buffers, the arena's first region), the sends alternate between the two paths,
-//! and each send is timed from its start to the later of its return and its receiver's finish.
-//! The receiver tells the finish through a *receipt* (`transfer::receipt`: bytes and the time on
-//! the node's one clock, written into a slot of the sender's arena when a receive of a
-//! non-contiguous type finished); the send's time waits for the receipt, and the next sends of
-//! the class take the built-in rules until it is there (at most [`WAITS`]). Why the receiver's part: the two paths
-//! leave it different work (a pipelined stream is unpacked as its chunks arrive, the MPI's typed
-//! stream received as packed bytes only after its last byte), so equally fast sends can differ
-//! 1.7x end to end (docs/benchmarks.md, "Automatic path"). A receipt that does not match the
-//! message (another size, finished before the send's first half, replaced by later ones) is a
-//! miss; after [`MISSES`] the contest starts over timing sends alone (a receiver whose receives
-//! sluice does not see). After [`SAMPLES`] sends on each path (or one each when one path was at
-//! least [`CLEAR`] times faster) the faster path by its median time is kept, the MPI's only when
-//! at least [`MARGIN`] faster. Every send of the class follows the decision from then on, blocking
-//! or not; nonblocking sends of an undecided class take the built-in rules. Receives of the class
-//! from the node take sluice's path once it chose sluice's ([`receive_takes_sluice`]), so that
-//! an exchange runs through sluice on both sides. Every receive reads either path's message
-//! (docs/protocol.md, wire format), so learning changes no byte and no status.
+//! once its buffer holds the bytes) to a rank of this node, over the four *pairings* of a send
+//! path (the MPI's engine or sluice's) with a receive path (the MPI's typed receive or
+//! sluice's): after a first send that is not timed (cold buffers, the arena's first region),
+//! each send takes a side and asks its receiver which receive to post, and is timed from its
+//! start to the later of its return and its receiver's finish.
 //!
-//! What it costs: the slower path's extra time on at most [`SAMPLES`] sends per type and size
-//! class, a lock and a table look-up per large send, and per large receive sluice's engine
-//! serves from a rank of this node a rank translation, a clock read and one cache line written.
+//! - The request: a *hint line* per receiver in the sender's arena (`transfer::receipt::Hints`,
+//!   one byte per size class), read by the receiver's receives of a non-contiguous type of that
+//!   size from that rank on a communicator without a path key ([`asked`], `p2p::recv`). Why the
+//!   sender decides the receiver's side too: only it times the message end to end, and a
+//!   receiver left to its own rules leaves pairings unmeasured (face-x at 64 KiB: every sample
+//!   went into sluice's staged receive, and the MPI's engine on both ends, 1.1-1.3x faster,
+//!   was never tried; docs/benchmarks.md, "Automatic path"). The requested receive alternates
+//!   every second send; a receiver that posted its receive before the request came takes it one
+//!   message late, which the contest learns from the receipts ([`Contest::turn`]).
+//! - The receipt: bytes, how the receiver served the message, and the time on the node's one
+//!   clock, written into a slot of the sender's arena when a receive of a non-contiguous type
+//!   finished (`transfer::receipt`). The sample is placed under the pairing the receipt names,
+//!   whatever was asked. The send's time waits for the receipt, and the next sends of the class
+//!   take the built-in rules until it is there (at most [`WAITS`]). Why the receiver's part:
+//!   the paths leave it different work (a pipelined stream is unpacked as its chunks arrive,
+//!   the MPI's typed stream received as packed bytes only after its last byte), so equally
+//!   fast sends can differ 1.7x end to end. A receipt that does not match the message (another
+//!   size, finished before the send's first half, replaced by later ones) is a miss; after
+//!   [`MISSES`] the contest starts over timing sends alone (a receiver whose receives sluice
+//!   does not see), without requests.
+//!
+//! After [`SAMPLES`] sends on each pairing (or one each when one was at least [`CLEAR`] times
+//! faster than every other, or [`LIMIT`] sends when the receiver does not post what it is asked)
+//! the fastest pairing by its median time is kept, another than sluice's on both ends only when
+//! at least [`MARGIN`] faster; the hint lines then ask for its receive. Every send of the class
+//! follows the decision from then on, blocking or not; nonblocking sends of an undecided class
+//! take the built-in rules. A receive whose sender asked nothing takes sluice's path once this
+//! process's own sends of the class chose sluice's ([`receive_takes_sluice`]). Every receive
+//! reads either path's message (docs/protocol.md, wire format), so learning changes no byte and
+//! no status. (MPICH, from the pipeline's threshold on: the receiver is asked for sluice's
+//! receive only, see `p2p::recv`.)
+//!
+//! What it costs: the slower pairings' extra time on at most [`LIMIT`] sends per type and size
+//! class, a lock and a table look-up per large send; per receive of a contested size from a
+//! named rank of this node a rank translation and one cache line read; per large receive
+//! sluice's engine serves from a rank of this node a clock read and one cache line written.
 
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,9 +78,10 @@ pub const CLEAR: f64 = 2.0;
 /// chosen over it; ties go to sluice on both ends, the pairing a receiver without a request
 /// falls back to once its own sends chose sluice ([`receive_takes_sluice`]).
 pub const MARGIN: f64 = 1.02;
-/// Timed sends after which a contest decides on the pairings it measured: a receiver that does
-/// not post the receives it is asked for (`MPI_ANY_SOURCE`, a communicator with a path key)
-/// leaves some pairings unmeasured.
+/// Timed sends after which a contest decides on the pairings it measured (at most; four more
+/// than four pairings' samples, fewer for large messages: `Contest::samples`): a receiver
+/// that does not post the receives it is asked for (`MPI_ANY_SOURCE`, a communicator with a
+/// path key) leaves some pairings unmeasured.
 pub const LIMIT: u8 = 4 * SAMPLES + 4;
 /// Sends of the class that may find a timed send's receipt missing before the sample is given
 /// up (the sends meanwhile take the built-in rules).
@@ -233,21 +253,60 @@ impl Contest {
             std::cmp::Ordering::Greater => Side::Sluice,
             std::cmp::Ordering::Equal => by_totals,
         };
+        // A side whose pairing into `r` needs samples and the other's not; else by counts.
+        let pick = |r: Served| match (self.needs((Side::Mpi, r)), self.needs((Side::Sluice, r))) {
+            (true, false) => Side::Mpi,
+            (false, true) => Side::Sluice,
+            _ => side(col(r)),
+        };
         if self.sender_only {
-            return (side(col(ALONE)), None);
+            return (pick(ALONE), None);
+        }
+        if self.sluice_receive_only {
+            return (pick(Served::Sluice), Some(Served::Sluice));
         }
         let sum = |r: Served| col(r).0 as u32 + col(r).1 as u32;
-        if self.sluice_receive_only {
-            return (side(col(Served::Sluice)), Some(Served::Sluice));
-        }
+        let wanted = |r: Served| self.needs((Side::Mpi, r)) || self.needs((Side::Sluice, r));
         let ask = match self.asking {
+            Some(a) if !wanted(a) && wanted(a.other()) => a.other(),
+            Some(a) if !wanted(a.other()) => a,
             Some(a) if self.held < 2 => a,
             Some(a) if sum(a.other()) <= sum(a) => a.other(),
             Some(a) => a,
             None => Served::Mpi,
         };
         let lands = if Some(ask) == self.asking || self.lag[0] > self.lag[1] { Some(ask) } else { self.asking };
-        (lands.map_or(by_totals, |r| side(col(r))), Some(ask))
+        (lands.map_or(by_totals, pick), Some(ask))
+    }
+
+    /// Samples each pairing needs: [`SAMPLES`], fewer for large messages (3 from 1 MiB, 2 from
+    /// 4 MiB). Why: a send of a megabyte or more takes a millisecond or more, on which a
+    /// descheduled moment (tens of microseconds) weighs little, and an application sends few
+    /// of them (a benchmark's 15 rounds of one or two 16 MiB messages on the automatic path
+    /// never finished a contest of five samples per pairing, its sends meanwhile spread over
+    /// the slow pairings).
+    fn samples(&self) -> u8 {
+        match self.class {
+            22.. => 2,
+            20..=21 => 3,
+            _ => SAMPLES,
+        }
+    }
+
+    /// Whether pairing `a` needs another sample: fewer than [`Contest::samples`], unless two
+    /// samples already showed it [`CLEAR`] times slower than the fastest pairing so far (it
+    /// cannot win; more of its slow sends would only cost). Two, not one: a contest's first
+    /// sample runs on colder buffers than the later ones.
+    fn needs(&self, a: (Side, Served)) -> bool {
+        let n = self.runs(a);
+        if n >= self.samples() {
+            return false;
+        }
+        if n < 2 {
+            return true;
+        }
+        let best = self.arms().filter(|&b| self.runs(b) > 0).map(|b| self.median(b)).fold(f64::INFINITY, f64::min);
+        self.median(a) < CLEAR * best
     }
 
     /// A turn asked for `ask`.
@@ -264,11 +323,12 @@ impl Contest {
         self.runs[s][r] = self.runs[s][r].saturating_add(1);
         self.settled = self.settled.saturating_add(1);
         let sampled = |a| self.runs(a) > 0;
-        let full = self.arms().all(|a| self.runs(a) >= SAMPLES);
+        let full = self.arms().all(|a| !self.needs(a));
         let all = self.arms().all(sampled);
         let best = self.arms().filter(|&a| sampled(a)).min_by(|&a, &b| self.median(a).total_cmp(&self.median(b)))?;
         let clear = all && self.arms().all(|a| a == best || self.median(a) >= CLEAR * self.median(best));
-        let limit = self.settled >= LIMIT && Side::BOTH.iter().all(|&s| Served::BOTH.iter().any(|&r| self.runs((s, r)) > 0));
+        let limit = self.settled >= LIMIT - 4 * (SAMPLES - self.samples())
+            && Side::BOTH.iter().all(|&s| Served::BOTH.iter().any(|&r| self.runs((s, r)) > 0));
         if !(full || clear || limit) {
             return None;
         }
@@ -613,7 +673,7 @@ pub fn received(comm: mpi::MPI_Comm, source: c_int, bytes: usize, served: Served
     if bytes < MIN_BYTES || source < 0 || comm == crate::ffi::consts::comm_null() || !shm::maps_peers() {
         return;
     }
-    if !learning() || super::pipeline::is_inter(comm) {
+    if !learning() || !tells_on(comm) {
         return;
     }
     if let Some(w) = super::pipeline::world_rank_of(comm, source) {
@@ -621,12 +681,21 @@ pub fn received(comm: mpi::MPI_Comm, source: c_int, bytes: usize, served: Served
     }
 }
 
+/// Whether receives on `comm` tell their senders when they finished: an intracommunicator
+/// without a `sluice_p2p_path` key. Why not with a key: sends on such a communicator do not
+/// contest (when both ends set it, as one does), and their receipts would push a contested
+/// send's record out of the slot's ring before its sender reads it (a benchmark alternating
+/// the automatic path with forced ones lost every 16 MiB record that way).
+pub fn tells_on(comm: mpi::MPI_Comm) -> bool {
+    crate::protocol::comm_hints::path(comm) == crate::protocol::comm_hints::P2pPath::Auto && !super::pipeline::is_inter(comm)
+}
+
 /// The world rank a receive of up to `capacity` bytes from rank `source` of `comm` tells when it
 /// finishes (`ops::Op::sender`): a known source of this node's, a size that has a contest,
 /// contests running here.
 pub fn sender_of(comm: mpi::MPI_Comm, source: c_int, capacity: usize) -> Option<c_int> {
     let known = capacity >= MIN_BYTES && source >= 0 && comm != crate::ffi::consts::comm_null();
-    if !known || !learning_here() || super::pipeline::is_inter(comm) {
+    if !known || !learning_here() || !tells_on(comm) {
         return None;
     }
     super::pipeline::world_rank_of(comm, source)
@@ -771,6 +840,38 @@ mod tests {
             assert_eq!(d, Some(Choice { send: Side::Mpi, receive: Some(Served::Mpi) }), "{receiver:?}");
             assert!(n <= 6, "{n} sends, {receiver:?}");
         }
+    }
+
+    #[test]
+    fn a_pairing_clearly_slower_after_one_sample_gets_no_more() {
+        for receiver in [Receiver::Prompt, Receiver::Late] {
+            let (d, n, runs) = contest(table([[1.0, 3.0], [3.0, 1.1]]), receiver);
+            assert_eq!(d, Some(Choice { send: Side::Mpi, receive: Some(Served::Mpi) }), "{receiver:?}");
+            assert!(runs[0][1] <= 2 && runs[1][0] <= 2, "the slow pairings: {runs:?} ({receiver:?})");
+            assert!(n <= 2 * SAMPLES as usize + 5, "{n} sends ({receiver:?})");
+        }
+    }
+
+    #[test]
+    fn large_messages_take_fewer_samples() {
+        for (class, want) in [(15, SAMPLES), (19, SAMPLES), (20, 3), (21, 3), (22, 2), (24, 2)] {
+            let c = Contest { class, ..Contest::default() };
+            assert_eq!(c.samples(), want, "class {class}");
+        }
+        let mut c = Contest { class: 24, ..Contest::default() };
+        let mut n = 0;
+        let d = loop {
+            n += 1;
+            let before = c.asking;
+            let (side, ask) = c.turn();
+            c.ask(ask.unwrap());
+            let t = if side == Side::Sluice { 1.0 } else { 1.2 };
+            if let Some(d) = c.settle(side, [before, ask], Outcome::Time(t, ask)) {
+                break d;
+            }
+        };
+        assert_eq!(d.send, Side::Sluice);
+        assert!(n <= 4 * 2 + 1, "{n} sends");
     }
 
     #[test]

@@ -242,6 +242,8 @@ pub struct Incoming {
     /// Counted among the receives under way at its communicator's priority, while any
     /// communicator has a hint (`urgency`).
     busy: Option<Busy>,
+    /// Its end is told to the sender's path contest (`contest::tells_on`).
+    tells: bool,
 }
 
 impl Incoming {
@@ -317,6 +319,11 @@ impl Incoming {
             watch,
             told: 0,
             busy: crate::protocol::comm_hints::any().then(|| Busy::enter(crate::protocol::comm_hints::priority(comm))),
+            // (No MPI call on `comm` unless some communicator has a key: the application may
+            // have freed it since it posted the receive.)
+            tells: crate::protocol::p2p::contest::learning_here()
+                && (!crate::protocol::comm_hints::any()
+                    || crate::protocol::comm_hints::path(comm) == crate::protocol::comm_hints::P2pPath::Auto),
         };
         if header.device {
             // SAFETY: forwarded contract.
@@ -595,7 +602,7 @@ impl Incoming {
             origin: self.origin,
             whole: self.whole,
         };
-        if !o.failed() && !matches!(self.dest, Dest::Bytes(_)) {
+        if self.tells && !o.failed() && !matches!(self.dest, Dest::Bytes(_)) {
             // The last chunk is in place: the sender's contest learns it (non-contiguous
             // receives only; a contiguous receive's sender has no contest), and which receive
             // the rules had posted (M0 through the MPI's typed receive, or sluice's).
