@@ -345,14 +345,15 @@ pub fn set_own_pull(sender: c_int, p: Pull) {
     }
 }
 
-/// The slot in this process's arena where world rank `receiver` writes its receipts (`None`:
-/// no own arena, `receiver` did not map it, or it has no slot).
-pub fn own_receipts(receiver: c_int) -> Option<&'static Slot> {
+/// The slot in this process's arena where world rank `receiver` writes its receipts, and the
+/// line where this process asks it which receive to post (`None`: no own arena, `receiver` did
+/// not map it, or it has no slot).
+pub fn own_lines(receiver: c_int) -> Option<(&'static Slot, &'static Hints)> {
     let node = NODE.get()?;
     if !node.reach.contains(&receiver) {
         return None;
     }
-    node.own.receipt(receiver)
+    Some((node.own.receipt(receiver)?, node.own.hints(receiver)?))
 }
 
 /// The slot in world rank `sender`'s arena where this process writes its receipts for messages
@@ -360,16 +361,6 @@ pub fn own_receipts(receiver: c_int) -> Option<&'static Slot> {
 pub fn peer_receipts(sender: c_int) -> Option<&'static Slot> {
     let node = NODE.get()?;
     node.peers.get(&sender)?.receipt(node.me)
-}
-
-/// The line in this process's arena where it asks world rank `receiver` which receive to post
-/// (`None` as for [`own_receipts`]).
-pub fn own_hints(receiver: c_int) -> Option<&'static Hints> {
-    let node = NODE.get()?;
-    if !node.reach.contains(&receiver) {
-        return None;
-    }
-    node.own.hints(receiver)
 }
 
 /// The line in world rank `sender`'s arena where it asks this process which receive to post

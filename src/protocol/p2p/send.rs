@@ -265,10 +265,7 @@ fn contested(
     }
     // The receiver's receipts and hints (a timed send only): where it writes when it finished
     // the message, and where this process asks it which receive to post.
-    let peer = || {
-        let w = pipeline::world_rank_of(comm, dest)?;
-        Some((crate::transfer::shm::own_receipts(w)?, crate::transfer::shm::own_hints(w)?))
-    };
+    let peer = || pipeline::world_rank_of(comm, dest).and_then(crate::transfer::shm::own_lines);
     let (side, turn) = match contest::play(id, bytes, timed, peer) {
         contest::Play::Rules => return (layout, None),
         contest::Play::Decided(side) => (side, None),
