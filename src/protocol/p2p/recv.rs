@@ -345,12 +345,8 @@ fn asked_path(count: i64, t: &TypeArg, source: c_int, comm: Comm) -> P2pPath {
         !(dl.contiguous && dl.extent == dl.size as i64)
     });
     match pipeline::world_rank_of(comm, source).filter(|_| non_contiguous).and_then(|w| contest::asked(w, bytes)) {
-        // (MPICH: not from the pipeline's threshold on, where sluice posts the MPI's receive
-        // with the type's byte twin so that a pipelined message's M0 can land in place; a
-        // message ending inside an element then has that element's bytes written, which
-        // MPICH's receive with the application's type does not write: p2p_conf_partial.)
-        Some(Served::Mpi) if cfg!(sluice_mpi = "mpich") && pipeline::reserved() != 0 && bytes >= pipeline::reserved() => P2pPath::Auto,
-        Some(Served::Mpi) => P2pPath::Mpi,
+        Some(Served::Mpi) if contest::mpi_receive_askable(bytes) => P2pPath::Mpi,
+        Some(Served::Mpi) => P2pPath::Auto,
         Some(Served::Sluice) => P2pPath::Arena,
         None => P2pPath::Auto,
     }
