@@ -496,6 +496,8 @@ fn urgent_receives_complete_first() {
     // first (asserted where only the receiver's order of work decides: the arena within a node,
     // no progress thread; on the other configurations and across nodes every value, count,
     // source and tag is still checked, and blocking receives under an urgent one all land).
+    // A receive whose communicator (with and without keys) was freed before its message came
+    // lands (sluice read the keys at posting; MPICH failed the late lookup of the freed handle).
     let exe = compile_c("p2p_priority");
     launch(2, &exe, &[], None).assert_pass("p2p_priority");
     for (cfg, np) in shim_runs() {

@@ -89,24 +89,36 @@ impl P2pPath {
 
 /// The info key of [`P2pPath`].
 pub const PATH_KEY: &str = "sluice_p2p_path";
-/// The info key of a communicator's priority ([`priority`]).
+/// The info key of a communicator's priority ([`CommHints::priority`]).
 pub const PRIORITY_KEY: &str = "sluice_priority";
 
-/// A communicator's hints.
+/// A communicator's hints, read once where the communicator is known to be alive (the call
+/// that posts an operation) and kept with the operation: the application may free a
+/// communicator while operations on it are pending (MPI-4 6.4.3), and asking the MPI about the
+/// freed handle later is an error (MPICH) or a read of freed memory (Open MPI).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-struct Hints {
-    path: P2pPath,
-    priority: i32,
+pub struct CommHints {
+    pub path: P2pPath,
+    pub priority: i32,
 }
 
-impl Hints {
+impl CommHints {
+    /// `comm`'s hints (the defaults, in one relaxed load, until some communicator has a key).
+    #[inline]
+    pub fn of(comm: mpi::MPI_Comm) -> CommHints {
+        if !any() {
+            return CommHints::default();
+        }
+        hints_slow(comm)
+    }
+
     /// The attribute value: the path's code in the low byte, the priority above it.
     fn code(self) -> isize {
         ((self.priority as isize) << 8) | self.path.code()
     }
 
-    fn from_code(c: isize) -> Hints {
-        Hints { path: P2pPath::from_code(c & 0xff), priority: (c >> 8) as i32 }
+    fn from_code(c: isize) -> CommHints {
+        CommHints { path: P2pPath::from_code(c & 0xff), priority: (c >> 8) as i32 }
     }
 }
 
@@ -127,19 +139,7 @@ pub fn any() -> bool {
 /// The path hint of `comm` (`Auto` when none is set).
 #[inline]
 pub fn path(comm: mpi::MPI_Comm) -> P2pPath {
-    if !any() {
-        return P2pPath::Auto;
-    }
-    hints_slow(comm).path
-}
-
-/// The priority of `comm`'s pipelined receives (`sluice_priority`; 0 when none is set).
-#[inline]
-pub fn priority(comm: mpi::MPI_Comm) -> i32 {
-    if !any() {
-        return 0;
-    }
-    hints_slow(comm).priority
+    CommHints::of(comm).path
 }
 
 /// The paths of the communicators that matched probes took messages on, by message handle
@@ -170,10 +170,10 @@ pub fn matched_path(message: mpi::MPI_Message) -> P2pPath {
 }
 
 #[cold]
-fn hints_slow(comm: mpi::MPI_Comm) -> Hints {
+fn hints_slow(comm: mpi::MPI_Comm) -> CommHints {
     let kv = KEYVAL.load(Ordering::Acquire);
     if kv == INVALID || comm == consts::comm_null() {
-        return Hints::default();
+        return CommHints::default();
     }
     let (mut value, mut flag): (*mut c_void, c_int) = (std::ptr::null_mut(), 0);
     // SAFETY: `comm` is the application's communicator of a call in progress (an invalid one
@@ -181,9 +181,9 @@ fn hints_slow(comm: mpi::MPI_Comm) -> Hints {
     // `void *`) and `flag` one int.
     let rc = unsafe { mpi::PMPI_Comm_get_attr(comm, kv, (&mut value as *mut *mut c_void).cast(), &mut flag) };
     if rc == errclass::SUCCESS && flag != 0 {
-        Hints::from_code(value as isize)
+        CommHints::from_code(value as isize)
     } else {
-        Hints::default()
+        CommHints::default()
     }
 }
 
@@ -259,14 +259,14 @@ fn apply(comm: mpi::MPI_Comm, info: mpi::MPI_Info, replace: bool) {
         return;
     }
     // dup_with_info: the parent's copied keys go; set_info: keys not given stay.
-    let old = if replace || !any() { Hints::default() } else { hints_slow(comm) };
-    let new = Hints { path: path.unwrap_or(old.path), priority: priority.unwrap_or(old.priority) };
+    let old = if replace || !any() { CommHints::default() } else { hints_slow(comm) };
+    let new = CommHints { path: path.unwrap_or(old.path), priority: priority.unwrap_or(old.priority) };
     if new.path != P2pPath::Auto && !PATHS.swap(true, Ordering::AcqRel) {
         // The first path hint: types promised to the MPI at every size must take the full
         // path now.
         crate::protocol::datatype::large_blocks_may_take_sluice();
     }
-    if new == Hints::default() && !any() {
+    if new == CommHints::default() && !any() {
         return; // nothing set anywhere: no attribute needed
     }
     ANY.store(true, Ordering::Release);
@@ -330,11 +330,11 @@ mod tests {
     fn hints_round_trip_through_the_attribute_value() {
         for path in P2pPath::ALL {
             for priority in [0, 1, -1, 7, -(1 << 23), (1 << 23) - 1] {
-                let h = Hints { path, priority };
-                assert_eq!(Hints::from_code(h.code()), h);
+                let h = CommHints { path, priority };
+                assert_eq!(CommHints::from_code(h.code()), h);
             }
         }
-        assert_eq!(Hints::from_code(0), Hints::default(), "no attribute value: no hints");
+        assert_eq!(CommHints::from_code(0), CommHints::default(), "no attribute value: no hints");
         assert_eq!(parse_priority(" 3 "), Some(3));
         assert_eq!(parse_priority("-2"), Some(-2));
         assert_eq!(parse_priority("high"), None);

@@ -14,6 +14,7 @@ use std::ffi::{c_int, c_void};
 use super::urgency::Busy;
 use super::{chunk_posting, depth, m0_data, private, Header};
 use crate::ffi::{consts, errclass, mpi, next, request_from_key, request_key};
+use crate::protocol::comm_hints::{CommHints, P2pPath};
 use crate::protocol::p2p::ops::Op;
 use crate::protocol::p2p::Layout;
 use crate::transfer::gpu::{self, ipc};
@@ -253,7 +254,7 @@ impl Incoming {
     ///
     /// # Safety
     /// The destination buffers are the live receive's; `capacity` is its size in bytes.
-    pub unsafe fn begin(header: Header, capacity: usize, dest: Dest, comm: mpi::MPI_Comm) -> Incoming {
+    pub unsafe fn begin(header: Header, capacity: usize, dest: Dest, comm: mpi::MPI_Comm, hints: CommHints) -> Incoming {
         let d = m0_data();
         crate::stats::count(crate::stats::Family::Pipeline, header.total as usize);
         if crate::stats::timing_enabled() && !crate::transfer::node::is_local(header.sender) {
@@ -318,12 +319,10 @@ impl Incoming {
             shm,
             watch,
             told: 0,
-            busy: crate::protocol::comm_hints::any().then(|| Busy::enter(crate::protocol::comm_hints::priority(comm))),
-            // (No MPI call on `comm` unless some communicator has a key: the application may
-            // have freed it since it posted the receive.)
-            tells: crate::protocol::p2p::contest::learning_here()
-                && (!crate::protocol::comm_hints::any()
-                    || crate::protocol::comm_hints::path(comm) == crate::protocol::comm_hints::P2pPath::Auto),
+            busy: crate::protocol::comm_hints::any().then(|| Busy::enter(hints.priority)),
+            // (`hints`, not `comm`: the application may have freed the communicator since it
+            // posted the receive.)
+            tells: crate::protocol::p2p::contest::learning_here() && hints.path == P2pPath::Auto,
         };
         if header.device {
             // SAFETY: forwarded contract.

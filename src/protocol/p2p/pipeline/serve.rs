@@ -75,7 +75,10 @@ pub(super) unsafe fn start(e: Stashed, buf: *mut c_void, count: i64, datatype: D
     };
     match e.header {
         // SAFETY: M0's data went to `dest` (Engine: unpacked by `begin`).
-        Some(h) => Ok(unsafe { Incoming::begin(h, cap, dest, comm) }.with_origin(e.source, e.tag)),
+        Some(h) => {
+            Ok(unsafe { Incoming::begin(h, cap, dest, comm, crate::protocol::comm_hints::CommHints::of(comm)) }
+                .with_origin(e.source, e.tag))
+        }
         None => {
             let whole = dest.layout().map_or(n, |l| l.unpackable(n));
             if let Dest::Engine(op) = &dest {

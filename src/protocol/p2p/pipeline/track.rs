@@ -20,6 +20,7 @@ use super::placeholder::Placeholder;
 use super::reserved;
 use super::urgency;
 use crate::ffi::{consts, errclass, mpi, request_from_key, request_key};
+use crate::protocol::comm_hints::CommHints;
 use crate::protocol::p2p::Layout;
 use crate::protocol::p2p::{blank_status, ops, received_bytes, Source};
 
@@ -66,8 +67,9 @@ pub struct Entry {
     /// A persistent receive served from the stash (`persistent::start_from_stash`): its own
     /// entry, put back once the served transfer completed.
     resume: Option<Box<Entry>>,
-    /// The communicator's `sluice_priority` (`urgency`: the order of a sweep).
-    priority: i32,
+    /// The communicator's keys, read when the receive was posted (the application may free the
+    /// communicator before the message arrives): `sluice_priority` orders a sweep (`urgency`).
+    hints: CommHints,
 }
 
 impl Entry {
@@ -82,7 +84,7 @@ impl Entry {
             active: !persistent,
             freed: false,
             resume: None,
-            priority: crate::protocol::comm_hints::priority(comm),
+            hints: CommHints::of(comm),
         }
     }
 
@@ -134,7 +136,7 @@ pub fn arm_served(p: Placeholder, t: Result<Incoming, Outcome>, comm: mpi::MPI_C
             active: true,
             freed: false,
             resume: None,
-            priority: crate::protocol::comm_hints::priority(comm),
+            hints: CommHints::of(comm),
         },
     );
 }
@@ -148,10 +150,10 @@ pub fn arm_served_persistent(req: Req, t: Result<Incoming, Outcome>, comm: mpi::
         Err(o) => State::Done(o),
     };
     let landing = Landing::Served(None);
-    let priority = crate::protocol::comm_hints::priority(comm);
+    let hints = CommHints::of(comm);
     arm(
         req,
-        Entry { state, landing, capacity: 0, comm: super::comm_key(comm), persistent: true, active: true, freed: false, resume, priority },
+        Entry { state, landing, capacity: 0, comm: super::comm_key(comm), persistent: true, active: true, freed: false, resume, hints },
     );
 }
 
@@ -300,7 +302,7 @@ fn gate_or_busy(req: Req) -> Option<Gate> {
         Taken::InUse => return None,
         Taken::Yes(e) => e,
     };
-    if urgency::sweep_skips(e.priority) && !matches!(e.state, State::Done(_)) {
+    if urgency::sweep_skips(e.hints.priority) && !matches!(e.state, State::Done(_)) {
         restore(req, e); // a receive of higher priority completed in this pass: the next one
         return Some(Gate::Hidden);
     }
@@ -416,7 +418,7 @@ unsafe fn advance(req: Req, e: &mut Entry) -> Gate {
                 ops::restore(req, op.into());
             }
         }
-        urgency::sweep_finished(e.priority);
+        urgency::sweep_finished(e.hints.priority);
         e.state = State::Done(o);
     }
     match e.state {
@@ -447,7 +449,7 @@ unsafe fn begin(req: Req, e: &mut Entry) -> Option<Incoming> {
     // SAFETY: M0 landed in `dest`.
     match unsafe { dest.header() } {
         // SAFETY: forwarded contract.
-        Some(h) => Some(unsafe { Incoming::begin(h, e.capacity, dest, comm) }),
+        Some(h) => Some(unsafe { Incoming::begin(h, e.capacity, dest, comm, e.hints) }),
         None => {
             if let Dest::Engine(op) = dest {
                 ops::restore(req, op.into());
@@ -474,8 +476,9 @@ fn poll_receives() {
     let mut keys: Vec<(usize, i32)> = {
         let g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
         let wanted = |e: &Entry| e.active || e.freed;
-        g.as_ref()
-            .map_or_else(Vec::new, |m| m.iter().filter_map(|(k, v)| v.as_ref().filter(|e| wanted(e)).map(|e| (*k, e.priority))).collect())
+        g.as_ref().map_or_else(Vec::new, |m| {
+            m.iter().filter_map(|(k, v)| v.as_ref().filter(|e| wanted(e)).map(|e| (*k, e.hints.priority))).collect()
+        })
     };
     if keys.iter().any(|&(_, p)| p != 0) {
         keys.sort_by_key(|&(_, p)| std::cmp::Reverse(p));
@@ -534,7 +537,7 @@ fn urgent_first(reqs: &[Req]) -> Vec<usize> {
     if reqs.len() > 1 && crate::protocol::comm_hints::any() {
         let g = TABLE.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = g.as_ref() {
-            let prio = |i: usize| m.get(&request_key(reqs[i])).and_then(|v| v.as_ref()).map_or(0, |e| e.priority);
+            let prio = |i: usize| m.get(&request_key(reqs[i])).and_then(|v| v.as_ref()).map_or(0, |e| e.hints.priority);
             let p: Vec<i32> = (0..reqs.len()).map(prio).collect();
             order.sort_by_key(|&i| std::cmp::Reverse(p[i]));
         }
@@ -930,7 +933,7 @@ pub unsafe fn receive_rest(dest: Dest, capacity: usize, comm: mpi::MPI_Comm) -> 
         );
     };
     // SAFETY: forwarded contract.
-    let mut t = unsafe { Incoming::begin(h, capacity, dest, comm) };
+    let mut t = unsafe { Incoming::begin(h, capacity, dest, comm, CommHints::of(comm)) };
     // SAFETY: as above.
     while !unsafe { t.advance(true) } {}
     let (o, op) = t.finish();
