@@ -10,7 +10,7 @@
 #include "check.h"
 #include <stdlib.h>
 
-#define ROUNDS 80
+#define ROUNDS 200
 
 static double value(int round, int size, long i) { return round * 1e9 + size * 1e8 + (double)i; }
 

@@ -268,7 +268,7 @@ fn contested(
     let peer = || pipeline::world_rank_of(comm, dest).and_then(crate::transfer::shm::own_lines);
     let (side, turn) = match contest::play(id, bytes, timed, peer) {
         contest::Play::Rules => return (layout, None),
-        contest::Play::Decided(side) => (side, None),
+        contest::Play::Decided(side) | contest::Play::Warm(side) => (side, None),
         contest::Play::Turn(t) => (t.side, Some(t)),
     };
     let layout = match (side, layout) {
