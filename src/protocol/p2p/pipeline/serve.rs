@@ -74,10 +74,10 @@ pub(super) unsafe fn start(e: Stashed, buf: *mut c_void, count: i64, datatype: D
         return Err(Outcome::new(e.total(), cap, comm, origin));
     };
     match e.header {
-        // SAFETY: M0's data went to `dest` (Engine: unpacked by `begin`).
         Some(h) => {
-            Ok(unsafe { Incoming::begin(h, cap, dest, comm, crate::protocol::comm_hints::CommHints::of(comm)) }
-                .with_origin(e.source, e.tag))
+            let hints = crate::protocol::comm_hints::CommHints::of(comm);
+            // SAFETY: M0's data went to `dest` (Engine: unpacked by `begin`).
+            Ok(unsafe { Incoming::begin(h, cap, dest, comm, hints) }.with_origin(e.source, e.tag))
         }
         None => {
             let whole = dest.layout().map_or(n, |l| l.unpackable(n));
