@@ -79,6 +79,7 @@ pub fn start() -> Result<(), crate::config::ConfigError> {
     crate::pin::configure(cfg.firehose);
     super::hints::create_keyvals();
     super::comm_hints::create_keyval();
+    super::comm_facts::create_keyval();
     if crate::transfer::gpu::arm(cfg.gpu) {
         crate::transfer::gpu::ipc::configure(cfg.gpu_ipc_pool);
         log::info!("CUDA driver present: device buffers are staged through host memory (SLUICE_GPU=off to skip the checks)");
@@ -239,6 +240,7 @@ pub unsafe fn finalize() -> c_int {
     crate::datatype::form_cache::clear();
     crate::protocol::hints::free_keyvals();
     crate::protocol::comm_hints::free_keyval();
+    crate::protocol::comm_facts::free_keyval();
     crate::protocol::parallel::shutdown();
     crate::pin::drain();
     runtime::stop();

@@ -297,11 +297,7 @@ pub fn finish() {
 
 /// Whether the communicator is an intercommunicator (the pipeline serves intracommunicators).
 pub fn is_inter(comm: mpi::MPI_Comm) -> bool {
-    let mut flag = 0;
-    // SAFETY: writes one int; an invalid communicator leaves it 0 and the MPI call that follows
-    // reports the error.
-    unsafe { mpi::PMPI_Comm_test_inter(comm, &mut flag) };
-    flag != 0
+    crate::protocol::comm_facts::is_inter(comm)
 }
 
 /// Bytes of `count` elements of `datatype` when the product may reach S\* (cheap for the common
@@ -365,7 +361,7 @@ pub fn true_lb(datatype: mpi::MPI_Datatype) -> isize {
 /// Translates `rank` of intracommunicator `comm` into its `MPI_COMM_WORLD` rank (`None`: not
 /// in the world, e.g. a spawned process).
 pub fn world_rank_of(comm: mpi::MPI_Comm, rank: c_int) -> Option<c_int> {
-    crate::transfer::node::world_ranks(comm, &[rank]).and_then(|w| w.first().copied()).filter(|&w| w >= 0)
+    crate::protocol::comm_facts::world_rank_of(comm, rank)
 }
 
 #[cfg(test)]
