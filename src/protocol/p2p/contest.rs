@@ -40,7 +40,7 @@
 //!   [`MISSES`] the contest starts over timing sends alone (a receiver whose receives sluice
 //!   does not see), without requests.
 //!
-//! Below 1 MiB each timed send follows an untimed one of the same pairing (`Contest::step`:
+//! Below 4 MiB each timed send follows an untimed one of the same pairing (`Contest::step`:
 //! the first message of a pairing after another's is biased by what that one left in the
 //! caches). After [`SAMPLES`] timed sends on each pairing (fewer for large messages, and from
 //! 1 MiB none more for a pairing [`CLEAR`] times slower after two, or a decision after two each
@@ -56,7 +56,7 @@
 //! receive only, see `p2p::recv`.)
 //!
 //! What it costs: the slower pairings' extra time on at most [`LIMIT`] timed sends per type and
-//! size class (and as many warm-up sends below 1 MiB), a lock and a table look-up per large
+//! size class (and as many warm-up sends below 4 MiB), a lock and a table look-up per large
 //! send; per receive of a contested size from a named rank of this node a rank translation and
 //! one cache line read; per large receive sluice's engine serves from a rank of this node a
 //! clock read and one cache line written.
@@ -74,6 +74,10 @@ use crate::transfer::shm;
 /// Smallest message (packed bytes) that has a contest: below it a send's time is mostly fixed
 /// costs and the clock.
 pub const MIN_BYTES: usize = 32 << 10;
+
+/// Size classes below this one (4 MiB) time each send after an untimed one of its pairing
+/// (`Contest::step`).
+const PRIMED_BELOW: u32 = 22;
 
 /// Timed sends per pairing (send path, receive path) before a decision, below 1 MiB
 /// (`Contest::samples`). Why nine: one 64 KiB message takes 10-30 us, timed alone it varies
@@ -302,18 +306,20 @@ impl Contest {
     }
 
     /// The next send's part: [`Contest::turn`]'s pairing, sent once untimed before it is timed,
-    /// below 1 MiB. Why: a contest's sends change pairing from one message to the next, and
-    /// the first message of a pairing after another runs on what the other left in the caches
-    /// (the MPI's fragments, sluice's staging): at 64 KiB such a message was 0.6-1.4x the
-    /// time of one after a message of the same pairing, a different bias per pairing, so the
-    /// contest chose pairings 1.1-1.3x slower than the best in steady state (Open MPI and MPICH,
-    /// vec-64, milc, face-z). The untimed send also asks for the receive one message ahead,
-    /// so a receiver that posts before the request reaches it still gets the pairing timed.
-    /// Large messages are timed at once: their time dwarfs the switch, and each costs
-    /// milliseconds.
+    /// below 4 MiB ([`PRIMED_BELOW`]). Why: a contest's sends change pairing from one message
+    /// to the next, and the first message of a pairing after another runs on what the other
+    /// left in the caches (the MPI's fragments, sluice's staging): at 64 KiB such a message was
+    /// 0.6-1.4x the time of one after a message of the same pairing, a different bias per
+    /// pairing, so the contest chose pairings 1.1-1.3x slower than the best in steady state
+    /// (Open MPI and MPICH, vec-64, milc, face-z); at 1 MiB Open MPI's single copy of face-z
+    /// (contiguous data in a larger extent) was timed at half its steady speed and lost to
+    /// sluice's path, 1.3-1.4x slower. The untimed send also asks for the receive one message
+    /// ahead, so a receiver that posts before the request reaches it still gets the pairing
+    /// timed. From 4 MiB sends are timed at once: each costs milliseconds, and an application
+    /// sends few of them.
     fn step(&mut self) -> Step {
         let (side, ask) = self.turn();
-        if !self.prunes() && self.primed != Some((side, ask)) {
+        if self.class < PRIMED_BELOW && self.primed != Some((side, ask)) {
             self.primed = Some((side, ask));
             return Step::Warm(side, ask);
         }
@@ -996,7 +1002,7 @@ mod tests {
     }
 
     #[test]
-    fn below_one_mebibyte_each_timed_send_follows_an_untimed_one_of_its_pairing() {
+    fn below_four_mebibytes_each_timed_send_follows_an_untimed_one_of_its_pairing() {
         let mut c = Contest::default();
         let mut warmed = None;
         for _ in 0..40 {
@@ -1017,8 +1023,10 @@ mod tests {
                 }
             }
         }
+        let mut mib = Contest { class: 20, ..Contest::default() };
+        assert!(matches!(mib.step(), Step::Warm(..)), "1 MiB messages are warmed up too");
         let mut large = Contest { class: 22, ..Contest::default() };
-        assert!(matches!(large.step(), Step::Time(..)), "large messages are timed at once");
+        assert!(matches!(large.step(), Step::Time(..)), "from 4 MiB messages are timed at once");
     }
 
     #[test]
@@ -1082,18 +1090,27 @@ mod tests {
     #[test]
     fn a_class_plays_rules_then_turns_then_its_decision() {
         let id = u64::MAX - 7; // no compiled type has it
-        assert!(matches!(play(id, 1 << 20, false, || None), Play::Rules), "nonblocking sends of an undecided class");
-        assert!(matches!(play(id, 1 << 20, true, || None), Play::Rules), "the untimed first send");
+        assert!(matches!(play(id, 1 << 22, false, || None), Play::Rules), "nonblocking sends of an undecided class");
+        assert!(matches!(play(id, 1 << 22, true, || None), Play::Rules), "the untimed first send");
         let mut decided = None;
         for _ in 0..2 * SAMPLES {
-            let Play::Turn(t) = play(id, 1 << 20, true, || None) else { break };
+            let Play::Turn(t) = play(id, 1 << 22, true, || None) else { break };
             let side = t.side;
             std::thread::sleep(std::time::Duration::from_millis(if side == Side::Sluice { 1 } else { 5 }));
             decided = t.done(true).or(decided);
         }
         assert_eq!(decided.map(|d| d.choice), Some(Choice { send: Side::Sluice, receive: None }), "no receipts: the sender's time");
-        assert!(matches!(play(id, 1 << 20, false, || None), Play::Decided(Side::Sluice)));
-        assert!(matches!(play(id, 1 << 21, true, || None), Play::Rules), "another size class has its own contest");
+        assert!(matches!(play(id, 1 << 22, false, || None), Play::Decided(Side::Sluice)));
+        assert!(matches!(play(id, 1 << 23, true, || None), Play::Rules), "another size class has its own contest");
+        // Below 4 MiB each turn follows a warm-up send on its side.
+        let small = 64 << 10;
+        assert!(matches!(play(id, small, true, || None), Play::Rules), "the untimed first send");
+        for _ in 0..SAMPLES {
+            let Play::Warm(warm) = play(id, small, true, || None) else { panic!("a warm-up first") };
+            let Play::Turn(t) = play(id, small, true, || None) else { panic!("then the turn") };
+            assert_eq!(t.side, warm, "on the side warmed up");
+            let _ = t.done(true);
+        }
     }
 
     /// A leaked slot and hint line standing for a receiver's (the arena's live as long as the
@@ -1109,7 +1126,7 @@ mod tests {
     #[test]
     fn the_receivers_finish_and_receive_decide() {
         let (id, (s, h)) = (u64::MAX - 8, peer());
-        let bytes = 1 << 20;
+        let bytes = 1 << 22;
         let class = crate::logging::size_class(bytes);
         assert!(matches!(play(id, bytes, true, || Some((s, h))), Play::Rules), "the untimed first send");
         s.append(Served::Sluice.word(bytes), receipt::now_ns()); // its receipt
@@ -1157,10 +1174,10 @@ mod tests {
     #[test]
     fn receipts_that_do_not_match_fall_back_to_the_senders_time() {
         let (id, (s, h)) = (u64::MAX - 9, peer());
-        let class = crate::logging::size_class(1 << 20);
-        let _ = play(id, 1 << 20, true, || Some((s, h)));
+        let class = crate::logging::size_class(1 << 22);
+        let _ = play(id, 1 << 22, true, || Some((s, h)));
         for i in 0..MISSES {
-            let Play::Turn(t) = play(id, 1 << 20, true, || Some((s, h))) else { panic!("turn {i}") };
+            let Play::Turn(t) = play(id, 1 << 22, true, || Some((s, h))) else { panic!("turn {i}") };
             assert_ne!(h.get(class), 0, "the turns ask for a receive");
             assert!(t.done(true).is_none());
             for _ in 0..receipt::RING {
@@ -1168,7 +1185,7 @@ mod tests {
             }
         }
         // The last miss is settled by this play.
-        let Play::Turn(t) = play(id, 1 << 20, true, || Some((s, h))) else { panic!("a turn after the misses") };
+        let Play::Turn(t) = play(id, 1 << 22, true, || Some((s, h))) else { panic!("a turn after the misses") };
         assert!(t.receipts.is_none(), "sends are timed alone now");
         assert_eq!(h.get(class), 0, "and the receiver is asked for nothing");
         let mut g = CONTESTS.lock().unwrap();
@@ -1179,13 +1196,13 @@ mod tests {
     #[test]
     fn a_receipt_never_arriving_is_given_up_after_some_sends() {
         let (id, p) = (u64::MAX - 10, peer());
-        let _ = play(id, 1 << 20, true, || Some(p));
-        let Play::Turn(t) = play(id, 1 << 20, true, || Some(p)) else { panic!("a turn") };
+        let _ = play(id, 1 << 22, true, || Some(p));
+        let Play::Turn(t) = play(id, 1 << 22, true, || Some(p)) else { panic!("a turn") };
         assert!(t.done(true).is_none());
         for _ in 0..WAITS {
-            assert!(matches!(play(id, 1 << 20, true, || Some(p)), Play::Rules), "waiting: the rules");
+            assert!(matches!(play(id, 1 << 22, true, || Some(p)), Play::Rules), "waiting: the rules");
         }
-        assert!(matches!(play(id, 1 << 20, true, || Some(p)), Play::Turn(_)), "given up: a new turn");
+        assert!(matches!(play(id, 1 << 22, true, || Some(p)), Play::Turn(_)), "given up: a new turn");
     }
 
     #[test]
