@@ -16,6 +16,7 @@
 
 pub mod byte_twin;
 pub mod coll;
+pub mod comm_cache;
 pub mod comm_facts;
 pub mod comm_hints;
 pub mod copy;

@@ -25,17 +25,18 @@
 //!
 //! Counters are relaxed atomics, four per world rank (threads may call the MPI concurrently).
 //! Communicator ranks are translated to world ranks once per communicator and kept in an
-//! attribute of a keyval of this module (freed with the communicator).
+//! attribute (`comm_cache`: freed with the communicator).
 
 // MPI_Aint and MPI_Count are `i64` in MPICH but `isize`/`c_long` in Open MPI.
 #![allow(clippy::unnecessary_cast)]
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use rustc_hash::FxHashMap;
 
+use super::comm_cache::CommCache;
 use crate::ffi::{consts, errclass, mpi, PROC_NULL, UNDEFINED};
 use crate::mapping::matrix::{CommMatrix, Kind};
 
@@ -57,11 +58,8 @@ struct Table {
 static TABLE: OnceLock<Table> = OnceLock::new();
 static ON: AtomicBool = AtomicBool::new(false);
 
-/// `MPI_KEYVAL_INVALID` as `c_int`.
-const INVALID: c_int = mpi::MPI_KEYVAL_INVALID as c_int;
-static KEYVAL: AtomicI32 = AtomicI32::new(INVALID);
-/// Serializes the first translation of a communicator (computing and attaching it once).
-static ATTACH: Mutex<()> = Mutex::new(());
+/// Each communicator's translation, computed at its first use.
+static PEERS: CommCache<Peers> = CommCache::new();
 
 /// Persistent sends by request handle: (world destination, bytes, GPU buffer), counted at each
 /// start. Receives' handles are removed, so a handle the MPI reuses never counts twice.
@@ -91,38 +89,10 @@ pub fn start(prefix: &str) {
     if TABLE.set(Table { rank: rank.max(0) as usize, counts, prefix: prefix.to_string() }).is_err() {
         return;
     }
-    let mut kv = INVALID;
-    // SAFETY: MPI is initialized; the callbacks match MPI_Comm_copy/delete_attr_function.
-    let rc = unsafe { mpi::PMPI_Comm_create_keyval(Some(copy_none), Some(delete_peers), &mut kv, std::ptr::null_mut()) };
-    if rc == errclass::SUCCESS {
-        KEYVAL.store(kv, Ordering::Release);
-    } else {
+    if let Err(rc) = PEERS.create() {
         log::warn!("SLUICE_PROFILE: cannot create a communicator keyval (MPI error {rc}); ranks are translated at every call");
     }
     ON.store(true, Ordering::Relaxed);
-}
-
-/// Copy callback: a duplicate communicator gets its own translation when first used.
-unsafe extern "C" fn copy_none(
-    _old: Comm,
-    _kv: c_int,
-    _extra: *mut c_void,
-    _in: *mut c_void,
-    _out: *mut c_void,
-    flag: *mut c_int,
-) -> c_int {
-    // SAFETY: the MPI passes `flag` as an `int *` to fill.
-    unsafe { *flag = 0 };
-    errclass::SUCCESS
-}
-
-/// Delete callback: frees the translation attached by [`peers`].
-unsafe extern "C" fn delete_peers(_comm: Comm, _kv: c_int, value: *mut c_void, _extra: *mut c_void) -> c_int {
-    if !value.is_null() {
-        // SAFETY: every value of this keyval is a `Box<Peers>` leaked by `peers`, deleted once.
-        drop(unsafe { Box::from_raw(value.cast::<Peers>()) });
-    }
-    errclass::SUCCESS
 }
 
 /// A communicator as seen by the profiler: world ranks of the peers a call can name (the
@@ -189,46 +159,7 @@ fn compute(comm: Comm) -> Option<Peers> {
 
 /// Runs `f` with `comm`'s translation (computed and attached at its first use).
 fn with_peers(comm: Comm, f: impl FnOnce(&Peers)) {
-    if comm == consts::comm_null() {
-        return;
-    }
-    let kv = KEYVAL.load(Ordering::Acquire);
-    if kv == INVALID {
-        if let Some(p) = compute(comm) {
-            f(&p);
-        }
-        return;
-    }
-    let get = || {
-        let (mut value, mut flag): (*mut c_void, c_int) = (std::ptr::null_mut(), 0);
-        // SAFETY: a valid communicator (the MPI accepted the call); writes a `void *` and an int.
-        let rc = unsafe { mpi::PMPI_Comm_get_attr(comm, kv, (&mut value as *mut *mut c_void).cast(), &mut flag) };
-        (rc == errclass::SUCCESS && flag != 0 && !value.is_null()).then_some(value.cast::<Peers>())
-    };
-    let p = match get() {
-        Some(p) => p,
-        None => {
-            let _g = ATTACH.lock().unwrap_or_else(|e| e.into_inner());
-            match get() {
-                Some(p) => p,
-                None => {
-                    let Some(peers) = compute(comm) else { return };
-                    let p = Box::into_raw(Box::new(peers));
-                    // SAFETY: attaches the box to `comm`; the delete callback frees it.
-                    if unsafe { mpi::PMPI_Comm_set_attr(comm, kv, p.cast()) } != errclass::SUCCESS {
-                        // SAFETY: not attached: still ours.
-                        let b = unsafe { Box::from_raw(p) };
-                        f(&b);
-                        return;
-                    }
-                    p
-                }
-            }
-        }
-    };
-    // SAFETY: the attribute lives until `comm` is freed, which cannot happen during this call
-    // of the application on `comm`.
-    f(unsafe { &*p })
+    PEERS.with(comm, compute, f);
 }
 
 /// Whether `buf` lies in device memory (always false where the GPU layer is not armed).
@@ -589,12 +520,7 @@ pub fn finish() {
         }
         rc
     };
-    let mut kv = KEYVAL.swap(INVALID, Ordering::AcqRel);
-    if kv != INVALID {
-        // SAFETY: the keyval this module created; attached values are freed with their
-        // communicators.
-        unsafe { mpi::PMPI_Comm_free_keyval(&mut kv) };
-    }
+    PEERS.free();
     if rc != errclass::SUCCESS {
         log::error!("SLUICE_PROFILE: gathering the communication matrix failed (MPI error {rc}); no file written");
         return;

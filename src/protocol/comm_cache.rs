@@ -1,0 +1,125 @@
+//! A value sluice computes once per communicator and keeps in an attribute of a keyval of its
+//! own, which the MPI drops (delete callback) when the communicator is freed, however it is
+//! freed; `MPI_Comm_dup` does not copy it (the duplicate computes its own). Used by
+//! `comm_facts` (inter or not, world ranks) and `profile` (the profiler's rank translation).
+//!
+//! Why one type: attaching is the delicate part. Under `MPI_THREAD_MULTIPLE` two threads that
+//! both miss the attribute of one communicator must not both set it: the second set makes the
+//! MPI delete the first value while the other thread may still read it. Misses take a lock, read
+//! again and set only when still absent; a value, once set, is never replaced, so readers of a
+//! present value need no lock.
+
+use std::ffi::{c_int, c_void};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Mutex;
+
+use crate::ffi::{consts, errclass, mpi};
+
+const INVALID: c_int = mpi::MPI_KEYVAL_INVALID as c_int;
+
+/// One keyval whose attributes are `Box<T>`s.
+pub struct CommCache<T> {
+    keyval: AtomicI32,
+    /// Serializes attaching (see the module comment).
+    attach: Mutex<()>,
+    _value: PhantomData<fn() -> T>,
+}
+
+/// Copy callback: the duplicate gets no value.
+unsafe extern "C" fn no_copy(
+    _old: mpi::MPI_Comm,
+    _keyval: c_int,
+    _extra: *mut c_void,
+    _value_in: *mut c_void,
+    _value_out: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    // SAFETY: the MPI passes `flag` as an `int *` to fill (MPI_Comm_copy_attr_function).
+    unsafe { *flag = 0 };
+    errclass::SUCCESS
+}
+
+/// Delete callback: frees the value.
+unsafe extern "C" fn drop_value<T>(_comm: mpi::MPI_Comm, _keyval: c_int, value: *mut c_void, _extra: *mut c_void) -> c_int {
+    if !value.is_null() {
+        // SAFETY: every value of a `CommCache<T>` keyval is a `Box<T>` leaked by `with` and
+        // dropped only here, once, when the MPI deletes the attribute.
+        drop(unsafe { Box::from_raw(value.cast::<T>()) });
+    }
+    errclass::SUCCESS
+}
+
+impl<T: Sync> CommCache<T> {
+    pub const fn new() -> Self {
+        Self { keyval: AtomicI32::new(INVALID), attach: Mutex::new(()), _value: PhantomData }
+    }
+
+    /// Creates the keyval (MPI is initialized). On failure returns the MPI's code; `with` then
+    /// computes the value at each use.
+    pub fn create(&self) -> Result<(), c_int> {
+        let mut kv = INVALID;
+        // SAFETY: MPI is initialized; the callbacks match MPI_Comm_copy/delete_attr_function
+        // and `drop_value::<T>` frees exactly the values `with` attaches.
+        let rc = unsafe { mpi::PMPI_Comm_create_keyval(Some(no_copy), Some(drop_value::<T>), &mut kv, std::ptr::null_mut()) };
+        if rc != errclass::SUCCESS {
+            return Err(rc);
+        }
+        self.keyval.store(kv, Ordering::Release);
+        Ok(())
+    }
+
+    /// Frees the keyval (finalize; values still attached are deleted with their communicators).
+    pub fn free(&self) {
+        let mut kv = self.keyval.swap(INVALID, Ordering::AcqRel);
+        if kv != INVALID {
+            // SAFETY: `kv` is the keyval `create` made and nobody has freed.
+            unsafe { mpi::PMPI_Comm_free_keyval(&mut kv) };
+        }
+    }
+
+    /// The attached value, if any (`None` also when the MPI refuses `comm`).
+    fn attached(kv: c_int, comm: mpi::MPI_Comm) -> Option<*const T> {
+        let (mut value, mut flag): (*mut c_void, c_int) = (std::ptr::null_mut(), 0);
+        // SAFETY: `comm` is the application's communicator of a call in progress (an invalid
+        // one makes the MPI return an error); writes a `void *` and an int.
+        let rc = unsafe { mpi::PMPI_Comm_get_attr(comm, kv, (&mut value as *mut *mut c_void).cast(), &mut flag) };
+        (rc == errclass::SUCCESS && flag != 0 && !value.is_null()).then_some(value.cast::<T>().cast_const())
+    }
+
+    /// Runs `f` on `comm`'s value, computed by `compute` and attached the first time. `None`
+    /// for `MPI_COMM_NULL` or when `compute` fails; without a keyval the value is computed for
+    /// this call only.
+    pub fn with<R>(&self, comm: mpi::MPI_Comm, compute: impl FnOnce(mpi::MPI_Comm) -> Option<T>, f: impl FnOnce(&T) -> R) -> Option<R> {
+        if comm == consts::comm_null() {
+            return None;
+        }
+        let kv = self.keyval.load(Ordering::Acquire);
+        if kv == INVALID {
+            return compute(comm).map(|v| f(&v));
+        }
+        let p = match Self::attached(kv, comm) {
+            Some(p) => p,
+            None => {
+                let _g = self.attach.lock().unwrap_or_else(|e| e.into_inner());
+                match Self::attached(kv, comm) {
+                    Some(p) => p,
+                    None => {
+                        let raw = Box::into_raw(Box::new(compute(comm)?));
+                        // SAFETY: attaches the box to `comm`; from here the MPI owns it
+                        // (freed by `drop_value`). No other thread sets it: we hold `attach`.
+                        if unsafe { mpi::PMPI_Comm_set_attr(comm, kv, raw.cast()) } != errclass::SUCCESS {
+                            // SAFETY: the MPI did not take it: still ours.
+                            let b = unsafe { Box::from_raw(raw) };
+                            return Some(f(&b));
+                        }
+                        raw.cast_const()
+                    }
+                }
+            }
+        };
+        // SAFETY: the attribute is a live `Box<T>`, never replaced, freed only when `comm` is,
+        // which cannot happen during this call of the application on `comm`.
+        Some(f(unsafe { &*p }))
+    }
+}
