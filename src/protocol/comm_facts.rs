@@ -85,3 +85,19 @@ pub fn world_rank_of(comm: mpi::MPI_Comm, rank: c_int) -> Option<c_int> {
         _ => crate::transfer::node::world_ranks(comm, &[rank]).and_then(|w| w.first().copied()).filter(|&w| w >= 0),
     }
 }
+
+/// Whether `comm` is an intercommunicator and, for an intracommunicator, the world rank of its
+/// rank `rank` (one look-up where [`is_inter`] then [`world_rank_of`] make two). `None` for an
+/// invalid communicator.
+pub fn inter_and_world_rank(comm: mpi::MPI_Comm, rank: c_int) -> Option<(bool, Option<c_int>)> {
+    let kept = with_facts(comm, |f| {
+        let w = usize::try_from(rank).ok().and_then(|r| f.world.get(r).copied());
+        (f.inter, (f.inter || !f.world.is_empty()).then_some(w))
+    });
+    match kept {
+        Some((true, _)) => Some((true, None)),
+        Some((false, Some(w))) => Some((false, w.filter(|&w| w >= 0))),
+        Some((false, None)) => Some((false, world_rank_of(comm, rank))),
+        None => None,
+    }
+}

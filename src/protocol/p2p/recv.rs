@@ -301,17 +301,27 @@ fn matched_path(message: *mut mpi::MPI_Message) -> P2pPath {
 /// (`contest::receive_takes_sluice`; a receive from this node without a path key, of a size
 /// that may get a pipelined message).
 fn recv_layout(buf: *mut c_void, count: i64, t: &TypeArg, source: c_int, comm: Comm, path: P2pPath) -> Option<Layout> {
+    recv_route(buf, count, t, source, comm, path).0
+}
+
+/// [`recv_layout`], and the world rank of the sender when the receive tells it when it
+/// finished (`contest::received_from`): resolved here once, where [`asked_path`] translates
+/// the source anyway, instead of again at the receipt (three attribute look-ups and a rank
+/// translation fewer per receive of a contested size: a few percent of a 64 KiB face's round
+/// trip on Open MPI, `bench/p2p_paths.c`).
+fn recv_route(buf: *mut c_void, count: i64, t: &TypeArg, source: c_int, comm: Comm, path: P2pPath) -> (Option<Layout>, Option<c_int>) {
     if is_proc_null(source) {
-        return None;
+        return (None, None);
     }
     let shares = || super::shares_node(comm, source);
-    let path = if path == P2pPath::Auto { asked_path(count, t, source, comm) } else { path };
-    Layout::of(buf, count, t, path, &shares).or_else(|| {
+    let (path, sender) = if path == P2pPath::Auto { asked_path(count, t, source, comm) } else { (path, None) };
+    let layout = Layout::of(buf, count, t, path, &shares).or_else(|| {
         let ct = (path == P2pPath::Auto && super::contest::any_chose_sluice()).then(|| t.compiled()).flatten()?;
         let bytes = ct.size().saturating_mul(usize::try_from(count).ok()?);
         let follow = bytes >= pipeline::reserved() && super::contest::receive_takes_sluice(ct.id(), bytes) && shares();
         follow.then(|| Layout::of(buf, count, t, P2pPath::Arena, &shares)).flatten()
-    })
+    });
+    (layout, sender)
 }
 
 /// The path of a receive whose sender asked for one (`contest::asked`): the MPI's typed receive
@@ -323,33 +333,43 @@ fn recv_layout(buf: *mut c_void, count: i64, t: &TypeArg, source: c_int, comm: C
 /// engine on both ends, 1.1-1.3x faster, was never measured; docs/benchmarks.md "Automatic
 /// path"). Costs a size check on every receive from a named rank, and a rank translation and
 /// one cache line read on those of that size.
-fn asked_path(count: i64, t: &TypeArg, source: c_int, comm: Comm) -> P2pPath {
+fn asked_path(count: i64, t: &TypeArg, source: c_int, comm: Comm) -> (P2pPath, Option<c_int>) {
     use super::contest::{self, Served};
+    const AUTO: (P2pPath, Option<c_int>) = (P2pPath::Auto, None);
     if source < 0 || count <= 0 || comm == consts::comm_null() {
-        return P2pPath::Auto;
+        return AUTO;
     }
     let size = match t.hint() {
-        Some(h) if h.left_to_mpi => return P2pPath::Auto, // contiguous, or left to the MPI
+        Some(h) if h.left_to_mpi => return AUTO, // contiguous, or left to the MPI
         Some(h) => h.size,
         None => match t.compiled() {
             Some(ct) => ct.size(),
-            None => return P2pPath::Auto,
+            None => return AUTO,
         },
     };
     let bytes = size.saturating_mul(count as usize);
-    if bytes < contest::MIN_BYTES || bytes == pipeline::reserved() || !contest::learning_here() || pipeline::is_inter(comm) {
-        return P2pPath::Auto;
+    if bytes < contest::MIN_BYTES || bytes == pipeline::reserved() || !contest::learning_here() {
+        return AUTO;
     }
     let non_contiguous = t.compiled().is_some_and(|ct| {
         let dl = ct.dataloop();
         !(dl.contiguous && dl.extent == dl.size as i64)
     });
-    match pipeline::world_rank_of(comm, source).filter(|_| non_contiguous).and_then(|w| contest::asked(w, bytes)) {
+    if !non_contiguous {
+        return AUTO;
+    }
+    // An intracommunicator without a path key (the caller's `Auto`): its receives tell.
+    let sender = match crate::protocol::comm_facts::inter_and_world_rank(comm, source) {
+        Some((false, w)) => w,
+        _ => return AUTO,
+    };
+    let path = match sender.and_then(|w| contest::asked(w, bytes)) {
         Some(Served::Mpi) if contest::mpi_receive_askable(bytes) => P2pPath::Mpi,
         Some(Served::Mpi) => P2pPath::Auto,
         Some(Served::Sluice) => P2pPath::Arena,
         None => P2pPath::Auto,
-    }
+    };
+    (path, sender)
 }
 
 /// `MPI_Recv`.
@@ -362,7 +382,8 @@ pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, 
         // SAFETY: forwarded contract.
         return unsafe { pipeline::serve::blocking(e, buf, count.into(), datatype, comm, status, false) };
     }
-    match recv_layout(buf, count.into(), &t, source, comm, comm_hints::path(comm)) {
+    let (layout, sender) = recv_route(buf, count.into(), &t, source, comm, comm_hints::path(comm));
+    match layout {
         // SAFETY: forwarded contract; the staging buffer has `n` bytes.
         Some(l) => unsafe {
             let pipe = pipe_for(l.bytes(), source, comm);
@@ -380,7 +401,11 @@ pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, 
                 let mut local = super::blank_status();
                 let stp = status_or(status, &mut local);
                 let rc = next::MPI_Recv(p.buf, p.int_count(), p.datatype, source, tag, comm, stp);
-                receipt(rc, comm, stp, Served::Mpi);
+                match sender {
+                    // (A named source: the status names the same rank.)
+                    Some(w) if rc == errclass::SUCCESS => super::contest::received_from(w, super::received_bytes(stp), Served::Mpi),
+                    _ => receipt(rc, comm, stp, Served::Mpi),
+                }
                 rc
             },
         },
