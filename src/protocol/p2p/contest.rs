@@ -543,6 +543,25 @@ impl Pending {
 
 /// (compiled type id, size class) -> its contest.
 static CONTESTS: Mutex<Option<FxHashMap<(u64, u32), Contest>>> = Mutex::new(None);
+
+/// Contests kept at most ([`bound`]).
+const MAX_CONTESTS: usize = 4096;
+
+/// Keeps the contest table bounded before it takes a new entry: an application that builds a
+/// new type for each exchange (adaptive meshes: new index lists every step) adds a contest per
+/// type and size class, about half a kilobyte each, and compiled type ids are never reused.
+/// At [`MAX_CONTESTS`] the undecided contests go (a type sent once or twice and gone); when
+/// decided ones alone still fill half the table, all go, and live types learn again (at most
+/// [`LIMIT`] timed sends each).
+fn bound(m: &mut FxHashMap<(u64, u32), Contest>, key: (u64, u32)) {
+    if m.len() < MAX_CONTESTS || m.contains_key(&key) {
+        return;
+    }
+    m.retain(|_, c| c.decided.is_some());
+    if m.len() >= MAX_CONTESTS / 2 {
+        m.clear();
+    }
+}
 /// Some class chose sluice's send path (until then [`receive_takes_sluice`] answers without
 /// the lock).
 static SLUICE_CHOSEN: AtomicBool = AtomicBool::new(false);
@@ -620,11 +639,10 @@ pub type Peer = (&'static Slot, &'static Hints);
 pub fn play(type_id: u64, bytes: usize, timed: bool, peer: impl FnOnce() -> Option<Peer>) -> Play {
     let key = (type_id, crate::logging::size_class(bytes));
     let mut g = CONTESTS.lock().unwrap_or_else(|e| e.into_inner());
-    let c = g.get_or_insert_with(FxHashMap::default).entry(key).or_insert_with(|| Contest {
-        class: key.1,
-        sluice_receive_only: !mpi_receive_askable(bytes),
-        ..Contest::default()
-    });
+    let m = g.get_or_insert_with(FxHashMap::default);
+    bound(m, key);
+    let c =
+        m.entry(key).or_insert_with(|| Contest { class: key.1, sluice_receive_only: !mpi_receive_askable(bytes), ..Contest::default() });
     if let Some(d) = c.decided {
         return Play::Decided(d.send);
     }
@@ -1038,6 +1056,26 @@ mod tests {
             assert!(runs[0][1] <= 2 && runs[1][0] <= 2, "the slow pairings: {runs:?} ({receiver:?})");
             assert!(n <= 2 * 3 + 5, "{n} sends ({receiver:?})");
         }
+    }
+
+    #[test]
+    fn the_table_stays_bounded_and_keeps_decided_contests_while_it_can() {
+        let decided = || Contest { decided: Some(Choice { send: Side::Mpi, receive: None }), ..Contest::default() };
+        let mut m = FxHashMap::default();
+        for id in 0..MAX_CONTESTS as u64 {
+            m.insert((id, 16), if id < 10 { decided() } else { Contest::default() });
+        }
+        bound(&mut m, (3, 16));
+        assert_eq!(m.len(), MAX_CONTESTS, "a key already there: nothing goes");
+        bound(&mut m, (1 << 40, 16));
+        assert_eq!(m.len(), 10, "undecided contests go, decided ones stay");
+        assert!((0..10).all(|id| m.contains_key(&(id, 16))));
+        m.clear();
+        for id in 0..MAX_CONTESTS as u64 {
+            m.insert((id, 16), decided());
+        }
+        bound(&mut m, (1 << 40, 16));
+        assert!(m.is_empty(), "decided ones filling the table: all go");
     }
 
     #[test]
