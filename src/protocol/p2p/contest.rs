@@ -62,7 +62,7 @@
 //! clock read and one cache line written.
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use rustc_hash::FxHashMap;
@@ -544,6 +544,40 @@ impl Pending {
 /// (compiled type id, size class) -> its contest.
 static CONTESTS: Mutex<Option<FxHashMap<(u64, u32), Contest>>> = Mutex::new(None);
 
+/// Decided classes, read without the lock: a direct-mapped table of words `type id << 8 |
+/// class << 2 | side code` (0: empty). Why: every send of a contested size asked the locked
+/// table for its class's decision, a lock and a hash look-up per message that threads calling
+/// the MPI at once contend on. Decisions are never undone, so a word is never stale; a slot
+/// two classes share holds the later one, and the other asks the table.
+static DECIDED: [AtomicU64; DECIDED_SLOTS] = [const { AtomicU64::new(0) }; DECIDED_SLOTS];
+const DECIDED_SLOTS: usize = 1024;
+
+fn decided_slot((id, class): (u64, u32)) -> &'static AtomicU64 {
+    let h = (id ^ (u64::from(class) << 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    &DECIDED[(h >> 54) as usize % DECIDED_SLOTS]
+}
+
+fn decided_word((id, class): (u64, u32), side: Side) -> u64 {
+    (id << 8) | (u64::from(class & 0x3f) << 2) | (side.index() as u64 + 1)
+}
+
+/// The side a decided class's sends take, if the lock-free table has it.
+fn decided_fast(key: (u64, u32)) -> Option<Side> {
+    if key.0 >= 1 << 56 || key.1 >= 64 {
+        return None;
+    }
+    let w = decided_slot(key).load(Ordering::Acquire);
+    (w != 0 && w & !3 == decided_word(key, Side::Mpi) & !3).then_some(if w & 3 == 1 { Side::Mpi } else { Side::Sluice })
+}
+
+/// Publishes a decision to the lock-free table (ids past 2^56 and classes past 63 stay with
+/// the locked one).
+fn publish(key: (u64, u32), side: Side) {
+    if key.0 < 1 << 56 && key.1 < 64 {
+        decided_slot(key).store(decided_word(key, side), Ordering::Release);
+    }
+}
+
 /// Contests kept at most ([`bound`]).
 const MAX_CONTESTS: usize = 4096;
 
@@ -579,8 +613,11 @@ pub fn receive_takes_sluice(type_id: u64, bytes: usize) -> bool {
     if bytes < MIN_BYTES || !any_chose_sluice() {
         return false;
     }
-    let g = CONTESTS.lock().unwrap_or_else(|e| e.into_inner());
     let key = (type_id, crate::logging::size_class(bytes));
+    if let Some(side) = decided_fast(key) {
+        return side == Side::Sluice;
+    }
+    let g = CONTESTS.lock().unwrap_or_else(|e| e.into_inner());
     g.as_ref().and_then(|m| m.get(&key)).is_some_and(|c| c.decided.is_some_and(|d| d.send == Side::Sluice))
 }
 
@@ -638,12 +675,16 @@ pub type Peer = (&'static Slot, &'static Hints);
 /// for a timed send).
 pub fn play(type_id: u64, bytes: usize, timed: bool, peer: impl FnOnce() -> Option<Peer>) -> Play {
     let key = (type_id, crate::logging::size_class(bytes));
+    if let Some(side) = decided_fast(key) {
+        return Play::Decided(side);
+    }
     let mut g = CONTESTS.lock().unwrap_or_else(|e| e.into_inner());
     let m = g.get_or_insert_with(FxHashMap::default);
     bound(m, key);
     let c =
         m.entry(key).or_insert_with(|| Contest { class: key.1, sluice_receive_only: !mpi_receive_askable(bytes), ..Contest::default() });
     if let Some(d) = c.decided {
+        publish(key, d.send);
         return Play::Decided(d.send);
     }
     if let Some(p) = c.pending {
@@ -657,6 +698,7 @@ pub fn play(type_id: u64, bytes: usize, timed: bool, peer: impl FnOnce() -> Opti
         };
         c.pending = None;
         if let Some(d) = c.settle(p.side, p.asks, outcome) {
+            publish(key, d.send);
             note(c.decision(key));
             return Play::Decided(d.send);
         }
@@ -726,7 +768,8 @@ impl Turn {
             }
             _ => Outcome::Time(end_ns.saturating_sub(self.start_ns) as f64 * 1e-9 / self.bytes.max(1) as f64, None),
         };
-        c.settle(self.side, self.asks, outcome)?;
+        let d = c.settle(self.side, self.asks, outcome)?;
+        publish(self.key, d.send);
         c.decision(self.key)
     }
 }
@@ -1056,6 +1099,25 @@ mod tests {
             assert!(runs[0][1] <= 2 && runs[1][0] <= 2, "the slow pairings: {runs:?} ({receiver:?})");
             assert!(n <= 2 * 3 + 5, "{n} sends ({receiver:?})");
         }
+    }
+
+    #[test]
+    fn decisions_are_read_without_the_lock_and_never_for_another_class() {
+        let (a, b) = ((0x00ab_cdef_0123_4567, 16), (0x00ab_cdef_0123_4567, 17));
+        assert_eq!(decided_fast(a), None);
+        publish(a, Side::Sluice);
+        assert_eq!(decided_fast(a), Some(Side::Sluice));
+        assert_eq!(decided_fast(b), None, "another size class of the type");
+        assert_eq!(decided_fast((a.0 + 1, 16)), None, "another type");
+        publish(b, Side::Mpi);
+        assert_eq!((decided_fast(a), decided_fast(b)), (Some(Side::Sluice), Some(Side::Mpi)));
+        publish((1 << 56, 16), Side::Mpi);
+        assert_eq!(decided_fast((1 << 56, 16)), None, "ids past 2^56 stay with the locked table");
+        // A class the lock-free table has decided plays it (the locked table has no contest
+        // for it: a first send there would play the rules).
+        let c = (0x00ab_cdef_0000_0001, crate::logging::size_class(1 << 20));
+        publish(c, Side::Mpi);
+        assert!(matches!(play(c.0, 1 << 20, true, || None), Play::Decided(Side::Mpi)));
     }
 
     #[test]
