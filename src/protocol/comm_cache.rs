@@ -11,12 +11,21 @@
 
 use std::ffi::{c_int, c_void};
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::ffi::{consts, errclass, mpi};
 
 const INVALID: c_int = mpi::MPI_KEYVAL_INVALID as c_int;
+
+/// Values deleted so far, by every cache: a caller that remembers a value it was given (see
+/// [`CommCache::with_attached`]) may use it again while this has not moved.
+static DELETED: AtomicU64 = AtomicU64::new(0);
+
+/// The count of deleted values (read it before the look-up whose value is remembered).
+pub fn deletions() -> u64 {
+    DELETED.load(Ordering::Acquire)
+}
 
 /// One keyval whose attributes are `Box<T>`s.
 pub struct CommCache<T> {
@@ -43,6 +52,8 @@ unsafe extern "C" fn no_copy(
 /// Delete callback: frees the value.
 unsafe extern "C" fn drop_value<T>(_comm: mpi::MPI_Comm, _keyval: c_int, value: *mut c_void, _extra: *mut c_void) -> c_int {
     if !value.is_null() {
+        // Counted first: a remembered pointer stops being used before its value goes.
+        DELETED.fetch_add(1, Ordering::AcqRel);
         // SAFETY: every value of a `CommCache<T>` keyval is a `Box<T>` leaked by `with` and
         // dropped only here, once, when the MPI deletes the attribute.
         drop(unsafe { Box::from_raw(value.cast::<T>()) });
@@ -91,12 +102,23 @@ impl<T: Sync> CommCache<T> {
     /// for `MPI_COMM_NULL` or when `compute` fails; without a keyval the value is computed for
     /// this call only.
     pub fn with<R>(&self, comm: mpi::MPI_Comm, compute: impl FnOnce(mpi::MPI_Comm) -> Option<T>, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.with_attached(comm, compute, |v, _| f(v))
+    }
+
+    /// [`CommCache::with`], telling `f` whether the value is attached to `comm` (it then
+    /// lives until `comm` is freed, which moves [`deletions`]) or only computed for this call.
+    pub fn with_attached<R>(
+        &self,
+        comm: mpi::MPI_Comm,
+        compute: impl FnOnce(mpi::MPI_Comm) -> Option<T>,
+        f: impl FnOnce(&T, bool) -> R,
+    ) -> Option<R> {
         if comm == consts::comm_null() {
             return None;
         }
         let kv = self.keyval.load(Ordering::Acquire);
         if kv == INVALID {
-            return compute(comm).map(|v| f(&v));
+            return compute(comm).map(|v| f(&v, false));
         }
         let p = match Self::attached(kv, comm) {
             Some(p) => p,
@@ -111,7 +133,7 @@ impl<T: Sync> CommCache<T> {
                         if unsafe { mpi::PMPI_Comm_set_attr(comm, kv, raw.cast()) } != errclass::SUCCESS {
                             // SAFETY: the MPI did not take it: still ours.
                             let b = unsafe { Box::from_raw(raw) };
-                            return Some(f(&b));
+                            return Some(f(&b, false));
                         }
                         raw.cast_const()
                     }
@@ -120,6 +142,6 @@ impl<T: Sync> CommCache<T> {
         };
         // SAFETY: the attribute is a live `Box<T>`, never replaced, freed only when `comm` is,
         // which cannot happen during this call of the application on `comm`.
-        Some(f(unsafe { &*p }))
+        Some(f(unsafe { &*p }, true))
     }
 }

@@ -9,10 +9,11 @@
 //! that cost about 1% of the message's time on both MPIs (`bench/p2p_paths.c`, the automatic
 //! path against the forced one it chose). An attribute read is one look-up in the MPI.
 
+use std::cell::Cell;
 use std::ffi::c_int;
 
 use super::comm_cache::CommCache;
-use crate::ffi::{errclass, mpi};
+use crate::ffi::{consts, errclass, mpi};
 
 /// Communicators up to this size keep their world ranks (4 bytes per rank); larger ones
 /// translate a rank at a time.
@@ -22,6 +23,8 @@ const MAX_KEPT: c_int = 1 << 16;
 #[derive(Debug)]
 struct CommFacts {
     inter: bool,
+    /// Size of the (local) group.
+    size: c_int,
     /// World rank of each rank of the (local) group; empty when not kept.
     world: Vec<c_int>,
 }
@@ -41,10 +44,31 @@ pub fn free_keyval() {
     FACTS.free();
 }
 
+thread_local! {
+    /// The communicator this thread last asked about, `comm_cache::deletions()` before that
+    /// look-up, and its attached facts. Why: an operation asks two or three times (the layout's
+    /// rules, the contest, the receipt) and an application mostly uses one communicator at a
+    /// time; the MPI's attribute look-up is a lock and a hash look-up in Open MPI.
+    static LAST: Cell<(mpi::MPI_Comm, u64, *const CommFacts)> = Cell::new((consts::comm_null(), u64::MAX, std::ptr::null()));
+}
+
 /// Runs `f` on `comm`'s facts, read from the MPI and attached the first time. `None` when the
 /// MPI refuses (`comm` invalid).
 fn with_facts<R>(comm: mpi::MPI_Comm, f: impl FnOnce(&CommFacts) -> R) -> Option<R> {
-    FACTS.with(comm, read, f)
+    let deleted = super::comm_cache::deletions();
+    let (last, seen, p) = LAST.with(Cell::get);
+    if last == comm && seen == deleted && !p.is_null() {
+        // SAFETY: `p` was attached to `comm` and no attached value has been deleted since it
+        // was looked up, so `comm` was not freed (its handle cannot name another communicator)
+        // and the value lives; this call is on `comm`, which cannot be freed meanwhile.
+        return Some(f(unsafe { &*p }));
+    }
+    FACTS.with_attached(comm, read, |v, attached| {
+        if attached {
+            LAST.with(|l| l.set((comm, deleted, v as *const CommFacts)));
+        }
+        f(v)
+    })
 }
 
 /// Reads the facts from the MPI.
@@ -63,7 +87,7 @@ fn read(comm: mpi::MPI_Comm) -> Option<CommFacts> {
     } else {
         Vec::new()
     };
-    Some(CommFacts { inter: flag != 0, world })
+    Some(CommFacts { inter: flag != 0, size, world })
 }
 
 /// Whether `comm` is an intercommunicator (`false` for an invalid one: the MPI call that
@@ -92,7 +116,8 @@ pub fn world_rank_of(comm: mpi::MPI_Comm, rank: c_int) -> Option<c_int> {
 pub fn inter_and_world_rank(comm: mpi::MPI_Comm, rank: c_int) -> Option<(bool, Option<c_int>)> {
     let kept = with_facts(comm, |f| {
         let w = usize::try_from(rank).ok().and_then(|r| f.world.get(r).copied());
-        (f.inter, (f.inter || !f.world.is_empty()).then_some(w))
+        // (A rank outside the group has none, kept or not: nothing to translate.)
+        (f.inter, (f.inter || !f.world.is_empty() || !(0..f.size).contains(&rank)).then_some(w))
     });
     match kept {
         Some((true, _)) => Some((true, None)),

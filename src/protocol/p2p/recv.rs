@@ -313,7 +313,7 @@ fn recv_route(buf: *mut c_void, count: i64, t: &TypeArg, source: c_int, comm: Co
     if is_proc_null(source) {
         return (None, None);
     }
-    let shares = || super::shares_node(comm, source);
+    let shares = super::shares_node_once(comm, source);
     let (path, sender) = if path == P2pPath::Auto { asked_path(count, t, source, comm) } else { (path, None) };
     let layout = Layout::of(buf, count, t, path, &shares).or_else(|| {
         let ct = (path == P2pPath::Auto && super::contest::any_chose_sluice()).then(|| t.compiled()).flatten()?;

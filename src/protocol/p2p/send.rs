@@ -43,7 +43,7 @@ unsafe fn blocking(
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
     let path = comm_hints::path(comm);
-    let shares = || super::shares_node(comm, dest);
+    let shares = super::shares_node_once(comm, dest);
     let t = TypeArg::new(datatype);
     let layout = Layout::of(buf, count, &t, path, &shares).filter(|_| !is_proc_null(dest));
     let (layout, turn) = contested(layout, buf, count, &t, dest, comm, path, timed, &shares);
@@ -155,7 +155,7 @@ unsafe fn with_request(
     forward: impl FnOnce() -> c_int,
 ) -> c_int {
     let path = comm_hints::path(comm);
-    let shares = || super::shares_node(comm, dest);
+    let shares = super::shares_node_once(comm, dest);
     let t = TypeArg::new(datatype);
     let layout = Layout::of(buf, count, &t, path, &shares).filter(|_| !is_proc_null(dest));
     // Only a decided contest applies here (a nonblocking send is not timed).
