@@ -267,6 +267,13 @@ fn p2p_conf_partial() {
     conformance("p2p_conf_partial", &compile_c("p2p_conf_partial"));
 }
 
+/// Calls on `MPI_COMM_NULL` and (MPICH) on freed communicators run `MPI_COMM_WORLD`'s handler
+/// once, as bare: tests/c/p2p_conf_badcomm.c.
+#[test]
+fn p2p_conf_badcomm() {
+    conformance("p2p_conf_badcomm", &compile_c("p2p_conf_badcomm"));
+}
+
 #[test]
 fn p2p_conf_threads() {
     conformance("p2p_conf_threads", &compile_c("p2p_conf_threads"));

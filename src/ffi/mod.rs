@@ -167,6 +167,31 @@ pub fn message_key(m: mpi::MPI_Message) -> usize {
     }
 }
 
+/// A communicator handle as a plain integer key, and back (the key round-trips exactly).
+#[inline]
+pub fn comm_key(c: mpi::MPI_Comm) -> usize {
+    #[cfg(sluice_mpi = "openmpi")]
+    {
+        c as usize
+    }
+    #[cfg(sluice_mpi = "mpich")]
+    {
+        c as u32 as usize
+    }
+}
+
+#[inline]
+pub fn comm_from_key(k: usize) -> mpi::MPI_Comm {
+    #[cfg(sluice_mpi = "openmpi")]
+    {
+        k as mpi::MPI_Comm
+    }
+    #[cfg(sluice_mpi = "mpich")]
+    {
+        k as u32 as mpi::MPI_Comm
+    }
+}
+
 /// A request handle as a plain integer key, and back (the key round-trips exactly).
 #[inline]
 pub fn request_key(r: mpi::MPI_Request) -> usize {

@@ -8,13 +8,24 @@
 //! MPI delete the first value while the other thread may still read it. Misses take a lock, read
 //! again and set only when still absent; a value, once set, is never replaced, so readers of a
 //! present value need no lock.
+//!
+//! Errors: asking the MPI about an invalid communicator (MPICH detects a freed handle) runs
+//! `MPI_COMM_WORLD`'s error handler, and the application's call that follows runs it again. So
+//! a handle that is not known to carry a value is first looked up with that handler set aside
+//! (`quiet::QuietWorld`), and an invalid one is left to the application's call alone: the
+//! handler runs once, as without sluice (`tests/c/p2p_bad_comm.c`). Known handles are kept in a
+//! small direct-mapped table (set when a value is attached or found, cleared by the delete
+//! callback) so that this costs nothing after a communicator's first large operation. At
+//! `MPI_THREAD_MULTIPLE` the handler cannot be set aside (another thread's error would miss
+//! it): there an invalid handle runs it twice.
 
 use std::ffi::{c_int, c_void};
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::ffi::{consts, errclass, mpi};
+use super::quiet::QuietWorld;
+use crate::ffi::{comm_key, consts, errclass, mpi};
 
 const INVALID: c_int = mpi::MPI_KEYVAL_INVALID as c_int;
 
@@ -27,12 +38,24 @@ pub fn deletions() -> u64 {
     DELETED.load(Ordering::Acquire)
 }
 
+/// Slots of the table of handles known to carry a value.
+const KNOWN_SLOTS: usize = 64;
+
 /// One keyval whose attributes are `Box<T>`s.
 pub struct CommCache<T> {
     keyval: AtomicI32,
     /// Serializes attaching (see the module comment).
     attach: Mutex<()>,
+    /// Handles (`comm_key`) that carry a value, by `slot`; 0 is empty. A handle found here
+    /// names a live communicator (its value's delete callback clears it before the handle can
+    /// be reused), so looking it up cannot raise an error.
+    known: [AtomicUsize; KNOWN_SLOTS],
     _value: PhantomData<fn() -> T>,
+}
+
+fn slot(key: usize) -> usize {
+    // Handles are aligned object addresses (Open MPI) or small indexes with kind bits (MPICH).
+    (key ^ (key >> 6) ^ (key >> 12)) % KNOWN_SLOTS
 }
 
 /// Copy callback: the duplicate gets no value.
@@ -49,8 +72,14 @@ unsafe extern "C" fn no_copy(
     errclass::SUCCESS
 }
 
-/// Delete callback: frees the value.
-unsafe extern "C" fn drop_value<T>(_comm: mpi::MPI_Comm, _keyval: c_int, value: *mut c_void, _extra: *mut c_void) -> c_int {
+/// Delete callback: forgets the handle, frees the value.
+unsafe extern "C" fn drop_value<T>(comm: mpi::MPI_Comm, _keyval: c_int, value: *mut c_void, extra: *mut c_void) -> c_int {
+    if !extra.is_null() {
+        // SAFETY: `create` passes the cache itself, a `'static`, as the keyval's extra state.
+        let cache = unsafe { &*extra.cast_const().cast::<CommCache<T>>() };
+        let key = comm_key(comm);
+        let _ = cache.known[slot(key)].compare_exchange(key, 0, Ordering::AcqRel, Ordering::Relaxed);
+    }
     if !value.is_null() {
         // Counted first: a remembered pointer stops being used before its value goes.
         DELETED.fetch_add(1, Ordering::AcqRel);
@@ -63,16 +92,23 @@ unsafe extern "C" fn drop_value<T>(_comm: mpi::MPI_Comm, _keyval: c_int, value: 
 
 impl<T: Sync> CommCache<T> {
     pub const fn new() -> Self {
-        Self { keyval: AtomicI32::new(INVALID), attach: Mutex::new(()), _value: PhantomData }
+        Self {
+            keyval: AtomicI32::new(INVALID),
+            attach: Mutex::new(()),
+            known: [const { AtomicUsize::new(0) }; KNOWN_SLOTS],
+            _value: PhantomData,
+        }
     }
 
     /// Creates the keyval (MPI is initialized). On failure returns the MPI's code; `with` then
     /// computes the value at each use.
-    pub fn create(&self) -> Result<(), c_int> {
+    pub fn create(&'static self) -> Result<(), c_int> {
         let mut kv = INVALID;
-        // SAFETY: MPI is initialized; the callbacks match MPI_Comm_copy/delete_attr_function
-        // and `drop_value::<T>` frees exactly the values `with` attaches.
-        let rc = unsafe { mpi::PMPI_Comm_create_keyval(Some(no_copy), Some(drop_value::<T>), &mut kv, std::ptr::null_mut()) };
+        let extra = (self as *const Self).cast_mut().cast::<c_void>();
+        // SAFETY: MPI is initialized; the callbacks match MPI_Comm_copy/delete_attr_function,
+        // `drop_value::<T>` frees exactly the values `with` attaches, and `extra` is this
+        // `'static` cache, which it only reads.
+        let rc = unsafe { mpi::PMPI_Comm_create_keyval(Some(no_copy), Some(drop_value::<T>), &mut kv, extra) };
         if rc != errclass::SUCCESS {
             return Err(rc);
         }
@@ -89,18 +125,37 @@ impl<T: Sync> CommCache<T> {
         }
     }
 
-    /// The attached value, if any (`None` also when the MPI refuses `comm`).
-    fn attached(kv: c_int, comm: mpi::MPI_Comm) -> Option<*const T> {
+    /// The attached value, if any; `Err` when the MPI refuses `comm` (invalid).
+    fn attached(kv: c_int, comm: mpi::MPI_Comm) -> Result<Option<*const T>, c_int> {
         let (mut value, mut flag): (*mut c_void, c_int) = (std::ptr::null_mut(), 0);
         // SAFETY: `comm` is the application's communicator of a call in progress (an invalid
         // one makes the MPI return an error); writes a `void *` and an int.
         let rc = unsafe { mpi::PMPI_Comm_get_attr(comm, kv, (&mut value as *mut *mut c_void).cast(), &mut flag) };
-        (rc == errclass::SUCCESS && flag != 0 && !value.is_null()).then_some(value.cast::<T>().cast_const())
+        if rc != errclass::SUCCESS {
+            return Err(rc);
+        }
+        Ok((flag != 0 && !value.is_null()).then_some(value.cast::<T>().cast_const()))
+    }
+
+    /// [`Self::attached`], for a handle not known to carry a value with `MPI_COMM_WORLD`'s
+    /// handler set aside (see the module comment).
+    fn attached_quietly(&self, kv: c_int, comm: mpi::MPI_Comm) -> Result<Option<*const T>, c_int> {
+        let key = comm_key(comm);
+        if self.known[slot(key)].load(Ordering::Acquire) == key || comm == consts::comm_world() || comm == consts::comm_self() {
+            return Self::attached(kv, comm);
+        }
+        let quiet = QuietWorld::new();
+        let found = Self::attached(kv, comm);
+        drop(quiet);
+        if let Ok(Some(_)) = found {
+            self.known[slot(key)].store(key, Ordering::Release);
+        }
+        found
     }
 
     /// Runs `f` on `comm`'s value, computed by `compute` and attached the first time. `None`
-    /// for `MPI_COMM_NULL` or when `compute` fails; without a keyval the value is computed for
-    /// this call only.
+    /// for `MPI_COMM_NULL`, an invalid communicator (nothing more is asked of the MPI about it)
+    /// or when `compute` fails; without a keyval the value is computed for this call only.
     pub fn with<R>(&self, comm: mpi::MPI_Comm, compute: impl FnOnce(mpi::MPI_Comm) -> Option<T>, f: impl FnOnce(&T) -> R) -> Option<R> {
         self.with_attached(comm, compute, |v, _| f(v))
     }
@@ -120,11 +175,11 @@ impl<T: Sync> CommCache<T> {
         if kv == INVALID {
             return compute(comm).map(|v| f(&v, false));
         }
-        let p = match Self::attached(kv, comm) {
+        let p = match self.attached_quietly(kv, comm).ok()? {
             Some(p) => p,
             None => {
                 let _g = self.attach.lock().unwrap_or_else(|e| e.into_inner());
-                match Self::attached(kv, comm) {
+                match Self::attached(kv, comm).ok()? {
                     Some(p) => p,
                     None => {
                         let raw = Box::into_raw(Box::new(compute(comm)?));
@@ -135,6 +190,8 @@ impl<T: Sync> CommCache<T> {
                             let b = unsafe { Box::from_raw(raw) };
                             return Some(f(&b, false));
                         }
+                        let key = comm_key(comm);
+                        self.known[slot(key)].store(key, Ordering::Release);
                         raw.cast_const()
                     }
                 }

@@ -91,23 +91,16 @@ fn read(comm: mpi::MPI_Comm) -> Option<CommFacts> {
 }
 
 /// Whether `comm` is an intercommunicator (`false` for an invalid one: the MPI call that
-/// follows reports the error).
+/// follows reports the error, and nothing more is asked of the MPI about it here).
 pub fn is_inter(comm: mpi::MPI_Comm) -> bool {
-    with_facts(comm, |f| f.inter).unwrap_or_else(|| {
-        let mut flag = 0;
-        // SAFETY: writes one int; an invalid communicator leaves it 0.
-        unsafe { mpi::PMPI_Comm_test_inter(comm, &mut flag) };
-        flag != 0
-    })
+    with_facts(comm, |f| f.inter).unwrap_or(false)
 }
 
-/// The world rank of rank `rank` of `comm`'s (local) group, if it has one.
+/// The world rank of rank `rank` of intracommunicator `comm`, if it has one (`None` for an
+/// intercommunicator, an invalid communicator or a rank outside the group: the MPI call that
+/// follows reports an error).
 pub fn world_rank_of(comm: mpi::MPI_Comm, rank: c_int) -> Option<c_int> {
-    let kept = with_facts(comm, |f| (!f.world.is_empty()).then(|| usize::try_from(rank).ok().and_then(|r| f.world.get(r).copied())));
-    match kept {
-        Some(Some(w)) => w.filter(|&w| w >= 0),
-        _ => crate::transfer::node::world_ranks(comm, &[rank]).and_then(|w| w.first().copied()).filter(|&w| w >= 0),
-    }
+    inter_and_world_rank(comm, rank).and_then(|(_, w)| w)
 }
 
 /// Whether `comm` is an intercommunicator and, for an intracommunicator, the world rank of its
@@ -122,7 +115,10 @@ pub fn inter_and_world_rank(comm: mpi::MPI_Comm, rank: c_int) -> Option<(bool, O
     match kept {
         Some((true, _)) => Some((true, None)),
         Some((false, Some(w))) => Some((false, w.filter(|&w| w >= 0))),
-        Some((false, None)) => Some((false, world_rank_of(comm, rank))),
+        // Not kept (a large group), rank in the group: translated alone.
+        Some((false, None)) => {
+            Some((false, crate::transfer::node::world_ranks(comm, &[rank]).and_then(|w| w.first().copied()).filter(|&w| w >= 0)))
+        }
         None => None,
     }
 }

@@ -199,6 +199,19 @@ pub unsafe fn init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, require
     after_init(rc, t0, stats::now_ns() - t0)
 }
 
+/// The thread level the application runs at: what it was told when sluice raised the MPI's
+/// for its progress thread, else the MPI's.
+pub fn app_thread_level() -> c_int {
+    let shown = APP_LEVEL.load(Ordering::Relaxed);
+    if shown >= 0 {
+        return shown;
+    }
+    let mut level = crate::ffi::THREAD_SINGLE;
+    // SAFETY: legal from any thread while MPI is initialized; writes one int.
+    unsafe { mpi::PMPI_Query_thread(&mut level) };
+    level
+}
+
 /// `MPI_Query_thread`: the level the application was told at initialization when sluice raised
 /// the MPI's for its progress thread, else the MPI's answer.
 ///

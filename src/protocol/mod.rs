@@ -12,7 +12,8 @@
 //! several workers) serve `datatype`. `pack_engine` runs a whole-element pack or unpack on the
 //! engine chosen for the type (sluice's kernel or the MPI's), for `MPI_Pack`/`MPI_Unpack` and,
 //! inside the application's calls, for messages and collectives; `type_prefix` gives it the MPI
-//! type of an element's first blocks to time the MPI's engine on.
+//! type of an element's first blocks to time the MPI's engine on. `quiet` sets
+//! `MPI_COMM_WORLD`'s error handler aside while sluice asks the MPI something that may fail.
 
 pub mod byte_twin;
 pub mod coll;
@@ -32,6 +33,7 @@ pub mod p2p;
 pub mod pack_engine;
 pub mod parallel;
 pub mod profile;
+pub mod quiet;
 pub mod reorder;
 pub mod rma;
 pub mod type_prefix;

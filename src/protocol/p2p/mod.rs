@@ -121,42 +121,7 @@ pub(crate) unsafe fn raise_partial_in_status(
     errclass::ERR_IN_STATUS
 }
 
-/// `MPI_COMM_WORLD`'s error handler set to `MPI_ERRORS_RETURN` for as long as this lives, then
-/// the application's again: MPICH's `MPI_Request_get_status` raises a completed request's error
-/// through that handler (measured), where the application's completion call that follows raises
-/// it as the MPI would (`complete::Taken::unpack_as_they_arrive`, `pipeline::track`). Only while
-/// no other thread may call MPI (not at `MPI_THREAD_MULTIPLE`).
-pub(crate) struct QuietWorld(mpi::MPI_Errhandler);
-
-impl QuietWorld {
-    pub(crate) fn new() -> Option<QuietWorld> {
-        let mut level = crate::ffi::THREAD_SINGLE;
-        // SAFETY: legal from any thread while MPI is initialized; writes one int.
-        unsafe { mpi::PMPI_Query_thread(&mut level) };
-        if level >= crate::ffi::THREAD_MULTIPLE {
-            return None;
-        }
-        let mut app = consts::errors_return();
-        // SAFETY: MPI_COMM_WORLD is valid while MPI is initialized; writes one handle, a new
-        // reference that `drop` releases.
-        if unsafe { mpi::PMPI_Comm_get_errhandler(consts::comm_world(), &mut app) } != errclass::SUCCESS {
-            return None;
-        }
-        // SAFETY: as above; a predefined handler.
-        unsafe { mpi::PMPI_Comm_set_errhandler(consts::comm_world(), consts::errors_return()) };
-        Some(QuietWorld(app))
-    }
-}
-
-impl Drop for QuietWorld {
-    fn drop(&mut self) {
-        // SAFETY: puts back the handler taken in `new` and releases that reference.
-        unsafe {
-            mpi::PMPI_Comm_set_errhandler(consts::comm_world(), self.0);
-            mpi::PMPI_Errhandler_free(&mut self.0);
-        }
-    }
-}
+pub(crate) use super::quiet::QuietWorld;
 
 /// `MPI_Error_class` of a code returned by the MPI.
 pub(crate) fn error_class(rc: c_int) -> c_int {

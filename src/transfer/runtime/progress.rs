@@ -187,7 +187,18 @@ pub mod thread {
         Ok(())
     }
 
+    thread_local! {
+        /// Set on the progress thread itself.
+        static ON_IT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// Whether the calling thread is the progress thread.
+    pub fn is_current() -> bool {
+        ON_IT.with(std::cell::Cell::get)
+    }
+
     fn run() {
+        ON_IT.with(|c| c.set(true));
         while !STOP.load(Ordering::Acquire) {
             if idle() {
                 std::thread::park_timeout(IDLE_NAP);

@@ -96,27 +96,7 @@ pub fn world_rank() -> c_int {
     WORLD_RANK.load(Ordering::Relaxed)
 }
 
-pub(crate) fn comm_key(c: mpi::MPI_Comm) -> usize {
-    #[cfg(sluice_mpi = "openmpi")]
-    {
-        c as usize
-    }
-    #[cfg(sluice_mpi = "mpich")]
-    {
-        c as u32 as usize
-    }
-}
-
-pub(crate) fn comm_from_key(k: usize) -> mpi::MPI_Comm {
-    #[cfg(sluice_mpi = "openmpi")]
-    {
-        k as mpi::MPI_Comm
-    }
-    #[cfg(sluice_mpi = "mpich")]
-    {
-        k as u32 as mpi::MPI_Comm
-    }
-}
+pub(crate) use crate::ffi::{comm_from_key, comm_key};
 
 /// The private communicator for chunks.
 pub fn private() -> mpi::MPI_Comm {

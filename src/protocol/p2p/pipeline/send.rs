@@ -203,12 +203,10 @@ pub unsafe fn start_device(
 }
 
 /// The world rank of `dest` in `comm`, if it is a valid rank of an intracommunicator in the
-/// world (an invalid one is left for the MPI to report when M0 is posted).
+/// world (an invalid one, or an invalid communicator, is left for the MPI to report when M0 is
+/// posted; nothing is asked of the MPI about an invalid communicator here).
 pub fn peer_of(comm: Comm, dest: c_int) -> Option<c_int> {
-    let mut n = 0;
-    // SAFETY: writes one int; `applies` already asked the MPI about this communicator.
-    unsafe { mpi::PMPI_Comm_size(comm, &mut n) };
-    (0..n).contains(&dest).then(|| world_rank_of(comm, dest)).flatten()
+    world_rank_of(comm, dest)
 }
 
 /// `MPI_Start` of a persistent pipelined send (`protocol::p2p::complete`): refills M0 (its
