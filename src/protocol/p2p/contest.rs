@@ -570,6 +570,13 @@ fn decided_fast(key: (u64, u32)) -> Option<Side> {
     (w != 0 && w & !3 == decided_word(key, Side::Mpi) & !3).then_some(if w & 3 == 1 { Side::Mpi } else { Side::Sluice })
 }
 
+/// The side sends of `bytes` packed bytes of type `type_id` take, when their class has decided
+/// and the lock-free table has it (no lock: for the send path's early exit).
+#[inline]
+pub fn decided_side(type_id: u64, bytes: usize) -> Option<Side> {
+    decided_fast((type_id, crate::logging::size_class(bytes)))
+}
+
 /// Publishes a decision to the lock-free table (ids past 2^56 and classes past 63 stay with
 /// the locked one).
 fn publish(key: (u64, u32), side: Side) {
