@@ -2,8 +2,8 @@
 //! statistics before it goes down.
 
 use std::ffi::{c_char, c_int};
-use std::sync::atomic::{AtomicI32, Ordering};
 
+use super::app_level;
 use crate::config::Config;
 use crate::ffi::{consts, errclass, mpi, next};
 use crate::runtime::Mode;
@@ -139,10 +139,6 @@ fn start_progress_thread() -> Result<(), String> {
         .map_err(|e| format!("SLUICE_PROGRESS_THREAD=1: cannot start the progress thread: {e}"))
 }
 
-/// The thread level the application sees when sluice raised the MPI's for its progress thread
-/// (`-1`: not raised, the MPI's own answer stands).
-static APP_LEVEL: AtomicI32 = AtomicI32::new(-1);
-
 /// Initializes the MPI at `MPI_THREAD_MULTIPLE` for the progress thread, where the application
 /// asked for `app` (`MPI_Init`: `MPI_THREAD_SINGLE`, both MPIs' default). The application is
 /// told the level it asked for, capped by what the MPI gives, as the bare MPI answers
@@ -156,7 +152,7 @@ unsafe fn init_raised(argc: *mut c_int, argv: *mut *mut *mut c_char, app: c_int,
     let rc = unsafe { next::MPI_Init_thread(argc, argv, crate::ffi::THREAD_MULTIPLE, &mut got) };
     if rc == errclass::SUCCESS {
         let shown = app.min(got);
-        APP_LEVEL.store(shown, Ordering::Relaxed);
+        app_level::record(shown);
         if !provided.is_null() {
             // SAFETY: the application's output argument.
             unsafe { *provided = shown };
@@ -199,26 +195,13 @@ pub unsafe fn init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, require
     after_init(rc, t0, stats::now_ns() - t0)
 }
 
-/// The thread level the application runs at: what it was told when sluice raised the MPI's
-/// for its progress thread, else the MPI's.
-pub fn app_thread_level() -> c_int {
-    let shown = APP_LEVEL.load(Ordering::Relaxed);
-    if shown >= 0 {
-        return shown;
-    }
-    let mut level = crate::ffi::THREAD_SINGLE;
-    // SAFETY: legal from any thread while MPI is initialized; writes one int.
-    unsafe { mpi::PMPI_Query_thread(&mut level) };
-    level
-}
-
 /// `MPI_Query_thread`: the level the application was told at initialization when sluice raised
 /// the MPI's for its progress thread, else the MPI's answer.
 ///
 /// # Safety
 /// As `MPI_Query_thread`.
 pub unsafe fn query_thread(provided: *mut c_int) -> c_int {
-    let shown = APP_LEVEL.load(Ordering::Relaxed);
+    let shown = app_level::shown();
     if shown < 0 || provided.is_null() {
         // SAFETY: forwarded unchanged.
         return unsafe { next::MPI_Query_thread(provided) };

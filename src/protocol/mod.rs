@@ -13,8 +13,10 @@
 //! engine chosen for the type (sluice's kernel or the MPI's), for `MPI_Pack`/`MPI_Unpack` and,
 //! inside the application's calls, for messages and collectives; `type_prefix` gives it the MPI
 //! type of an element's first blocks to time the MPI's engine on. `quiet` sets
-//! `MPI_COMM_WORLD`'s error handler aside while sluice asks the MPI something that may fail.
+//! `MPI_COMM_WORLD`'s error handler aside while sluice asks the MPI something that may fail;
+//! `app_level` is the thread level the application runs at.
 
+pub mod app_level;
 pub mod byte_twin;
 pub mod coll;
 pub mod comm_cache;

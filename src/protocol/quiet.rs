@@ -18,7 +18,7 @@ pub struct QuietWorld(mpi::MPI_Errhandler);
 
 impl QuietWorld {
     pub fn new() -> Option<QuietWorld> {
-        if crate::protocol::init::app_thread_level() >= crate::ffi::THREAD_MULTIPLE || progress::thread::is_current() {
+        if super::app_level::app_thread_level() >= crate::ffi::THREAD_MULTIPLE || progress::thread::is_current() {
             return None;
         }
         let mut app = consts::errors_return();
