@@ -13,7 +13,7 @@
 //! `MPI_COMM_WORLD`'s error handler, and the application's call that follows runs it again. So
 //! a handle that is not known to carry a value is first looked up with that handler set aside
 //! (`quiet::QuietWorld`), and an invalid one is left to the application's call alone: the
-//! handler runs once, as without sluice (`tests/c/p2p_bad_comm.c`). Known handles are kept in a
+//! handler runs once, as without sluice (`tests/c/p2p_conf_badcomm.c`). Known handles are kept in a
 //! small direct-mapped table (set when a value is attached or found, cleared by the delete
 //! callback) so that this costs nothing after a communicator's first large operation. At
 //! `MPI_THREAD_MULTIPLE` the handler cannot be set aside (another thread's error would miss
