@@ -40,9 +40,9 @@
 //!   [`MISSES`] the contest starts over timing sends alone (a receiver whose receives sluice
 //!   does not see), without requests.
 //!
-//! Below 4 MiB each timed send follows an untimed one of the same pairing (`Contest::step`:
-//! the first message of a pairing after another's is biased by what that one left in the
-//! caches). After [`SAMPLES`] timed sends on each pairing (fewer for large messages, and from
+//! Below 4 MiB each timed send follows untimed ones of the same pairing, one below 1 MiB and
+//! three from 1 MiB (`Contest::step`, `Contest::primes`: the first messages of a pairing after
+//! another's are biased by what that one left in the caches). After [`SAMPLES`] timed sends on each pairing (fewer for large messages, and from
 //! 1 MiB none more for a pairing [`CLEAR`] times slower after two, or a decision after two each
 //! when one was at least [`CLEAR`] times faster than every other; or [`LIMIT`] timed sends when
 //! the receiver does not post what it is asked)
@@ -56,8 +56,8 @@
 //! receive only, see `p2p::recv`.)
 //!
 //! What it costs: the slower pairings' extra time on at most [`LIMIT`] timed sends per type and
-//! size class (and as many warm-up sends below 4 MiB), a lock and a table look-up per large
-//! send; per receive of a contested size from a named rank of this node a rank translation and
+//! size class (and as many warm-up sends below 1 MiB, three times as many from 1 to 4 MiB), a
+//! lock and a table look-up per large send; per receive of a contested size from a named rank of this node a rank translation and
 //! one cache line read; per large receive sluice's engine serves from a rank of this node a
 //! clock read and one cache line written.
 
@@ -75,8 +75,8 @@ use crate::transfer::shm;
 /// costs and the clock.
 pub const MIN_BYTES: usize = 32 << 10;
 
-/// Size classes below this one (4 MiB) time each send after an untimed one of its pairing
-/// (`Contest::step`).
+/// Size classes below this one (4 MiB) time each send after untimed ones of its pairing
+/// (`Contest::step`, `Contest::primes`).
 const PRIMED_BELOW: u32 = 22;
 
 /// Timed sends per pairing (send path, receive path) before a decision, below 1 MiB
@@ -141,6 +141,12 @@ pub enum Served {
     Sluice,
 }
 
+/// A hint line's code carries this bit once the sender's contest for the class has decided
+/// (with the receive it asks for from then on): its receivers stop writing receipts for the
+/// class ([`received_from`]), a clock read and a store into the sender's arena per receive that
+/// nobody reads any more. Another type's contest of the same class asking clears it again.
+const DECIDED_CODE: u8 = 0x80;
+
 /// A receipt's size word carries this bit when the receiver served the message with the MPI's
 /// typed receive ([`Served::Mpi`]); sizes stay below it (a message's bytes fit in 63 bits).
 const SERVED_BY_MPI: u64 = 1 << 63;
@@ -174,7 +180,7 @@ impl Served {
     }
 
     fn of_code(code: u8) -> Option<Served> {
-        match code {
+        match code & !DECIDED_CODE {
             1 => Some(Served::Mpi),
             2 => Some(Served::Sluice),
             _ => None,
@@ -236,8 +242,8 @@ struct Contest {
     /// The receiver never posts the MPI's receive on request (`p2p::recv`, MPICH from the
     /// pipeline's threshold on): only sluice's receive is asked for.
     sluice_receive_only: bool,
-    /// The pairing the last send warmed up untimed ([`Contest::step`]).
-    primed: Option<(Side, Option<Served>)>,
+    /// The pairing the last sends warmed up untimed, and how many of them ([`Contest::step`]).
+    primed: Option<((Side, Option<Served>), u8)>,
 }
 
 /// The next send of an undecided class ([`Contest::step`]).
@@ -305,26 +311,47 @@ impl Contest {
         (lands.map_or(by_totals, pick), Some(ask))
     }
 
-    /// The next send's part: [`Contest::turn`]'s pairing, sent once untimed before it is timed,
-    /// below 4 MiB ([`PRIMED_BELOW`]). Why: a contest's sends change pairing from one message
+    /// The next send's part: [`Contest::turn`]'s pairing, sent untimed ([`Contest::primes`]
+    /// times) before it is timed, below 4 MiB ([`PRIMED_BELOW`]). Why: a contest's sends change pairing from one message
     /// to the next, and the first message of a pairing after another runs on what the other
     /// left in the caches (the MPI's fragments, sluice's staging): at 64 KiB such a message was
     /// 0.6-1.4x the time of one after a message of the same pairing, a different bias per
     /// pairing, so the contest chose pairings 1.1-1.3x slower than the best in steady state
     /// (Open MPI and MPICH, vec-64, milc, face-z); at 1 MiB Open MPI's single copy of face-z
     /// (contiguous data in a larger extent) was timed at half its steady speed and lost to
-    /// sluice's path, 1.3-1.4x slower. The untimed send also asks for the receive one message
+    /// sluice's path, 1.3-1.4x slower (with one untimed send still 0.5-0.9x). The untimed sends also ask for the receive one message
     /// ahead, so a receiver that posts before the request reaches it still gets the pairing
     /// timed. From 4 MiB sends are timed at once: each costs milliseconds, and an application
     /// sends few of them.
     fn step(&mut self) -> Step {
         let (side, ask) = self.turn();
-        if self.class < PRIMED_BELOW && self.primed != Some((side, ask)) {
-            self.primed = Some((side, ask));
+        let warmed = match self.primed {
+            Some((p, n)) if p == (side, ask) => n,
+            _ => 0,
+        };
+        if warmed < self.primes() {
+            self.primed = Some(((side, ask), warmed + 1));
             return Step::Warm(side, ask);
         }
         self.primed = None;
         Step::Time(side, ask)
+    }
+
+    /// Untimed sends of a pairing before each of its timed ones ([`Contest::step`]): one below
+    /// 1 MiB, three from 1 MiB to 4 MiB ([`PRIMED_BELOW`]), none above. Why three there: Open
+    /// MPI's single copy (face-z: contiguous data in a larger extent, copied by the receiver
+    /// from the sender's buffer) recovers from another path's messages over three to five
+    /// messages (a 1 MiB send 1.3-2x its steady time first, often still 1.1-1.8x second and
+    /// third), sluice's paths after one. With one untimed send the MPI's engine on both ends
+    /// was measured at 0.5-0.9x its steady speed and lost to sluice's send in about one job in
+    /// three, with two in about one in seven (each time one rank or both then ran 1.2-1.4x
+    /// slower than the MPI's path for the rest of the run), with three in one of 16.
+    fn primes(&self) -> u8 {
+        match self.class {
+            c if c >= PRIMED_BELOW => 0,
+            20.. => 3,
+            _ => 1,
+        }
     }
 
     /// Whether pairings are dropped early (a pairing [`CLEAR`] times slower after two samples
@@ -415,7 +442,7 @@ impl Contest {
         let choice = Choice { send, receive: (!self.sender_only).then_some(receive) };
         if let Some(r) = choice.receive {
             for line in &self.lines {
-                line.set(self.class, r.code());
+                line.set(self.class, r.code() | DECIDED_CODE);
             }
         }
         self.decided = Some(choice);
@@ -867,6 +894,9 @@ pub fn received_from(sender: c_int, bytes: usize, served: Served) {
     if bytes < MIN_BYTES || !learning() {
         return;
     }
+    if shm::peer_hints(sender).is_some_and(|h| h.get(crate::logging::size_class(bytes)) & DECIDED_CODE != 0) {
+        return; // the sender's contest for the class has decided: nobody reads the receipt
+    }
     if let Some(slot) = shm::peer_receipts(sender) {
         slot.append(served.word(bytes), receipt::now_ns());
     }
@@ -1071,29 +1101,37 @@ mod tests {
     }
 
     #[test]
-    fn below_four_mebibytes_each_timed_send_follows_an_untimed_one_of_its_pairing() {
-        let mut c = Contest::default();
-        let mut warmed = None;
-        for _ in 0..40 {
-            match c.step() {
-                Step::Warm(side, ask) => {
-                    assert_eq!(warmed, None, "two warm-ups in a row");
-                    warmed = Some((side, ask));
-                }
-                Step::Time(side, ask) => {
-                    assert_eq!(warmed.take(), Some((side, ask)), "a timed send not warmed up");
-                    if let Some(a) = ask {
-                        c.ask(a);
+    fn below_four_mebibytes_each_timed_send_follows_untimed_ones_of_its_pairing() {
+        // One untimed send below 1 MiB, three from 1 MiB (`Contest::primes`).
+        for (class, primes) in [(16, 1), (20, 3), (21, 3)] {
+            let mut c = Contest { class, ..Contest::default() };
+            let (mut warmed, mut times) = (None, 0);
+            for _ in 0..200 {
+                match c.step() {
+                    Step::Warm(side, ask) => {
+                        let n = match warmed {
+                            Some((p, n)) if p == (side, ask) => n,
+                            Some(_) => panic!("class {class}: a warm-up of another pairing before a timed send"),
+                            None => 0,
+                        };
+                        assert!(n < primes, "class {class}: more than {primes} warm-ups in a row");
+                        warmed = Some(((side, ask), n + 1));
                     }
-                    let served = ask.unwrap_or(Served::Sluice);
-                    if c.settle(side, [c.asking, ask], Outcome::Time(1.0, Some(served))).is_some() {
-                        break;
+                    Step::Time(side, ask) => {
+                        assert_eq!(warmed.take(), Some(((side, ask), primes)), "class {class}: a timed send not warmed up {primes} times");
+                        times += 1;
+                        if let Some(a) = ask {
+                            c.ask(a);
+                        }
+                        let served = ask.unwrap_or(Served::Sluice);
+                        if c.settle(side, [c.asking, ask], Outcome::Time(1.0, Some(served))).is_some() {
+                            break;
+                        }
                     }
                 }
             }
+            assert!(c.decided.is_some() && times >= 4, "class {class}: {times} timed sends, decided {:?}", c.decided);
         }
-        let mut mib = Contest { class: 20, ..Contest::default() };
-        assert!(matches!(mib.step(), Step::Warm(..)), "1 MiB messages are warmed up too");
         let mut large = Contest { class: 22, ..Contest::default() };
         assert!(matches!(large.step(), Step::Time(..)), "from 4 MiB messages are timed at once");
     }
@@ -1263,6 +1301,7 @@ mod tests {
         }
         assert_eq!(decided, Some(Side::Mpi), "2 ms to the receiver's finish vs 3 and 6");
         assert_eq!(Served::of_code(h.get(class)), Some(Served::Mpi), "the receiver is asked for the MPI's receive");
+        assert_ne!(h.get(class) & DECIDED_CODE, 0, "and told the class decided (no more receipts)");
         let g = CONTESTS.lock().unwrap();
         let r = g.as_ref().unwrap()[&(id, class)].runs;
         assert!(r.iter().flatten().all(|&n| n > 0), "every pairing measured: {r:?}");
