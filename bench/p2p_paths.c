@@ -7,16 +7,17 @@
  * choice) and the four forced alternatives: `mpi` (the MPI's own engine), `staged`,
  * `pipelined` and `arena` (docs/configuration.md). A round times one trial on each, in an
  * order shuffled per round (the same seed on both ranks), so the five see the same moment of
- * the machine and each follows every other equally often; a trial starts with two untimed
- * round trips. Why both: a path's first messages after another path's run on what that one
- * left in the caches (Open MPI's single copy of face-z at 1 MiB: 1.3-2x its steady time for
- * the first, 1.1-1.2x for the second), and with a rotated order the automatic path always
- * followed `arena` or `pipelined` while `mpi` followed the automatic path, which had chosen
- * the MPI's engine: the automatic path's trial paid the switch and its rival's did not (a
- * 1.045 median ratio between identical paths in 26 jobs). After each round, the automatic
- * choice's time is divided by the best forced alternative's of the same round (the best being
- * the alternative with the lowest median so far); rounds are added until the distribution-free
- * 95% interval of the median ratio is within +-tol, between -n and -N rounds.
+ * the machine and each follows every other about equally often; a trial starts with two
+ * untimed round trips. Why both: a path's first messages after another path's run on what
+ * that one left in the caches (Open MPI's single copy of face-z at 1 MiB: 1.3-2x its steady
+ * time for the first, often 1.1-1.8x for the second and third), and with a rotated order the
+ * automatic path always followed `arena` or `pipelined` while `mpi` followed the automatic
+ * path, which had chosen the MPI's engine: the automatic path's trial paid the switch and its
+ * rival's did not (a 1.045 median ratio between identical paths in 26 jobs). After each
+ * round, the automatic choice's time is divided by the best forced alternative's of the same
+ * round (the best being the alternative with the lowest median so far); rounds are added
+ * until the distribution-free 95% interval of the median ratio is within +-tol, between -n
+ * and -N rounds.
  *
  * Output, rank 0, one line per point:
  *   path CASE BYTES t_auto t_mpi t_staged t_pipelined t_arena BEST ratio lo hi rounds

@@ -40,26 +40,25 @@
 //!   [`MISSES`] the contest starts over timing sends alone (a receiver whose receives sluice
 //!   does not see), without requests.
 //!
-//! Below 4 MiB each timed send follows untimed ones of the same pairing, one below 1 MiB and
-//! three from 1 MiB (`Contest::step`, `Contest::primes`: the first messages of a pairing after
-//! another's are biased by what that one left in the caches). After [`SAMPLES`] timed sends
-//! on each pairing (fewer for large messages, and from 1 MiB none more for a pairing [`CLEAR`] times slower after two, or a decision after two each
-//! when one was at least [`CLEAR`] times faster than every other; or [`LIMIT`] timed sends when
-//! the receiver does not post what it is asked)
-//! the fastest pairing by its median time is kept, another than sluice's on both ends only when
-//! at least [`MARGIN`] faster; the hint lines then ask for its receive. Every send of the class
-//! follows the decision from then on, blocking or not; nonblocking sends of an undecided class
-//! take the built-in rules. A receive whose sender asked nothing takes sluice's path once this
-//! process's own sends of the class chose sluice's ([`receive_takes_sluice`]). Every receive
-//! reads either path's message (docs/protocol.md, wire format), so learning changes no byte and
-//! no status. (MPICH, from the pipeline's threshold on: the receiver is asked for sluice's
-//! receive only, see `p2p::recv`.)
+//! Below 4 MiB each timed send follows untimed ones of the same pairing, one below 1 MiB and three
+//! from 1 MiB (`Contest::step`, `Contest::primes`: the first messages of a pairing after another's
+//! are biased by what that one left in the caches). After [`SAMPLES`] timed sends on each pairing
+//! (fewer for large messages, and from 1 MiB none more for a pairing [`CLEAR`] times slower after
+//! two, or a decision after two each when one was at least [`CLEAR`] times faster than every other;
+//! or [`LIMIT`] timed sends when the receiver does not post what it is asked) the fastest pairing
+//! by its median time is kept, another than sluice's on both ends only when at least [`MARGIN`]
+//! faster; the hint lines then ask for its receive. Every send of the class follows the decision
+//! from then on, blocking or not; nonblocking sends of an undecided class take the built-in rules.
+//! A receive whose sender asked nothing takes sluice's path once this process's own sends of the
+//! class chose sluice's ([`receive_takes_sluice`]). Every receive reads either path's message
+//! (docs/protocol.md, wire format), so learning changes no byte and no status. (MPICH, from the
+//! pipeline's threshold on: the receiver is asked for sluice's receive only, see `p2p::recv`.)
 //!
 //! What it costs: the slower pairings' extra time on at most [`LIMIT`] timed sends per type and
-//! size class (and as many warm-up sends below 1 MiB, three times as many from 1 to 4 MiB), a
-//! lock and a table look-up per large send; per receive of a contested size from a named rank
-//! of this node a rank translation and one cache line read; per large receive sluice's engine serves from a rank of this node a
-//! clock read and one cache line written.
+//! size class (and as many warm-up sends below 1 MiB, three times as many from 1 to 4 MiB), a lock
+//! and a table look-up per large send; per receive of a contested size from a named rank of this
+//! node a rank translation and one cache line read; per large receive sluice's engine serves from a
+//! rank of this node a clock read and one cache line written.
 
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -311,18 +310,18 @@ impl Contest {
         (lands.map_or(by_totals, pick), Some(ask))
     }
 
-    /// The next send's part: [`Contest::turn`]'s pairing, sent untimed ([`Contest::primes`]
-    /// times) before it is timed, below 4 MiB ([`PRIMED_BELOW`]). Why: a contest's sends change
-    /// pairing from one message to the next, and the first message of a pairing after another runs on what the other
-    /// left in the caches (the MPI's fragments, sluice's staging): at 64 KiB such a message was
-    /// 0.6-1.4x the time of one after a message of the same pairing, a different bias per
-    /// pairing, so the contest chose pairings 1.1-1.3x slower than the best in steady state
+    /// The next send's part: [`Contest::turn`]'s pairing, sent untimed ([`Contest::primes`] times)
+    /// before it is timed, below 4 MiB ([`PRIMED_BELOW`]). Why: a contest's sends change pairing
+    /// from one message to the next, and the first message of a pairing after another runs on what
+    /// the other left in the caches (the MPI's fragments, sluice's staging): at 64 KiB such a
+    /// message was 0.6-1.4x the time of one after a message of the same pairing, a different bias
+    /// per pairing, so the contest chose pairings 1.1-1.3x slower than the best in steady state
     /// (Open MPI and MPICH, vec-64, milc, face-z); at 1 MiB Open MPI's single copy of face-z
-    /// (contiguous data in a larger extent) was timed at half its steady speed and lost to
-    /// sluice's path, 1.3-1.4x slower (with one untimed send still 0.5-0.9x). The untimed sends
-    /// also ask for the receive one message ahead, so a receiver that posts before the request reaches it still gets the pairing
-    /// timed. From 4 MiB sends are timed at once: each costs milliseconds, and an application
-    /// sends few of them.
+    /// (contiguous data in a larger extent) was timed at half its steady speed and lost to sluice's
+    /// path, 1.3-1.4x slower (with one untimed send still 0.5-0.9x). The untimed sends also ask for
+    /// the receive one message ahead, so a receiver that posts before the request reaches it still
+    /// gets the pairing timed. From 4 MiB sends are timed at once: each costs milliseconds, and an
+    /// application sends few of them.
     fn step(&mut self) -> Step {
         let (side, ask) = self.turn();
         let warmed = match self.primed {
