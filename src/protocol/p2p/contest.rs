@@ -7,9 +7,10 @@
 //! 1.2-1.4x faster for plain vectors of 512-byte blocks at 1-16 MiB; an AMD EPYC VM: the arena
 //! 1.3-2.4x faster for the same messages), on the type (nested types of the same block size go
 //! the other way; below the pipeline's threshold MPICH's engine beat sluice's staging for
-//! 384-byte blocks on the Intel VM and lost to it 1.2-1.6x on the AMD VM), and even on the job (the MPI's own path changed speed up to 2x from one job
-//! to the next on the AMD VM): docs/benchmarks.md, "Automatic path". A measurement in the job
-//! that sends the messages can know.
+//! 384-byte blocks on the Intel VM and lost to it 1.2-1.6x on the AMD VM), and even on the job
+//! (the MPI's own path changed speed up to 2x from one job to the next on the AMD VM):
+//! docs/benchmarks.md, "Automatic path". A measurement in the job that sends the messages can
+//! know.
 //!
 //! How: per committed type and size class (a power of two of packed bytes), a *contest* runs
 //! on the blocking sends (`MPI_Send`, `MPI_Ssend`, `MPI_Rsend`; not `MPI_Bsend`, which returns
@@ -46,9 +47,11 @@
 //! (fewer for large messages, and from 1 MiB none more for a pairing [`CLEAR`] times slower after
 //! two, or a decision after two each when one was at least [`CLEAR`] times faster than every other;
 //! or [`LIMIT`] timed sends when the receiver does not post what it is asked) the fastest pairing
-//! by its median time is kept, another than sluice's on both ends only when at least [`MARGIN`]
-//! faster; the hint lines then ask for its receive. Every send of the class follows the decision
-//! from then on, blocking or not; nonblocking sends of an undecided class take the built-in rules.
+//! by its median time is kept, a mixed one (one engine sends, the other's receive unpacks) only
+//! when at least [`MIXED_MARGIN`] faster than both pure ones, another than sluice's on both ends
+//! only when at least [`MARGIN`] faster; the hint lines then ask for its receive. Every send of
+//! the class follows the decision from then on, blocking or not; nonblocking sends of an
+//! undecided class take the built-in rules.
 //! A receive whose sender asked nothing takes sluice's path once this process's own sends of the
 //! class chose sluice's ([`receive_takes_sluice`]). Every receive reads either path's message
 //! (docs/protocol.md, wire format), so learning changes no byte and no status. (MPICH, from the
@@ -91,6 +94,25 @@ pub const CLEAR: f64 = 2.0;
 /// chosen over it; ties go to sluice on both ends, the pairing a receiver without a request
 /// falls back to once its own sends chose sluice ([`receive_takes_sluice`]).
 pub const MARGIN: f64 = 1.02;
+/// A mixed pairing (one engine sends, the other's receive unpacks) must be this much faster than
+/// the faster pure pairing (the MPI's engine on both ends, or sluice's) to be chosen over it.
+/// Why: a mixed pairing does both engines' work in turn (sluice packs, then the MPI copies the
+/// contiguous bytes and its receive unpacks them; or the MPI's typed stream lands whole before
+/// sluice unpacks it), and the contest's alternating samples do not see what that costs in an
+/// exchange's steady state: MPICH, 64 KiB of vec-256 and face-y, sluice's send into the MPI's
+/// receive was timed 4-14% faster than the MPI's engine on both ends in most jobs, and with
+/// both ranks on it the ping-pong ran 1.03-1.10x slower than the MPI's path forced on both.
+/// Mixed pairings that win in reality win by more (Open MPI, vec-8, face-y and milc at 64 KiB:
+/// 1.2-2x ahead of the best pure pairing, and the exchange 1.05-1.2x faster than any forced
+/// path).
+pub const MIXED_MARGIN: f64 = 1.15;
+/// A pairing a peer already chose for its sends of the class to this process is taken for this
+/// process's sends to it when at most this much slower than the fastest here. Why: in an
+/// exchange each rank decides its own sends, and two ranks that decided differently on nearly
+/// even pairings run both paths in turn, which neither measured: Open MPI, 16 MiB of lammps and
+/// wrf, one rank chose the MPI's engine on both ends by 3-4%, the other sluice's by 0-2%, and
+/// the exchange then ran 1.09-1.13x slower than the MPI's path forced on both.
+pub const AGREE_MARGIN: f64 = 1.06;
 /// Timed sends after which a contest decides on the pairings it measured (at most; four more
 /// than four pairings' samples, fewer for large messages: `Contest::samples`): a receiver
 /// that does not post the receives it is asked for (`MPI_ANY_SOURCE`, a communicator with a
@@ -146,6 +168,11 @@ pub enum Served {
 /// nobody reads any more. Another type's contest of the same class asking clears it again.
 const DECIDED_CODE: u8 = 0x80;
 
+/// A decided hint line's code carries this bit when the sender's decision sends on sluice's
+/// side: with the receive it asks for, a receiver reads the whole pairing its peer chose, and
+/// its own contest takes the same one where its measurements call them even ([`AGREE_MARGIN`]).
+const SENT_BY_SLUICE: u8 = 0x40;
+
 /// A receipt's size word carries this bit when the receiver served the message with the MPI's
 /// typed receive ([`Served::Mpi`]); sizes stay below it (a message's bytes fit in 63 bits).
 const SERVED_BY_MPI: u64 = 1 << 63;
@@ -179,7 +206,7 @@ impl Served {
     }
 
     fn of_code(code: u8) -> Option<Served> {
-        match code & !DECIDED_CODE {
+        match code & !(DECIDED_CODE | SENT_BY_SLUICE) {
             1 => Some(Served::Mpi),
             2 => Some(Served::Sluice),
             _ => None,
@@ -232,6 +259,10 @@ struct Contest {
     lag: [u8; 2],
     /// The receivers' hint lines the turns wrote.
     lines: Vec<&'static Hints>,
+    /// Those receivers' hint lines to this process (their decisions, [`Contest::peers_choice`]).
+    heard: Vec<&'static Hints>,
+    /// The decision took the pairing a receiver had chosen ([`AGREE_MARGIN`]).
+    followed: bool,
     /// A timed send waiting for its receiver's receipt.
     pending: Option<Pending>,
     /// Timed sends whose receipt could not be matched.
@@ -402,9 +433,12 @@ impl Contest {
     }
 
     /// A send asked for a receive on hint line `line` (the decision is written there too).
-    fn asked_on(&mut self, line: &'static Hints) {
+    fn asked_on(&mut self, line: &'static Hints, theirs: Option<&'static Hints>) {
         if self.lines.len() < ASKED && !self.lines.iter().any(|l| std::ptr::eq(*l, line)) {
             self.lines.push(line);
+        }
+        if let Some(t) = theirs.filter(|t| self.heard.len() < ASKED && !self.heard.iter().any(|h| std::ptr::eq(*h, *t))) {
+            self.heard.push(t);
         }
     }
 
@@ -439,20 +473,51 @@ impl Contest {
         // At the limit a pairing measured once does not outvote those measured more.
         let least = if full || clear || !self.arms().any(|a| self.runs(a) >= 2) { 1 } else { 2 };
         let eligible = |a| self.runs(a) >= least;
-        let best = self.arms().filter(|&a| eligible(a)).min_by(|&a, &b| self.median(a).total_cmp(&self.median(b)))?;
+        let fastest = |pure: bool| {
+            let arms = self.arms().filter(|&a| eligible(a) && (!pure || a.0.index() == a.1.index()));
+            arms.min_by(|&a, &b| self.median(a).total_cmp(&self.median(b)))
+        };
+        let mut best = fastest(false)?;
+        if let Some(pure) = fastest(true).filter(|_| !(self.sender_only || self.sluice_receive_only)) {
+            if best.0.index() != best.1.index() && self.median(pure) <= MIXED_MARGIN * self.median(best) {
+                best = pure;
+            }
+        }
         let ours = (Side::Sluice, if self.sender_only { ALONE } else { Served::Sluice });
-        let (send, receive) = if eligible(ours) && self.median(ours) <= MARGIN * self.median(best) { ours } else { best };
+        let fastest = best;
+        let mut best = if eligible(ours) && self.median(ours) <= MARGIN * self.median(best) { ours } else { best };
+        if let Some(theirs) = self.peers_choice().filter(|&p| p != best && self.arms().any(|a| a == p) && eligible(p)) {
+            if self.median(theirs) <= AGREE_MARGIN * self.median(fastest) {
+                best = theirs;
+                self.followed = true;
+            }
+        }
+        let (send, receive) = best;
         if send == Side::Sluice {
             SLUICE_CHOSEN.store(true, Ordering::Relaxed);
         }
         let choice = Choice { send, receive: (!self.sender_only).then_some(receive) };
         if let Some(r) = choice.receive {
+            let side = if send == Side::Sluice { SENT_BY_SLUICE } else { 0 };
             for line in &self.lines {
-                line.set(self.class, r.code() | DECIDED_CODE);
+                line.set(self.class, r.code() | DECIDED_CODE | side);
             }
         }
         self.decided = Some(choice);
         self.decided
+    }
+
+    /// The pairing a receiver this contest asked already chose for its own sends of the class
+    /// to this process, as its hint line to this process tells (the first found).
+    fn peers_choice(&self) -> Option<(Side, Served)> {
+        if self.sender_only {
+            return None;
+        }
+        self.heard.iter().find_map(|line| {
+            let code = line.get(self.class);
+            let side = if code & SENT_BY_SLUICE != 0 { Side::Sluice } else { Side::Mpi };
+            (code & DECIDED_CODE != 0).then(|| Served::of_code(code)).flatten().map(|r| (side, r))
+        })
     }
 
     /// The median time per byte of a pairing's timed sends (the lower middle one of an even
@@ -519,7 +584,7 @@ impl Contest {
         for a in self.arms() {
             medians[a.0.index()][a.1.index()] = self.median(a);
         }
-        Some(Decision { type_id: key.0, class: key.1, choice: self.decided?, medians, runs: self.runs })
+        Some(Decision { type_id: key.0, class: key.1, choice: self.decided?, medians, runs: self.runs, followed: self.followed })
     }
 }
 
@@ -692,6 +757,8 @@ pub struct Decision {
     pub medians: [[f64; 2]; 2],
     /// Samples by [send side][receive].
     pub runs: [[u8; 2]; 2],
+    /// The pairing is the one the receiver chose for its own sends ([`AGREE_MARGIN`]).
+    pub followed: bool,
 }
 
 /// A timed send of a contest.
@@ -707,8 +774,9 @@ pub struct Turn {
 }
 
 /// Where a send's receiver tells when it finished (its receipt slot) and where the sender asks
-/// it which receive to post (its hint line), both in this process's arena.
-pub type Peer = (&'static Slot, &'static Hints);
+/// it which receive to post (its hint line), both in this process's arena; and the receiver's
+/// hint line to this process, in its arena (`None`: not mapped), where its decision shows.
+pub type Peer = (&'static Slot, &'static Hints, Option<&'static Hints>);
 
 /// The play for a send of `bytes` packed bytes of compiled type `type_id` (`timed`: a blocking
 /// send that may take part; `peer`: the destination's receipt slot and hint line, asked only
@@ -752,9 +820,9 @@ pub fn play(type_id: u64, bytes: usize, timed: bool, peer: impl FnOnce() -> Opti
     }
     let (side, ask) = match c.step() {
         Step::Warm(side, ask) => {
-            if let (Some(r), false, Some((_, line))) = (ask, c.sender_only, peer()) {
+            if let (Some(r), false, Some((_, line, theirs))) = (ask, c.sender_only, peer()) {
                 line.set(key.1, r.code());
-                c.asked_on(line);
+                c.asked_on(line, theirs);
             }
             return Play::Warm(side);
         }
@@ -762,13 +830,13 @@ pub fn play(type_id: u64, bytes: usize, timed: bool, peer: impl FnOnce() -> Opti
     };
     let (mut receipts, mut asks) = (None, [c.asking; 2]);
     if !c.sender_only {
-        if let Some((slot, line)) = peer() {
+        if let Some((slot, line, theirs)) = peer() {
             receipts = Some((slot, slot.next_record()));
             if let Some(r) = ask {
                 line.set(key.1, r.code());
                 c.ask(r);
                 asks[1] = Some(r);
-                c.asked_on(line);
+                c.asked_on(line, theirs);
             }
         }
     }
@@ -837,7 +905,8 @@ pub fn note(d: Option<Decision>) {
                 ),
             ),
         };
-        format!("sends of datatype #{} to this node: {path} from now on, learned from blocking sends ({measured})", d.type_id)
+        let agreed = if d.followed { ", as the receiver chose for its sends (even here)" } else { "" };
+        format!("sends of datatype #{} to this node: {path} from now on{agreed}, learned from blocking sends ({measured})", d.type_id)
     });
 }
 
@@ -944,12 +1013,16 @@ mod tests {
 
     /// [`contest`] for size class `class`, through [`Contest::step`] as `play` goes: a warm-up
     /// send asks for its receive on the simulated hint line too.
-    fn contest_in(
-        class: u32,
+    fn contest_in(class: u32, time: impl FnMut(Side, Served, usize) -> f64, receiver: Receiver) -> (Option<Choice>, usize, [[u8; 2]; 2]) {
+        contest_from(Contest { class, ..Contest::default() }, time, receiver)
+    }
+
+    /// [`contest_in`] from a contest set up by the test.
+    fn contest_from(
+        mut c: Contest,
         mut time: impl FnMut(Side, Served, usize) -> f64,
         receiver: Receiver,
     ) -> (Option<Choice>, usize, [[u8; 2]; 2]) {
-        let mut c = Contest { class, ..Contest::default() };
         let mut line = None;
         let mut timed = 0;
         for n in 1..=256usize {
@@ -1007,11 +1080,53 @@ mod tests {
     }
 
     #[test]
+    fn a_mixed_pairing_is_kept_only_with_a_clear_lead_over_the_pure_ones() {
+        for receiver in [Receiver::Prompt, Receiver::Late] {
+            for (t, want) in [
+                // sluice's send into the MPI's receive 10% ahead of the MPI's engine on both ends.
+                ([[1.1, 1.3], [1.0, 1.2]], (Side::Mpi, Served::Mpi)),
+                // The MPI's send into sluice's receive 10% ahead of sluice's engine on both ends.
+                ([[1.3, 1.0], [1.4, 1.1]], (Side::Sluice, Served::Sluice)),
+                // Ahead of both pure pairings by more than the margin: kept.
+                ([[1.2, 1.3], [1.0, 1.25]], (Side::Sluice, Served::Mpi)),
+                ([[1.3, 1.0], [1.4, 1.2]], (Side::Mpi, Served::Sluice)),
+            ] {
+                let (d, _, _) = contest(table(t), receiver);
+                assert_eq!(d, Some(Choice { send: want.0, receive: Some(want.1) }), "{t:?} {receiver:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_pairing_a_peer_chose_is_taken_where_the_measurements_call_them_even() {
+        let theirs: &'static Hints = Box::leak(Box::default());
+        let class = 16;
+        let hearing = || Contest { class, heard: vec![theirs], ..Contest::default() };
+        let choice = |send, receive| Some(Choice { send, receive: Some(receive) });
+        // The peer's sends chose the MPI's engine on both ends.
+        theirs.set(class, Served::Mpi.code() | DECIDED_CODE);
+        // Here sluice's on both ends 4% ahead: the peer's pairing; 20% ahead: this one's own.
+        assert_eq!(contest_from(hearing(), table([[1.04, 1.3], [1.3, 1.0]]), Receiver::Prompt).0, choice(Side::Mpi, Served::Mpi));
+        assert_eq!(contest_from(hearing(), table([[1.2, 1.3], [1.3, 1.0]]), Receiver::Prompt).0, choice(Side::Sluice, Served::Sluice));
+        // The peer chose sluice's send into the MPI's receive (the side's bit): taken 3% behind.
+        theirs.set(class, Served::Mpi.code() | DECIDED_CODE | SENT_BY_SLUICE);
+        assert_eq!(contest_from(hearing(), table([[1.0, 1.3], [1.03, 1.3]]), Receiver::Prompt).0, choice(Side::Sluice, Served::Mpi));
+        // A request of the peer's own contest, undecided, is not a choice; nor another class's.
+        theirs.set(class, Served::Mpi.code());
+        assert_eq!(contest_from(hearing(), table([[1.04, 1.3], [1.3, 1.0]]), Receiver::Prompt).0, choice(Side::Sluice, Served::Sluice));
+        theirs.set(class, 0);
+        theirs.set(class + 1, Served::Mpi.code() | DECIDED_CODE);
+        assert_eq!(contest_from(hearing(), table([[1.04, 1.3], [1.3, 1.0]]), Receiver::Prompt).0, choice(Side::Sluice, Served::Sluice));
+        // The request this process reads keeps its receive whatever the side's bit says.
+        assert_eq!(Served::of_code(Served::Sluice.code() | DECIDED_CODE | SENT_BY_SLUICE), Some(Served::Sluice));
+    }
+
+    #[test]
     fn the_pairings_are_sampled_in_turn_not_one_receive_first() {
         // Times that fall as the buffers warm up: with every pairing sampled all along, the
         // pairing that is faster at every moment wins.
         let warming =
-            |s: Side, r: Served, n: usize| (if (s, r) == (Side::Sluice, Served::Mpi) { 1.0 } else { 1.1 }) * (1.0 + 2.0 / n as f64);
+            |s: Side, r: Served, n: usize| (if (s, r) == (Side::Sluice, Served::Mpi) { 1.0 } else { 1.25 }) * (1.0 + 2.0 / n as f64);
         for receiver in [Receiver::Prompt, Receiver::Late] {
             assert_eq!(contest(warming, receiver).0, Some(Choice { send: Side::Sluice, receive: Some(Served::Mpi) }), "{receiver:?}");
         }
@@ -1268,7 +1383,7 @@ mod tests {
     /// A leaked slot and hint line standing for a receiver's (the arena's live as long as the
     /// process).
     fn peer() -> Peer {
-        (Box::leak(Box::default()), Box::leak(Box::default()))
+        (Box::leak(Box::default()), Box::leak(Box::default()), None)
     }
 
     /// The receiver posts the receive its hint line asks for when the send starts (one message
@@ -1277,15 +1392,15 @@ mod tests {
     /// to end, and the line asks for that receive once decided.
     #[test]
     fn the_receivers_finish_and_receive_decide() {
-        let (id, (s, h)) = (u64::MAX - 8, peer());
+        let (id, (s, h, _)) = (u64::MAX - 8, peer());
         let bytes = 1 << 22;
         let class = crate::logging::size_class(bytes);
-        assert!(matches!(play(id, bytes, true, || Some((s, h))), Play::Rules), "the untimed first send");
+        assert!(matches!(play(id, bytes, true, || Some((s, h, None))), Play::Rules), "the untimed first send");
         s.append(Served::Sluice.word(bytes), receipt::now_ns()); // its receipt
         let mut decided = None;
         for _ in 0..4 * LIMIT {
             let posted = Served::of_code(h.get(class)).unwrap_or(Served::Sluice);
-            let Play::Turn(t) = play(id, bytes, true, || Some((s, h))) else { panic!("a turn each time") };
+            let Play::Turn(t) = play(id, bytes, true, || Some((s, h, None))) else { panic!("a turn each time") };
             let (send_ms, recv_ms) = match (t.side, posted) {
                 (Side::Mpi, Served::Mpi) => (1, 2),
                 (Side::Mpi, Served::Sluice) => (1, 6),
@@ -1296,7 +1411,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(recv_ms - send_ms.min(recv_ms)));
             s.append(posted.word(bytes), receipt::now_ns());
             // The next send of the class resolves the receipt.
-            match play(id, bytes, false, || Some((s, h))) {
+            match play(id, bytes, false, || Some((s, h, None))) {
                 Play::Decided(side) => {
                     decided = Some(side);
                     break;
@@ -1326,11 +1441,11 @@ mod tests {
 
     #[test]
     fn receipts_that_do_not_match_fall_back_to_the_senders_time() {
-        let (id, (s, h)) = (u64::MAX - 9, peer());
+        let (id, (s, h, _)) = (u64::MAX - 9, peer());
         let class = crate::logging::size_class(1 << 22);
-        let _ = play(id, 1 << 22, true, || Some((s, h)));
+        let _ = play(id, 1 << 22, true, || Some((s, h, None)));
         for i in 0..MISSES {
-            let Play::Turn(t) = play(id, 1 << 22, true, || Some((s, h))) else { panic!("turn {i}") };
+            let Play::Turn(t) = play(id, 1 << 22, true, || Some((s, h, None))) else { panic!("turn {i}") };
             assert_ne!(h.get(class), 0, "the turns ask for a receive");
             assert!(t.done(true).is_none());
             for _ in 0..receipt::RING {
@@ -1338,7 +1453,7 @@ mod tests {
             }
         }
         // The last miss is settled by this play.
-        let Play::Turn(t) = play(id, 1 << 22, true, || Some((s, h))) else { panic!("a turn after the misses") };
+        let Play::Turn(t) = play(id, 1 << 22, true, || Some((s, h, None))) else { panic!("a turn after the misses") };
         assert!(t.receipts.is_none(), "sends are timed alone now");
         assert_eq!(h.get(class), 0, "and the receiver is asked for nothing");
         let mut g = CONTESTS.lock().unwrap();
@@ -1360,7 +1475,7 @@ mod tests {
 
     #[test]
     fn an_earlier_message_s_record_is_not_this_one_s() {
-        let (s, _) = peer();
+        let (s, _, _) = peer();
         let n = s.next_record();
         let start = receipt::now_ns();
         let p = Pending {

@@ -271,8 +271,13 @@ fn contested(
         return (layout, None);
     }
     // The receiver's receipts and hints (a timed send only): where it writes when it finished
-    // the message, and where this process asks it which receive to post.
-    let peer = || pipeline::world_rank_of(comm, dest).and_then(crate::transfer::shm::own_lines);
+    // the message, where this process asks it which receive to post, and where it asks this
+    // process (its decision shows there).
+    let peer = || {
+        let w = pipeline::world_rank_of(comm, dest)?;
+        let (slot, line) = crate::transfer::shm::own_lines(w)?;
+        Some((slot, line, crate::transfer::shm::peer_hints(w)))
+    };
     let (side, turn) = match contest::play(id, bytes, timed, peer) {
         contest::Play::Rules => return (layout, None),
         contest::Play::Decided(side) | contest::Play::Warm(side) => (side, None),
