@@ -92,7 +92,9 @@ fn panic_with_fatal_handler_aborts_the_job() {
         let script = dir.join("fatal.sh");
         std::fs::write(&script, format!("#!/bin/sh\nexec {} fatal\n", exe.display())).unwrap();
         std::process::Command::new("chmod").arg("+x").arg(&script).status().unwrap();
-        launch(2, &script, &[("SLUICE_TEST_PANIC", "MPI_Send")], Some(so.to_str().unwrap()))
+        let job = launch(2, &script, &[("SLUICE_TEST_PANIC", "MPI_Send")], Some(so.to_str().unwrap()));
+        let _ = std::fs::remove_dir_all(&dir);
+        job
     };
     assert!(!job.ok && !job.stdout.contains("PASS"), "fatal handler did not abort:\n{}", job.all());
     assert!(job.stderr.contains("internal error in MPI_Send") && job.stderr.contains("[MPI_ERR_INTERN]"), "{}", job.all());
