@@ -107,7 +107,8 @@ pub const MARGIN: f64 = 1.02;
 /// path).
 pub const MIXED_MARGIN: f64 = 1.15;
 /// A pairing a peer already chose for its sends of the class to this process is taken for this
-/// process's sends to it when at most this much slower than the fastest here. Why: in an
+/// process's sends to it when at most this much slower than the pairing this process would take
+/// (the fastest, a mixed one only with its [`MIXED_MARGIN`] lead). Why: in an
 /// exchange each rank decides its own sends, and two ranks that decided differently on nearly
 /// even pairings run both paths in turn, which neither measured: Open MPI, 16 MiB of lammps and
 /// wrf, one rank chose the MPI's engine on both ends by 3-4%, the other sluice's by 0-2%, and
@@ -484,10 +485,12 @@ impl Contest {
             }
         }
         let ours = (Side::Sluice, if self.sender_only { ALONE } else { Served::Sluice });
-        let fastest = best;
-        let mut best = if eligible(ours) && self.median(ours) <= MARGIN * self.median(best) { ours } else { best };
+        // What the peer's choice is held against: the fastest pairing this process would take
+        // (a mixed one only with its lead), before the tie goes to sluice's on both ends.
+        let own = best;
+        let mut best = if eligible(ours) && self.median(ours) <= MARGIN * self.median(own) { ours } else { own };
         if let Some(theirs) = self.peers_choice().filter(|&p| p != best && self.arms().any(|a| a == p) && eligible(p)) {
-            if self.median(theirs) <= AGREE_MARGIN * self.median(fastest) {
+            if self.median(theirs) <= AGREE_MARGIN * self.median(own) {
                 best = theirs;
                 self.followed = true;
             }
