@@ -301,27 +301,39 @@ fn matched_path(message: *mut mpi::MPI_Message) -> P2pPath {
 /// (`contest::receive_takes_sluice`; a receive from this node without a path key, of a size
 /// that may get a pipelined message).
 fn recv_layout(buf: *mut c_void, count: i64, t: &TypeArg, source: c_int, comm: Comm, path: P2pPath) -> Option<Layout> {
-    recv_route(buf, count, t, source, comm, path).0
+    recv_route(buf, count, t, source, comm, path, false).layout
+}
+
+/// Where a receive goes ([`recv_route`]).
+struct Route {
+    /// sluice's engine serves it (`None`: the MPI's receive).
+    layout: Option<Layout>,
+    /// The sender's world rank, when the receive tells it when it finished.
+    sender: Option<c_int>,
+    /// The MPI's typed receive was asked for where only a receive that probes first can post
+    /// it ([`recv_probed`]).
+    probe: bool,
 }
 
 /// [`recv_layout`], and the world rank of the sender when the receive tells it when it
 /// finished (`contest::received_from`): resolved here once, where [`asked_path`] translates
 /// the source anyway, instead of again at the receipt (three attribute look-ups and a rank
 /// translation fewer per receive of a contested size: a few percent of a 64 KiB face's round
-/// trip on Open MPI, `bench/p2p_paths.c`).
-fn recv_route(buf: *mut c_void, count: i64, t: &TypeArg, source: c_int, comm: Comm, path: P2pPath) -> (Option<Layout>, Option<c_int>) {
+/// trip on Open MPI, `bench/p2p_paths.c`). `probes`: the caller can probe before it receives
+/// (a blocking receive, [`recv_probed`]).
+fn recv_route(buf: *mut c_void, count: i64, t: &TypeArg, source: c_int, comm: Comm, path: P2pPath, probes: bool) -> Route {
     if is_proc_null(source) {
-        return (None, None);
+        return Route { layout: None, sender: None, probe: false };
     }
     let shares = super::shares_node_once(comm, source);
-    let (path, sender) = if path == P2pPath::Auto { asked_path(count, t, source, comm) } else { (path, None) };
+    let (path, sender, probe) = if path == P2pPath::Auto { asked_path(count, t, source, comm, probes) } else { (path, None, false) };
     let layout = Layout::of(buf, count, t, path, &shares).or_else(|| {
         let ct = (path == P2pPath::Auto && super::contest::any_chose_sluice()).then(|| t.compiled()).flatten()?;
         let bytes = ct.size().saturating_mul(usize::try_from(count).ok()?);
         let follow = bytes >= pipeline::reserved() && super::contest::receive_takes_sluice(ct.id(), bytes) && shares();
         follow.then(|| Layout::of(buf, count, t, P2pPath::Arena, &shares)).flatten()
     });
-    (layout, sender)
+    Route { probe: probe && layout.is_none(), layout, sender }
 }
 
 /// The path of a receive whose sender asked for one (`contest::asked`): the MPI's typed receive
@@ -332,10 +344,12 @@ fn recv_route(buf: *mut c_void, count: i64, t: &TypeArg, source: c_int, comm: Co
 /// receive left to the rules, every sample went into sluice's staged receive and the MPI's
 /// engine on both ends, 1.1-1.3x faster, was never measured; docs/benchmarks.md "Automatic
 /// path"). Costs a size check on every receive from a named rank, and a rank translation and
-/// one cache line read on those of that size.
-fn asked_path(count: i64, t: &TypeArg, source: c_int, comm: Comm) -> (P2pPath, Option<c_int>) {
+/// one cache line read on those of that size. The third value: the MPI's typed receive was
+/// asked for where it must probe first (`contest::mpi_receive_posts_plainly`; only when
+/// `probes`, else the rules decide).
+fn asked_path(count: i64, t: &TypeArg, source: c_int, comm: Comm, probes: bool) -> (P2pPath, Option<c_int>, bool) {
     use super::contest::{self, Served};
-    const AUTO: (P2pPath, Option<c_int>) = (P2pPath::Auto, None);
+    const AUTO: (P2pPath, Option<c_int>, bool) = (P2pPath::Auto, None, false);
     if source < 0 || count <= 0 || comm == consts::comm_null() {
         return AUTO;
     }
@@ -363,13 +377,69 @@ fn asked_path(count: i64, t: &TypeArg, source: c_int, comm: Comm) -> (P2pPath, O
         Some((false, w)) => w,
         _ => return AUTO,
     };
-    let path = match sender.and_then(|w| contest::asked(w, bytes)) {
-        Some(Served::Mpi) if contest::mpi_receive_askable(bytes) => P2pPath::Mpi,
-        Some(Served::Mpi) => P2pPath::Auto,
-        Some(Served::Sluice) => P2pPath::Arena,
-        None => P2pPath::Auto,
+    let (path, probe) = match sender.and_then(|w| contest::asked(w, bytes)) {
+        Some(Served::Mpi) if contest::mpi_receive_posts_plainly(bytes) => (P2pPath::Mpi, false),
+        // (Where no other thread of the application receives at once: `recv_probed`.)
+        Some(Served::Mpi) if probes && crate::protocol::app_level::app_thread_level() < crate::ffi::THREAD_MULTIPLE => (P2pPath::Mpi, true),
+        Some(Served::Mpi) => (P2pPath::Auto, false),
+        Some(Served::Sluice) => (P2pPath::Arena, false),
+        None => (P2pPath::Auto, false),
     };
-    (path, sender)
+    (path, sender, probe)
+}
+
+/// A blocking receive on MPICH, from the pipeline's threshold on, whose sender asked for the
+/// MPI's typed receive: the message is probed first. Any message but a pipelined one's M0 (its
+/// size is [`pipeline::reserved`]) is received here into the application's type, as by the bare
+/// MPICH; an M0 returns `Err(())`, for sluice's receive (the receipt then names sluice's). Why
+/// not post the MPI's receive with the type's byte twin, as a receive the rules leave to the
+/// MPI is posted there so that an M0 can land in place: a message that ends inside an element
+/// would have that element's bytes written, which MPICH's typed receive does not write, and
+/// one pipelined into it writes only its M0 (`tests/c/p2p_conf_partial.c`). Without this
+/// receive the path contest could not measure the MPI's engine on both ends from the threshold
+/// on, and chose sluice's path where the MPI's ran 1.1x faster (MPICH, vec-64 at 1 MiB,
+/// docs/benchmarks.md "Automatic path").
+///
+/// `MPI_Probe` then `MPI_Recv` with the same arguments, not `MPI_Mprobe` and `MPI_Mrecv`:
+/// MPICH raises an `MPI_Mrecv` error (a truncation) through `MPI_COMM_WORLD`'s handler, not the
+/// communicator's as `MPI_Recv` does. The receive gets the probed message because no other
+/// receive can come between: messages from one source do not overtake, and the caller takes
+/// this path only where the application's threads do not call the MPI at once (below
+/// `MPI_THREAD_MULTIPLE`). The probe costs a microsecond or two against the hundreds a message
+/// of this size takes.
+///
+/// # Safety
+/// As `MPI_Recv`; `source` is a rank of `comm`, `sender` its world rank.
+#[allow(clippy::too_many_arguments)]
+unsafe fn recv_probed(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Dt,
+    source: c_int,
+    tag: c_int,
+    comm: Comm,
+    status: *mut Status,
+    sender: c_int,
+) -> Result<c_int, ()> {
+    let mut probed = super::blank_status();
+    // SAFETY: forwarded contract; `probed` is valid for writes.
+    let rc = unsafe { next::MPI_Probe(source, tag, comm, &mut probed) };
+    if rc != errclass::SUCCESS {
+        return Ok(rc);
+    }
+    // SAFETY: the MPI filled `probed`.
+    if unsafe { super::received_bytes(&probed) } == pipeline::reserved() {
+        return Err(());
+    }
+    let mut local = super::blank_status();
+    let stp = status_or(status, &mut local);
+    // SAFETY: forwarded contract.
+    let rc = unsafe { next::MPI_Recv(buf, count, datatype, source, tag, comm, stp) };
+    if rc == errclass::SUCCESS {
+        // SAFETY: the MPI filled `stp`.
+        super::contest::received_from(sender, unsafe { super::received_bytes(stp) }, super::contest::Served::Mpi);
+    }
+    Ok(rc)
 }
 
 /// `MPI_Recv`.
@@ -382,7 +452,15 @@ pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: Dt, source: c_int, 
         // SAFETY: forwarded contract.
         return unsafe { pipeline::serve::blocking(e, buf, count.into(), datatype, comm, status, false) };
     }
-    let (layout, sender) = recv_route(buf, count.into(), &t, source, comm, comm_hints::path(comm));
+    let Route { mut layout, sender, probe } = recv_route(buf, count.into(), &t, source, comm, comm_hints::path(comm), true);
+    if let (true, Some(w)) = (probe, sender) {
+        // SAFETY: forwarded contract; `sender` is `source`'s world rank.
+        match unsafe { recv_probed(buf, count, datatype, source, tag, comm, status, w) } {
+            Ok(rc) => return rc,
+            // A pipelined message: sluice's receive (the sender shares this node).
+            Err(()) => layout = Layout::of(buf, count.into(), &t, P2pPath::Arena, &|| true),
+        }
+    }
     match layout {
         // SAFETY: forwarded contract; the staging buffer has `n` bytes.
         Some(l) => unsafe {
