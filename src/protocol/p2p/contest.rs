@@ -242,7 +242,7 @@ const ALONE: Served = Served::Sluice;
 const ASKED: usize = 8;
 
 /// Receipts that name the other receive where a receive was asked for twice in a row, with none
-/// naming it, after which a contest no longer asks for it (`Contest::refused`).
+/// naming it, after which a contest no longer asks for it (`Contest::refuses`).
 const REFUSALS: u8 = 3;
 
 /// One type and size class's contest: over the four pairings of a send path with a receive
