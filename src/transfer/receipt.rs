@@ -15,12 +15,14 @@
 //! Beside each slot the sender keeps a [`Hints`] line for the same receiver: per size class of
 //! a message, the receive the sender asks that receiver to post for its next message of the
 //! class (the contest's way to measure, and then to use, the pairing of a send path with a
-//! receive path; a receive follows it only where the application's call leaves the path free).
+//! receive path; a receive follows it only where the application's call leaves the path free),
+//! and a [`Medians`] line: what the sender measured of each pairing, which the receiver's
+//! contest for its own sends back to the sender decides on too.
 //!
 //! Hand-written: the record and its placement are sluice's own protocol state between two of
 //! its processes (no crate speaks it); the atomics are std's.
 
-use std::sync::atomic::{fence, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{fence, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 /// Records a slot keeps.
 pub const RING: u64 = 3;
@@ -126,6 +128,106 @@ impl Hints {
     }
 }
 
+/// What one sender measured of its sends to one receiver, per size class from [`Medians::FIRST`]
+/// (32 KiB) on: each of the four pairings' median time per packed byte and its sample count,
+/// with the exact size of the messages measured. Written only by the sender (its path contest,
+/// `protocol::p2p::contest`), read by that receiver's own contest for its sends back, which
+/// decides on both ranks' samples (an exchange's two directions move the same data: each rank
+/// alone decided a 16 MiB class on three samples per pairing, and noise chose the slower
+/// pairing). A reader sees a line's words between two equal reads of the size word that names
+/// the messages; a line being rewritten reads as empty.
+#[repr(C, align(64))]
+#[derive(Debug)]
+pub struct Medians {
+    /// [class - FIRST][pairing]: `samples << 12 | log-scale time` (0: not measured).
+    words: [[AtomicU16; 4]; Medians::CLASSES],
+    /// [class - FIRST]: the messages' size (`u32` of packed bytes; 0: nothing published).
+    sizes: [AtomicU32; Medians::CLASSES],
+}
+
+impl Default for Medians {
+    fn default() -> Medians {
+        Medians {
+            words: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU16::new(0))),
+            sizes: std::array::from_fn(|_| AtomicU32::new(0)),
+        }
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<Medians>() == 192);
+
+/// A pairing's median as [`Medians`] publishes it: seconds per byte, and samples.
+pub type Median = (f64, u8);
+
+impl Medians {
+    /// The first size class with a line (32 KiB: the smallest contested message).
+    pub const FIRST: u32 = 15;
+    const CLASSES: usize = 16;
+    /// Steps of the log-scale time per power of two (0.54% apart).
+    const STEPS: f64 = 128.0;
+    /// log2 of the smallest time per byte a word holds (2^-48 s/B: 280 TB/s).
+    const FLOOR: f64 = -48.0;
+
+    /// A word: `(seconds per byte, samples)`; 0 for no samples or no finite time.
+    fn word((t, n): Median) -> u16 {
+        if n == 0 || !(t.is_finite() && t > 0.0) {
+            return 0;
+        }
+        let q = ((t.log2() - Medians::FLOOR) * Medians::STEPS).round().clamp(1.0, 4095.0) as u16;
+        (u16::from(n.min(15)) << 12) | q
+    }
+
+    fn of_word(w: u16) -> Median {
+        let n = (w >> 12) as u8;
+        if n == 0 {
+            return (f64::INFINITY, 0);
+        }
+        (((w & 0xfff) as f64 / Medians::STEPS + Medians::FLOOR).exp2(), n)
+    }
+
+    fn size_word(bytes: usize) -> u32 {
+        (bytes as u64 ^ (bytes as u64 >> 32)) as u32 | 1
+    }
+
+    /// Publishes the pairings' medians of messages of `bytes` packed bytes (the sender).
+    pub fn set(&self, bytes: usize, medians: [Median; 4]) {
+        let Some(i) = Medians::index(bytes) else { return };
+        // Emptied first: a reader never pairs these words with another size's.
+        self.sizes[i].store(0, Ordering::Relaxed);
+        fence(Ordering::Release);
+        for (w, m) in self.words[i].iter().zip(medians) {
+            w.store(Medians::word(m), Ordering::Relaxed);
+        }
+        self.sizes[i].store(Medians::size_word(bytes), Ordering::Release);
+    }
+
+    /// Withdraws what was published for messages of `bytes`' size class.
+    pub fn clear(&self, bytes: usize) {
+        if let Some(i) = Medians::index(bytes) {
+            self.sizes[i].store(0, Ordering::Release);
+        }
+    }
+
+    /// The pairings' medians published for messages of exactly `bytes` packed bytes (the
+    /// receiver; `None`: none, another size of the class, or being rewritten).
+    pub fn get(&self, bytes: usize) -> Option<[Median; 4]> {
+        let i = Medians::index(bytes)?;
+        let want = Medians::size_word(bytes);
+        if self.sizes[i].load(Ordering::Acquire) != want {
+            return None;
+        }
+        let m = std::array::from_fn(|k| Medians::of_word(self.words[i][k].load(Ordering::Relaxed)));
+        // The words were read before the size word is read again.
+        fence(Ordering::Acquire);
+        (self.sizes[i].load(Ordering::Relaxed) == want).then_some(m)
+    }
+
+    fn index(bytes: usize) -> Option<usize> {
+        let c = usize::BITS - bytes.max(1).leading_zeros() - 1;
+        c.checked_sub(Medians::FIRST).map(|i| i as usize).filter(|&i| i < Medians::CLASSES)
+    }
+}
+
 /// Now on `CLOCK_MONOTONIC`, in ns: the clock every process of the node shares (`Instant`
 /// reads it too but does not show its value).
 pub fn now_ns() -> u64 {
@@ -217,6 +319,30 @@ mod tests {
         assert_eq!(h.get(20), 0);
         h.set(64, 1);
         assert_eq!(h.get(64), 0, "past the line: ignored");
+    }
+
+    #[test]
+    fn medians_are_read_back_for_the_size_they_were_published_for() {
+        let m = Medians::default();
+        let bytes = 16 << 20;
+        assert_eq!(m.get(bytes), None, "nothing published");
+        let times = [(1.0e-10, 3), (f64::INFINITY, 0), (2.5e-10, 15), (7.0e-11, 20)];
+        m.set(bytes, times);
+        let got = m.get(bytes).expect("published");
+        for (k, ((t, n), (g, gn))) in times.iter().zip(got).enumerate() {
+            if *n == 0 {
+                assert_eq!((g, gn), (f64::INFINITY, 0), "pairing {k}: not measured");
+            } else {
+                assert!((g / t - 1.0).abs() < 0.003, "pairing {k}: {g} for {t}");
+                assert_eq!(gn, (*n).min(15), "pairing {k}");
+            }
+        }
+        assert_eq!(m.get(bytes + 8), None, "another size of the class");
+        assert_eq!(m.get(bytes * 2), None, "another class");
+        assert_eq!(m.get(1 << 10), None, "below the first class");
+        m.set(1 << 10, times); // ignored: no line
+        m.clear(bytes + 1);
+        assert_eq!(m.get(bytes), None, "withdrawn for the class");
     }
 
     #[test]

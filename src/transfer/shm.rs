@@ -10,7 +10,9 @@
 //! a stale or foreign `/proc` entry is never used), then [`CONTROLS`] control blocks of one cache
 //! line each, then one receipt slot per world rank below [`RECEIPT_RANKS`] (`transfer::receipt`:
 //! written by that rank when it finished a large message from the owner), then as many hint
-//! lines (`receipt::Hints`: written by the owner, read by that rank), then the data region,
+//! lines (`receipt::Hints`: written by the owner, read by that rank) and median lines
+//! (`receipt::Medians`: the owner's path contest measurements, read by that rank), then the
+//! data region,
 //! handed out in whole pages first fit (the lowest pages are reused, so a stream of transfers
 //! stays on pages already faulted in).
 //!
@@ -23,7 +25,7 @@ use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use super::receipt::{Hints, Slot};
+use super::receipt::{Hints, Medians, Slot};
 use crate::ffi::{consts, mpi};
 
 const PAGE: usize = 4096;
@@ -36,8 +38,10 @@ const RECEIPTS: usize = PAGE + CONTROLS * 64;
 pub const RECEIPT_RANKS: usize = 2048;
 /// First hint line (one per world rank below [`RECEIPT_RANKS`]).
 const HINTS: usize = RECEIPTS + RECEIPT_RANKS * std::mem::size_of::<Slot>();
+/// First median line (one per world rank below [`RECEIPT_RANKS`]).
+const MEDIANS: usize = HINTS + RECEIPT_RANKS * std::mem::size_of::<Hints>();
 /// First byte of the data region.
-const DATA: usize = HINTS + RECEIPT_RANKS * std::mem::size_of::<Hints>();
+const DATA: usize = MEDIANS + RECEIPT_RANKS * std::mem::size_of::<Medians>();
 /// The smallest arena `SLUICE_SHM_ARENA` accepts (the control blocks and some data).
 pub const MIN_ARENA: usize = 1 << 20;
 
@@ -80,6 +84,14 @@ impl Mapping {
         // SAFETY: inside the hint lines of a mapped arena (below `DATA`, as above), 64-byte
         // aligned, only accessed through atomics.
         Some(unsafe { &*self.base.add(HINTS + i * std::mem::size_of::<Hints>()).cast::<Hints>() })
+    }
+
+    /// The median line for receiver `rank` (`None` above [`RECEIPT_RANKS`]).
+    fn medians(&self, rank: c_int) -> Option<&Medians> {
+        let i = usize::try_from(rank).ok().filter(|&i| i < RECEIPT_RANKS)?;
+        // SAFETY: inside the median lines of a mapped arena (below `DATA`, as above), 64-byte
+        // aligned, only accessed through atomics.
+        Some(unsafe { &*self.base.add(MEDIANS + i * std::mem::size_of::<Medians>()).cast::<Medians>() })
     }
 
     fn control(&self, i: u32) -> &Control {
@@ -354,6 +366,15 @@ pub fn own_lines(receiver: c_int) -> Option<(&'static Slot, &'static Hints)> {
         return None;
     }
     Some((node.own.receipt(receiver)?, node.own.hints(receiver)?))
+}
+
+/// The line in this process's arena where it publishes what its path contest measured of its
+/// sends to world rank `receiver`, and the line in `receiver`'s arena where that rank publishes
+/// the same of its sends to this process (`None` as for [`own_lines`] and [`peer_receipts`]).
+pub fn median_lines(receiver: c_int) -> (Option<&'static Medians>, Option<&'static Medians>) {
+    let Some(node) = NODE.get() else { return (None, None) };
+    let own = node.reach.contains(&receiver).then(|| node.own.medians(receiver)).flatten();
+    (own, node.peers.get(&receiver).and_then(|m| m.medians(node.me)))
 }
 
 /// The slot in world rank `sender`'s arena where this process writes its receipts for messages

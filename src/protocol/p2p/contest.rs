@@ -52,7 +52,9 @@
 //! when at least [`MIXED_MARGIN`] faster than both pure ones, another than sluice's on both ends
 //! only when at least [`MARGIN`] faster, and the pairing the receiver already chose for its own
 //! sends to this process when at most [`AGREE_MARGIN`] slower than that (its hint line to this
-//! process carries its decision); the hint lines then ask for its receive. Every send of
+//! process carries its decision); the hint lines then ask for its receive. The medians are
+//! pooled with those the receiver published for its sends of the same size to this process
+//! ([`Contest::pooled`], `receipt::Medians`). Every send of
 //! the class follows the decision from then on, blocking or not; nonblocking sends of an
 //! undecided class take the built-in rules.
 //! A receive whose sender asked nothing takes sluice's path once this process's own sends of the
@@ -74,7 +76,7 @@ use std::sync::Mutex;
 use rustc_hash::FxHashMap;
 
 use crate::ffi::mpi;
-use crate::transfer::receipt::{self, Hints, Read, Slot};
+use crate::transfer::receipt::{self, Hints, Median, Medians, Read, Slot};
 use crate::transfer::shm;
 
 /// Smallest message (packed bytes) that has a contest: below it a send's time is mostly fixed
@@ -287,6 +289,14 @@ struct Contest {
     pipelined_into_sluice: bool,
     /// The pairing the last sends warmed up untimed, and how many of them ([`Contest::step`]).
     primed: Option<((Side, Option<Served>), u8)>,
+    /// The packed bytes of the class's first timed send: the size this contest's medians are
+    /// published for, and the size a receiver's published medians must be for to be pooled.
+    bytes: usize,
+    /// The lines this contest publishes its medians on (one per receiver asked), and the
+    /// receivers' lines that publish theirs for their sends to this process
+    /// ([`Contest::pooled`]).
+    told: Vec<&'static Medians>,
+    reports: Vec<&'static Medians>,
 }
 
 /// The next send of an undecided class ([`Contest::step`]).
@@ -462,14 +472,18 @@ impl Contest {
         self.median(a) < CLEAR * best
     }
 
-    /// A send asked for a receive on hint line `line` (the decision is written there too).
-    fn asked_on(&mut self, line: &'static Hints, theirs: Option<&'static Hints>) {
-        if self.lines.len() < ASKED && !self.lines.iter().any(|l| std::ptr::eq(*l, line)) {
-            self.lines.push(line);
+    /// A send asked for a receive on the receiver's lines `peer` (the decision is written to its
+    /// hint line too, the medians to its median line).
+    fn asked_on(&mut self, peer: &Peer) {
+        fn keep<T>(v: &mut Vec<&'static T>, l: Option<&'static T>) {
+            if let Some(l) = l.filter(|l| v.len() < ASKED && !v.iter().any(|h| std::ptr::eq(*h, *l))) {
+                v.push(l);
+            }
         }
-        if let Some(t) = theirs.filter(|t| self.heard.len() < ASKED && !self.heard.iter().any(|h| std::ptr::eq(*h, *t))) {
-            self.heard.push(t);
-        }
+        keep(&mut self.lines, Some(peer.ask));
+        keep(&mut self.heard, peer.decided);
+        keep(&mut self.told, peer.told);
+        keep(&mut self.reports, peer.heard);
     }
 
     /// A turn asked for `ask`.
@@ -485,6 +499,7 @@ impl Contest {
         }
         self.runs[s][r] = self.runs[s][r].saturating_add(1);
         self.settled = self.settled.saturating_add(1);
+        self.tell();
         let sampled = |a| self.runs(a) > 0;
         let full = self.arms().all(|a| !self.needs(a));
         // Two samples each, not one: every pairing's first send runs on cold buffers (its
@@ -503,13 +518,17 @@ impl Contest {
         // At the limit a pairing measured once does not outvote those measured more.
         let least = if full || clear || !self.arms().any(|a| self.runs(a) >= 2) { 1 } else { 2 };
         let eligible = |a| self.runs(a) >= least;
+        // Decided on this process's samples pooled with the receiver's of the same messages
+        // the other way, where it published them.
+        let pooled: [[f64; 2]; 2] = Side::BOTH.map(|s| Served::BOTH.map(|r| self.pooled((s, r))));
+        let median = |(s, r): (Side, Served)| pooled[s.index()][r.index()];
         let fastest = |pure: bool| {
             let arms = self.arms().filter(|&a| eligible(a) && (!pure || a.0.index() == a.1.index()));
-            arms.min_by(|&a, &b| self.median(a).total_cmp(&self.median(b)))
+            arms.min_by(|&a, &b| median(a).total_cmp(&median(b)))
         };
         let mut best = fastest(false)?;
         if let Some(pure) = fastest(true).filter(|_| !self.sender_only) {
-            if best.0.index() != best.1.index() && self.median(pure) <= MIXED_MARGIN * self.median(best) {
+            if best.0.index() != best.1.index() && median(pure) <= MIXED_MARGIN * median(best) {
                 best = pure;
             }
         }
@@ -517,9 +536,9 @@ impl Contest {
         // What the peer's choice is held against: the fastest pairing this process would take
         // (a mixed one only with its lead), before the tie goes to sluice's on both ends.
         let own = best;
-        let mut best = if eligible(ours) && self.median(ours) <= MARGIN * self.median(own) { ours } else { own };
+        let mut best = if eligible(ours) && median(ours) <= MARGIN * median(own) { ours } else { own };
         if let Some(theirs) = self.peers_choice().filter(|&p| p != best && self.arms().any(|a| a == p) && eligible(p)) {
-            if self.median(theirs) <= AGREE_MARGIN * self.median(own) {
+            if median(theirs) <= AGREE_MARGIN * median(own) {
                 best = theirs;
                 self.followed = true;
             }
@@ -565,6 +584,50 @@ impl Contest {
         t.get(t.len().saturating_sub(1) / 2).copied().unwrap_or(f64::INFINITY)
     }
 
+    /// The receiver's published median and samples of pairing `a` for its sends of the same
+    /// size to this process (the first receiver asked that published one; `None`: none).
+    fn reported(&self, (s, r): (Side, Served)) -> Option<Median> {
+        if self.sender_only {
+            return None;
+        }
+        let m = self.reports.iter().find_map(|l| l.get(self.bytes))?;
+        Some(m[s.index() * 2 + r.index()]).filter(|&(t, n)| n > 0 && t.is_finite())
+    }
+
+    /// The median of pairing `a` pooled with the receiver's ([`Contest::reported`]): the
+    /// geometric mean of the two medians weighted by their samples; this process's alone
+    /// where the receiver published none or this process has no sample. Why: in an exchange
+    /// both directions move the same messages, and each rank deciding on its own few samples
+    /// (three per pairing from 4 MiB) let noise pick a pairing 1.06-1.2x slower than another
+    /// (Open MPI, lammps at 16 MiB: one rank's three samples called the MPI's engine on both
+    /// ends faster, the benchmark then ran 1.06x [0.91-1.20] of the arena's time). Pooled, both
+    /// ranks decide on about twice the samples, and on nearly the same ones.
+    fn pooled(&self, a: (Side, Served)) -> f64 {
+        let (own, n) = (self.median(a), self.runs(a).min(SAMPLES));
+        match self.reported(a) {
+            Some((t, k)) if n > 0 => {
+                let (n, k) = (f64::from(n), f64::from(k));
+                ((n * own.ln() + k * t.ln()) / (n + k)).exp()
+            }
+            _ => own,
+        }
+    }
+
+    /// Publishes this contest's medians on the receivers' median lines (not while timing sends
+    /// alone: those times do not compare with the receivers' end-to-end ones).
+    fn tell(&self) {
+        if self.sender_only || self.told.is_empty() {
+            return;
+        }
+        let m: [Median; 4] = std::array::from_fn(|k| {
+            let a = (Side::BOTH[k / 2], Served::BOTH[k % 2]);
+            (self.median(a), self.runs(a).min(SAMPLES))
+        });
+        for line in &self.told {
+            line.set(self.bytes, m);
+        }
+    }
+
     /// A timed send whose receipt did not match: after [`MISSES`] the contest starts over
     /// timing sends alone (times of the two kinds are not compared with each other).
     fn miss(&mut self) {
@@ -583,6 +646,9 @@ impl Contest {
             for line in self.lines.drain(..) {
                 line.set(self.class, 0);
             }
+            for line in self.told.drain(..) {
+                line.clear(self.bytes);
+            }
         }
     }
 
@@ -595,7 +661,9 @@ impl Contest {
                     if let Some(l) = asks.iter().rev().position(|&a| a == Some(served)) {
                         self.lag[l] = self.lag[l].saturating_add(1);
                     }
-                } else if let Some(a) = asks[1] {
+                } else if let Some(a) = asks[1].filter(|&a| !(self.pipelined_into_sluice && side == Side::Sluice && a == Served::Mpi)) {
+                    // (Not where sluice's send lands in sluice's receive whatever was asked: the
+                    // receiver did not refuse the MPI's receive, the message never offered it.)
                     let n = &mut self.refused[a.index()][usize::from(a == served)];
                     *n = n.saturating_add(1);
                 }
@@ -616,10 +684,13 @@ impl Contest {
 
     fn decision(&self, key: (u64, u32)) -> Option<Decision> {
         let mut medians = [[f64::INFINITY; 2]; 2];
+        let mut theirs = [[0; 2]; 2];
         for a in self.arms() {
-            medians[a.0.index()][a.1.index()] = self.median(a);
+            medians[a.0.index()][a.1.index()] = self.pooled(a);
+            theirs[a.0.index()][a.1.index()] = self.reported(a).map_or(0, |(_, n)| n);
         }
-        Some(Decision { type_id: key.0, class: key.1, choice: self.decided?, medians, runs: self.runs, followed: self.followed })
+        let (choice, runs, followed) = (self.decided?, self.runs, self.followed);
+        Some(Decision { type_id: key.0, class: key.1, choice, medians, runs, theirs, followed })
     }
 }
 
@@ -792,6 +863,8 @@ pub struct Decision {
     pub medians: [[f64; 2]; 2],
     /// Samples by [send side][receive].
     pub runs: [[u8; 2]; 2],
+    /// The receiver's samples of its sends to this process pooled into `medians`, likewise.
+    pub theirs: [[u8; 2]; 2],
     /// The pairing is the one the receiver chose for its own sends ([`AGREE_MARGIN`]).
     pub followed: bool,
 }
@@ -808,10 +881,18 @@ pub struct Turn {
     receipts: Option<(&'static Slot, u64)>,
 }
 
-/// Where a send's receiver tells when it finished (its receipt slot) and where the sender asks
-/// it which receive to post (its hint line), both in this process's arena; and the receiver's
-/// hint line to this process, in its arena (`None`: not mapped), where its decision shows.
-pub type Peer = (&'static Slot, &'static Hints, Option<&'static Hints>);
+/// A send's receiver's lines: in this process's arena, where it tells when it finished (its
+/// receipt slot), where this process asks it which receive to post (its hint line) and
+/// publishes its medians; in the receiver's arena (`None`: not mapped), its hint line and
+/// median line to this process, where its decision and its medians show.
+#[derive(Clone, Copy)]
+pub struct Peer {
+    pub receipts: &'static Slot,
+    pub ask: &'static Hints,
+    pub told: Option<&'static Medians>,
+    pub decided: Option<&'static Hints>,
+    pub heard: Option<&'static Medians>,
+}
 
 /// The play for a send of `bytes` packed bytes of compiled type `type_id` (`timed`: a blocking
 /// send that may take part; `peer`: the destination's receipt slot and hint line, asked only
@@ -827,6 +908,7 @@ pub fn play(type_id: u64, bytes: usize, timed: bool, peer: impl FnOnce() -> Opti
     let c = m.entry(key).or_insert_with(|| Contest {
         class: key.1,
         pipelined_into_sluice: !mpi_receive_posts_plainly(bytes),
+        bytes,
         ..Contest::default()
     });
     if let Some(d) = c.decided {
@@ -858,9 +940,9 @@ pub fn play(type_id: u64, bytes: usize, timed: bool, peer: impl FnOnce() -> Opti
     }
     let (side, ask) = match c.step() {
         Step::Warm(side, ask) => {
-            if let (Some(r), false, Some((_, line, theirs))) = (ask, c.sender_only, peer()) {
-                line.set(key.1, r.code());
-                c.asked_on(line, theirs);
+            if let (Some(r), false, Some(p)) = (ask, c.sender_only, peer()) {
+                p.ask.set(key.1, r.code());
+                c.asked_on(&p);
             }
             return Play::Warm(side);
         }
@@ -868,13 +950,13 @@ pub fn play(type_id: u64, bytes: usize, timed: bool, peer: impl FnOnce() -> Opti
     };
     let (mut receipts, mut asks) = (None, [c.asking; 2]);
     if !c.sender_only {
-        if let Some((slot, line, theirs)) = peer() {
-            receipts = Some((slot, slot.next_record()));
+        if let Some(p) = peer() {
+            receipts = Some((p.receipts, p.receipts.next_record()));
             if let Some(r) = ask {
-                line.set(key.1, r.code());
+                p.ask.set(key.1, r.code());
                 c.ask(r);
                 asks[1] = Some(r);
-                c.asked_on(line, theirs);
+                c.asked_on(&p);
             }
         }
     }
@@ -944,6 +1026,12 @@ pub fn note(d: Option<Decision>) {
             ),
         };
         let agreed = if d.followed { ", as the receiver chose for its sends (even here)" } else { "" };
+        let t = d.theirs;
+        let measured = if t.iter().flatten().any(|&n| n > 0) {
+            format!("{measured}; pooled with the receiver's samples of its sends here: {} {} {} {}", t[0][0], t[0][1], t[1][0], t[1][1])
+        } else {
+            measured
+        };
         format!("sends of datatype #{} to this node: {path} from now on{agreed}, learned from blocking sends ({measured})", d.type_id)
     });
 }
@@ -1150,6 +1238,46 @@ mod tests {
         assert_eq!(contest_from(hearing(), table([[1.04, 1.3], [1.3, 1.0]]), Receiver::Prompt).0, choice(Side::Sluice, Served::Sluice));
         // The request this process reads keeps its receive whatever the side's bit says.
         assert_eq!(Served::of_code(Served::Sluice.code() | DECIDED_CODE | SENT_BY_SLUICE), Some(Served::Sluice));
+    }
+
+    #[test]
+    fn a_close_call_is_decided_on_both_ranks_samples_of_the_same_messages() {
+        let bytes = 64 << 10;
+        let (told, heard): (&'static Medians, &'static Medians) = (Box::leak(Box::default()), Box::leak(Box::default()));
+        let pooling = || Contest { class: 16, bytes, told: vec![told], reports: vec![heard], ..Contest::default() };
+        let choice = |send, receive| Some(Choice { send, receive: Some(receive) });
+        // Here the MPI's engine on both ends 10% ahead of sluice's; the receiver's nine samples
+        // of each pairing for its sends here call sluice's on both ends 38% ahead.
+        // (Seconds per byte as a VM measures them: 10 GB/s is 1e-10.)
+        let ns = 1e-10;
+        let here = |s: Side, r: Served, _| [[1.0, 1.3], [1.3, 1.1]][s.index()][r.index()] * ns;
+        let inf = (f64::INFINITY, 0);
+        let theirs = |n| [(1.1 * ns, n), (1.3 * ns, n), inf, (0.8 * ns, n)];
+        heard.set(bytes, theirs(9));
+        assert_eq!(contest_from(pooling(), &here, Receiver::Prompt).0, choice(Side::Sluice, Served::Sluice));
+        // What this contest measured is published for the receiver's contest: every pairing's
+        // median and samples, for messages of this size.
+        let mine = told.get(bytes).expect("published");
+        assert!((mine[0].0 / ns - 1.0).abs() < 0.01 && (mine[3].0 / (1.1 * ns) - 1.0).abs() < 0.01, "{mine:?}");
+        assert!(mine.iter().all(|&(_, n)| n == SAMPLES), "{mine:?}");
+        // Another size of the class (another exchange), or nothing published: this process's
+        // samples alone.
+        heard.set(bytes + 64, theirs(9));
+        assert_eq!(contest_from(pooling(), &here, Receiver::Prompt).0, choice(Side::Mpi, Served::Mpi));
+        heard.clear(bytes);
+        assert_eq!(contest_from(pooling(), &here, Receiver::Prompt).0, choice(Side::Mpi, Served::Mpi));
+        // The receiver's samples weigh by their number: one sample does not overturn nine.
+        heard.set(bytes, theirs(1));
+        assert_eq!(contest_from(pooling(), &here, Receiver::Prompt).0, choice(Side::Mpi, Served::Mpi));
+        // A contest timing its sends alone neither pools nor publishes.
+        heard.set(bytes, theirs(9));
+        let alone = Contest { class: 16, bytes, told: vec![told], reports: vec![heard], ..Contest::default() };
+        let (d, _, _) = contest_from(alone, &here, Receiver::Deaf);
+        assert!(d.is_some());
+        let mut c = Contest { class: 16, bytes, told: vec![told], reports: vec![heard], ..Contest::default() };
+        c.time_alone();
+        assert_eq!(told.get(bytes), None, "withdrawn when the contest times its sends alone");
+        assert_eq!(c.reported((Side::Sluice, Served::Sluice)), None);
     }
 
     #[test]
@@ -1413,7 +1541,7 @@ mod tests {
     /// A leaked slot and hint line standing for a receiver's (the arena's live as long as the
     /// process).
     fn peer() -> Peer {
-        (Box::leak(Box::default()), Box::leak(Box::default()), None)
+        Peer { receipts: Box::leak(Box::default()), ask: Box::leak(Box::default()), told: None, decided: None, heard: None }
     }
 
     /// The receiver posts the receive its hint line asks for when the send starts (one message
@@ -1422,15 +1550,16 @@ mod tests {
     /// to end, and the line asks for that receive once decided.
     #[test]
     fn the_receivers_finish_and_receive_decide() {
-        let (id, (s, h, _)) = (u64::MAX - 8, peer());
+        let (id, p) = (u64::MAX - 8, peer());
+        let (s, h) = (p.receipts, p.ask);
         let bytes = 1 << 22;
         let class = crate::logging::size_class(bytes);
-        assert!(matches!(play(id, bytes, true, || Some((s, h, None))), Play::Rules), "the untimed first send");
+        assert!(matches!(play(id, bytes, true, || Some(p)), Play::Rules), "the untimed first send");
         s.append(Served::Sluice.word(bytes), receipt::now_ns()); // its receipt
         let mut decided = None;
         for _ in 0..4 * LIMIT {
             let posted = Served::of_code(h.get(class)).unwrap_or(Served::Sluice);
-            let Play::Turn(t) = play(id, bytes, true, || Some((s, h, None))) else { panic!("a turn each time") };
+            let Play::Turn(t) = play(id, bytes, true, || Some(p)) else { panic!("a turn each time") };
             let (send_ms, recv_ms) = match (t.side, posted) {
                 (Side::Mpi, Served::Mpi) => (1, 2),
                 (Side::Mpi, Served::Sluice) => (1, 6),
@@ -1441,7 +1570,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(recv_ms - send_ms.min(recv_ms)));
             s.append(posted.word(bytes), receipt::now_ns());
             // The next send of the class resolves the receipt.
-            match play(id, bytes, false, || Some((s, h, None))) {
+            match play(id, bytes, false, || Some(p)) {
                 Play::Decided(side) => {
                     decided = Some(side);
                     break;
@@ -1471,11 +1600,12 @@ mod tests {
 
     #[test]
     fn receipts_that_do_not_match_fall_back_to_the_senders_time() {
-        let (id, (s, h, _)) = (u64::MAX - 9, peer());
+        let (id, p) = (u64::MAX - 9, peer());
+        let (s, h) = (p.receipts, p.ask);
         let class = crate::logging::size_class(1 << 22);
-        let _ = play(id, 1 << 22, true, || Some((s, h, None)));
+        let _ = play(id, 1 << 22, true, || Some(p));
         for i in 0..MISSES {
-            let Play::Turn(t) = play(id, 1 << 22, true, || Some((s, h, None))) else { panic!("turn {i}") };
+            let Play::Turn(t) = play(id, 1 << 22, true, || Some(p)) else { panic!("turn {i}") };
             assert_ne!(h.get(class), 0, "the turns ask for a receive");
             assert!(t.done(true).is_none());
             for _ in 0..receipt::RING {
@@ -1483,7 +1613,7 @@ mod tests {
             }
         }
         // The last miss is settled by this play.
-        let Play::Turn(t) = play(id, 1 << 22, true, || Some((s, h, None))) else { panic!("a turn after the misses") };
+        let Play::Turn(t) = play(id, 1 << 22, true, || Some(p)) else { panic!("a turn after the misses") };
         assert!(t.receipts.is_none(), "sends are timed alone now");
         assert_eq!(h.get(class), 0, "and the receiver is asked for nothing");
         let mut g = CONTESTS.lock().unwrap();
@@ -1505,7 +1635,7 @@ mod tests {
 
     #[test]
     fn an_earlier_message_s_record_is_not_this_one_s() {
-        let (s, _, _) = peer();
+        let s = peer().receipts;
         let n = s.next_record();
         let start = receipt::now_ns();
         let p = Pending {

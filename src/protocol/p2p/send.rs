@@ -275,8 +275,9 @@ fn contested(
     // process (its decision shows there).
     let peer = || {
         let w = pipeline::world_rank_of(comm, dest)?;
-        let (slot, line) = crate::transfer::shm::own_lines(w)?;
-        Some((slot, line, crate::transfer::shm::peer_hints(w)))
+        let (receipts, ask) = crate::transfer::shm::own_lines(w)?;
+        let (told, heard) = crate::transfer::shm::median_lines(w);
+        Some(contest::Peer { receipts, ask, told, decided: crate::transfer::shm::peer_hints(w), heard })
     };
     let (side, turn) = match contest::play(id, bytes, timed, peer) {
         contest::Play::Rules => return (layout, None),
