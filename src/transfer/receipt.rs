@@ -223,7 +223,7 @@ impl Medians {
     }
 
     fn index(bytes: usize) -> Option<usize> {
-        let c = usize::BITS - bytes.max(1).leading_zeros() - 1;
+        let c = crate::logging::size_class(bytes);
         c.checked_sub(Medians::FIRST).map(|i| i as usize).filter(|&i| i < Medians::CLASSES)
     }
 }
