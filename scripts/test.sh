@@ -9,12 +9,15 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Oversubscribed ranks must yield the core instead of spinning (2-core machines).
 export OMPI_MCA_mpi_yield_when_idle=1
 log=$(mktemp)
+# Each section names the seconds since the start: CI must stay well under an hour.
+section() { echo "=== $* (at $SECONDS s) ==="; }
 trap 'rm -f "$log"' EXIT
 for f in openmpi mpich; do
-  echo "=== $f ==="
+  section "$f"
   # The cdylib must be built explicitly: `cargo test` leaves it in deps/. The tests then reuse
   # the library this builds (Cargo.toml: bitflags) and compile only the test harnesses.
   scripts/build.sh "$f"
+  section "$f: built; the tests"
   SLUICE_MPI=$f cargo test --release --locked --target-dir "target/$f" --lib --bins --tests \
     -- --test-threads=2 2>&1 | tee -a "$log"
 done
@@ -24,6 +27,7 @@ done
 # source package cannot be fetched (exit 77). The script's default adds the Fortran 90 programs
 # (mostly the f77 ones through `use mpi`, the same bindings): left to full runs for CI's time.
 set +e
+section "the MPICH test suite"
 SUITE_QUICK=1 SUITE_DIRS="pt2pt datatype coll f77 errors/pt2pt" scripts/mpich-suite.sh 2>&1 | tee -a "$log"
 suite_rc=${PIPESTATUS[0]}
 set -e
@@ -35,6 +39,7 @@ fi
 # Across nodes (issue 23): the same suites on an emulated cluster of 2 nodes, ranks placed
 # round-robin (ranks 0 and 1 on different nodes). Skipped, with the reason, where this machine
 # cannot make network namespaces (cluster.sh exits 77).
+section "emulated cluster"
 cluster_rc=0
 scripts/cluster.sh down >/dev/null 2>&1 || true
 scripts/cluster.sh up 2 || cluster_rc=$?
@@ -53,14 +58,14 @@ done
 if [ "$cluster_rc" -eq 0 ]; then
   trap 'scripts/cluster.sh down >/dev/null 2>&1; rm -f "$log"' EXIT
   for f in openmpi mpich; do
-    echo "=== $f across 2 emulated nodes ==="
+    section "$f across 2 emulated nodes"
     SLUICE_CLUSTER_NODES=2 SLUICE_MPI=$f cargo test --release --locked --target-dir "target/$f" \
       --test p2p_conformance --test collectives --test mpi_fortran --test p2p_typepairs --test mpi_c --test runtime --test topology_reorder --test rma --test levels \
       -- --test-threads=2 "${single_node_only[@]}" 2>&1 | tee -a "$log"
     # p2p_conformance and p2p_typepairs have minimum-threshold cases of their own; the
     # collectives' point-to-point requests and the Fortran programs get them here, with every
     # chunk for the other node split (SLUICE_P2P_REMOTE_SPLIT=1: on both MPIs, at any size).
-    echo "=== $f across 2 emulated nodes, minimum pipeline thresholds, split chunks ==="
+    section "$f across 2 emulated nodes, minimum pipeline thresholds, split chunks"
     SLUICE_CLUSTER_NODES=2 SLUICE_MPI=$f \
       SLUICE_CLUSTER_JOB_ENV=SLUICE_PIPELINE_THRESHOLD=128,SLUICE_PIPELINE_CHUNK=64,SLUICE_PIPELINE_DEPTH=2,SLUICE_P2P_REMOTE_SPLIT=1 \
       cargo test --release --locked --target-dir "target/$f" --test collectives --test mpi_fortran \
@@ -78,6 +83,7 @@ passed=$(grep -o 'test result: [a-zA-Z]*\. [0-9]* passed' "$log" | awk '{s+=$4} 
 failed=$(grep -o '[0-9]* failed;' "$log" | awk '{s+=$1} END {print s+0}')
 case $cluster_rc in 0) across="run" ;; 77) across="skipped (no namespaces)" ;; *) across="cluster failed" ;; esac
 case $suite_rc in 77) suite="skipped (no source)" ;; *) suite="run" ;; esac
+section "done"
 echo "test.sh: openmpi and mpich; MPICH test suite: $suite; across 2 emulated nodes: $across"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
