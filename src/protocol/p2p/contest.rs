@@ -44,7 +44,7 @@
 //! Below 4 MiB each timed send follows untimed ones of the same pairing, one below 1 MiB and three
 //! from 1 MiB (`Contest::step`, `Contest::primes`: the first messages of a pairing after another's
 //! are biased by what that one left in the caches). After [`SAMPLES`] timed sends on each pairing
-//! (fewer for large messages, and from 1 MiB none more for a pairing [`CLEAR`] times slower after
+//! (fewer for large or slow messages, and from 1 MiB none more for a pairing [`CLEAR`] times slower after
 //! two, or a decision after two each when one was at least [`CLEAR`] times faster than every other;
 //! or [`LIMIT`] timed sends when the receiver does not post what it is asked, a receive it rarely
 //! posts when asked no longer asked for after [`REFUSALS`] receipts) the fastest pairing
@@ -92,6 +92,10 @@ pub const MIN_BYTES: usize = 32 << 10;
 /// Size classes below this one (4 MiB) time each send after untimed ones of its pairing
 /// (`Contest::step`, `Contest::primes`).
 const PRIMED_BELOW: u32 = 22;
+
+/// A contest whose fastest timed send took this long (ns) or more samples as from 4 MiB
+/// (`Contest::regime`): a 4 MiB message takes about a millisecond here.
+const SLOW_NS: u64 = 1_000_000;
 
 /// Timed sends per pairing (send path, receive path) before a decision, below 1 MiB
 /// (`Contest::samples`). Why nine: one 64 KiB message takes 10-30 us, timed alone it varies
@@ -331,6 +335,9 @@ struct Contest {
     /// (`runoff`), and once it ended its outcome (one per contest).
     runoff: Option<Runoff>,
     ran_off: Option<RunoffResult>,
+    /// The fastest timed send's time (ns; `None`: none yet), which may make the contest
+    /// sample as for larger messages ([`Contest::regime`]).
+    fastest_ns: Option<u64>,
 }
 
 /// A runoff's outcome: its two pairings (the contest's pick first) and each one's median time
@@ -473,10 +480,24 @@ impl Contest {
     /// three, with two in about one in seven (each time one rank or both then ran 1.2-1.4x
     /// slower than the MPI's path for the rest of the run), with three in one of 16.
     fn primes(&self) -> u8 {
-        match self.class {
+        match self.regime() {
             c if c >= PRIMED_BELOW => 0,
             20.. => 3,
             _ => 1,
+        }
+    }
+
+    /// The size class whose sampling rules ([`Contest::primes`], [`Contest::samples`], the
+    /// runoff's legs) this contest follows: its own, or from 4 MiB's ([`PRIMED_BELOW`]) once
+    /// its fastest timed send took [`SLOW_NS`] or more. Why: what the rules by size weigh is a
+    /// send's time, and a type the engines move slowly costs per message what a large one does
+    /// (Open MPI, face-x at 1 MiB: 3-4 ms per message, about 100 sends to decide by the rules
+    /// of 1 MiB, more than the benchmark's 21 rounds sent on the automatic path). The fastest,
+    /// not the first: a contest's first sends run on cold buffers.
+    fn regime(&self) -> u32 {
+        match self.fastest_ns {
+            Some(ns) if ns >= SLOW_NS => self.class.max(PRIMED_BELOW),
+            _ => self.class,
         }
     }
 
@@ -505,7 +526,7 @@ impl Contest {
     /// ran 1.3x slower than the MPI's path); with five, 24 jobs of 24 chose the MPI's engine on
     /// both ranks, by 1.2x or more, for about 40 more sends of a millisecond or less per type.
     fn samples(&self) -> u8 {
-        match self.class {
+        match self.regime() {
             20..=21 => 5,
             22.. => 3,
             _ => SAMPLES,
@@ -549,6 +570,8 @@ impl Contest {
     }
 
     fn record(&mut self, side: Side, served: Served, per_byte: f64) -> Option<Choice> {
+        let ns = (per_byte * self.bytes as f64 * 1e9) as u64;
+        self.fastest_ns = Some(self.fastest_ns.map_or(ns, |f| f.min(ns)));
         if let Some(r) = self.runoff.as_mut() {
             r.record(side, served, per_byte);
             return if r.over() { self.conclude() } else { None };
@@ -590,7 +613,7 @@ impl Contest {
             let others: Vec<_> = arms.iter().copied().filter(|&a| a != best).collect();
             let runner = self.choose(&others, median).map(|(a, _)| a);
             if let Some(runner) = runner.filter(|&a| median(a) <= runoff::WITHIN * median(best)) {
-                self.runoff = Some(Runoff::new([best, runner], self.class));
+                self.runoff = Some(Runoff::new([best, runner], self.regime()));
                 return None;
             }
         }
@@ -1585,6 +1608,42 @@ mod tests {
         }
         bound(&mut m, (1 << 40, 16));
         assert!(m.is_empty(), "decided ones filling the table: all go");
+    }
+
+    #[test]
+    fn slow_messages_are_sampled_as_large_ones() {
+        // 1 MiB messages of a type that takes 3 ms per message whatever the pairing (Open MPI,
+        // face-x): after the first timed send, no more untimed ones, three samples per pairing.
+        let bytes = 1 << 20;
+        let per_byte = |ms: f64| ms * 1e-3 / bytes as f64;
+        let mut c = Contest { class: 20, bytes, ..Contest::default() };
+        assert_eq!((c.primes(), c.samples()), (3, 5), "no send timed yet: the rules of 1 MiB");
+        let (mut untimed, mut timed, mut d) = (0, 0, None);
+        while d.is_none() && timed < 100 {
+            let before = c.asking;
+            let (side, ask) = match c.step() {
+                Step::Warm(..) => {
+                    untimed += 1;
+                    continue;
+                }
+                Step::Time(side, ask) => (side, ask),
+            };
+            timed += 1;
+            c.ask(ask.unwrap());
+            let t = if (side, ask) == (Side::Sluice, Some(Served::Sluice)) { 3.0 } else { 4.0 };
+            d = c.settle(side, [before, ask], Outcome::Time(per_byte(t), ask));
+        }
+        assert_eq!(d, Some(Choice { send: Side::Sluice, receive: Some(Served::Sluice) }));
+        assert_eq!((c.primes(), c.samples()), (0, 3));
+        // The first timed send's three untimed ones only (sluice's path 1.33x ahead: no runoff).
+        assert_eq!(untimed, 3, "{timed} timed");
+        assert!(timed <= 4 * 3, "{timed} timed sends");
+        // One send under a millisecond: the rules of its size.
+        let mut c = Contest { class: 20, bytes, ..Contest::default() };
+        for t in [3.0, 0.5, 3.0] {
+            c.record(Side::Mpi, Served::Mpi, per_byte(t));
+        }
+        assert_eq!((c.primes(), c.samples()), (3, 5));
     }
 
     #[test]
