@@ -30,7 +30,9 @@ for mpi in "${MPIS[@]}"; do
     bench_mpicc "$mpi" "$OUT/p2p_paths-$mpi" "$ROOT/bench/p2p_paths.c" -lm
     wait_quiet "$mpi"
     log=$OUT/last-run.log
-    bench_launch "$mpi" 2 sluice "$OUT/p2p_paths-$mpi" -c "$CASES" -s "$SIZES" -n "${PATHS_MIN:-9}" -N "${PATHS_MAX:-61}" \
+    # SLUICE_LOG=plan: each contest's decision (every pairing's median) lands in the log
+    # beside the points, so a failing point says what was chosen and on what samples.
+    SLUICE_LOG=plan bench_launch "$mpi" 2 sluice "$OUT/p2p_paths-$mpi" -c "$CASES" -s "$SIZES" -n "${PATHS_MIN:-9}" -N "${PATHS_MAX:-61}" \
         -e "${PATHS_TOL:-0.02}" -m "${PATHS_MS:-10}" >"$log" 2>&1 || { cat "$log" >&2; die "$mpi: run failed"; }
     grep -q '^path ' "$log" || { cat "$log" >&2; die "$mpi: no results"; }
     cp "$log" "$OUT/$mpi.txt"
