@@ -9,9 +9,9 @@
 #
 # PATHS_CASES, PATHS_SIZES: the program's -c and -s (default: all cases, 64K,1M,16M);
 # PATHS_MIN/PATHS_MAX rounds (9/61), PATHS_TOL (0.02: half-width of the ratio's interval),
-# PATHS_MS (10: milliseconds per trial). Writes openmpi.txt, mpich.txt (raw), paths.csv,
-# paths.md, paths.png and meta.txt into OUTDIR. Exits non-zero on any failure (not on a failed
-# verdict).
+# PATHS_MS (10: milliseconds per trial). Writes openmpi.txt, mpich.txt (raw),
+# MPI-decisions.txt (each contest's decision), paths.csv, paths.md, paths.png and meta.txt
+# into OUTDIR. Exits non-zero on any failure (not on a failed verdict).
 set -euo pipefail
 
 BENCH=p2p-paths
@@ -30,10 +30,12 @@ for mpi in "${MPIS[@]}"; do
     bench_mpicc "$mpi" "$OUT/p2p_paths-$mpi" "$ROOT/bench/p2p_paths.c" -lm
     wait_quiet "$mpi"
     log=$OUT/last-run.log
-    # SLUICE_LOG=plan: each contest's decision (every pairing's median) lands in the log
-    # beside the points, so a failing point says what was chosen and on what samples.
+    # SLUICE_LOG=plan: each contest's decision (every pairing's median) goes to
+    # MPI-decisions.txt (stderr, apart from the points: MPICH interleaves the two streams
+    # within lines), so a failing point says what was chosen and on what samples.
     SLUICE_LOG=plan bench_launch "$mpi" 2 sluice "$OUT/p2p_paths-$mpi" -c "$CASES" -s "$SIZES" -n "${PATHS_MIN:-9}" -N "${PATHS_MAX:-61}" \
-        -e "${PATHS_TOL:-0.02}" -m "${PATHS_MS:-10}" >"$log" 2>&1 || { cat "$log" >&2; die "$mpi: run failed"; }
+        -e "${PATHS_TOL:-0.02}" -m "${PATHS_MS:-10}" >"$log" 2>"$OUT/$mpi-decisions.txt" ||
+        { cat "$log" "$OUT/$mpi-decisions.txt" >&2; die "$mpi: run failed"; }
     grep -q '^path ' "$log" || { cat "$log" >&2; die "$mpi: no results"; }
     cp "$log" "$OUT/$mpi.txt"
     echo "   $mpi: $(grep -c '^path ' "$log") points, $(($(date +%s) - start)) s so far"

@@ -67,7 +67,8 @@
 //!
 //! What it costs: the slower pairings' extra time on at most [`LIMIT`] timed sends per type and
 //! size class (and as many warm-up sends below 1 MiB, three times as many from 1 to 4 MiB; a
-//! runoff's at most 16 timed sends and as many untimed ones), a lock
+//! runoff's at most 32 timed sends below 1 MiB and 8 from 1 MiB, and a quarter to one and a half
+//! times as many untimed ones), a lock
 //! and a table look-up per large send; per receive of a contested size from a named rank of this
 //! node a rank translation and one cache line read; per large receive sluice's engine serves from a
 //! rank of this node a clock read and one cache line written.

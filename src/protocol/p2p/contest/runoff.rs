@@ -19,8 +19,8 @@ use super::{Served, Side};
 /// path"); pairings further apart were ordered the same in steady state.
 pub const WITHIN: f64 = 1.25;
 
-/// Blocks of a runoff (each pairing timed in each).
-pub const BLOCKS: u8 = 2;
+/// Blocks of a runoff at most (each pairing timed in each; [`Runoff::new`]).
+const MAX_BLOCKS: u8 = 4;
 
 /// Timed sends per pairing and block, at most ([`Runoff::new`]).
 const MAX_TIMED: usize = 4;
@@ -30,38 +30,47 @@ const MAX_TIMED: usize = 4;
 pub struct Runoff {
     /// The contest's pick ([0]) and its runner-up ([1]).
     pub pairs: [(Side, Served); 2],
-    /// Untimed, then timed sends of a pairing in a row (a *leg*); two legs per block.
+    /// Untimed, then timed sends of a pairing in a row (a *leg*); two legs per block, and
+    /// how many blocks.
     warm: u8,
     timed: u8,
+    blocks: u8,
     /// Where the schedule is: the block, the leg within it, the sends of the leg so far.
     block: u8,
     leg: u8,
     sent: u8,
     /// Times per packed byte of each pairing's timed sends, and how many.
-    times: [[f64; BLOCKS as usize * MAX_TIMED]; 2],
+    times: [[f64; MAX_BLOCKS as usize * MAX_TIMED]; 2],
     runs: [u8; 2],
 }
 
 impl Runoff {
     /// A runoff between `pairs` for messages of size class `class`: per leg one untimed and
-    /// four timed sends below 1 MiB, three and two at 1-4 MiB, two and two from 4 MiB. Why
-    /// more untimed sends for larger messages: Open MPI's single copy recovers over three to
-    /// five messages of its own after another path's (`Contest::primes`), and from 1 MiB a
-    /// send costs a millisecond or more, on which noise weighs less.
+    /// four timed sends in four blocks below 1 MiB, three and two in two blocks at 1-4 MiB,
+    /// two and two in two blocks from 4 MiB. Why more untimed sends for larger messages: Open
+    /// MPI's single copy recovers over three to five messages of its own after another path's
+    /// (`Contest::primes`), and from 1 MiB a send costs a millisecond or more, on which noise
+    /// weighs less. Why four blocks below 1 MiB: the peer runs its own runoff at the same
+    /// time, not in step, and what its sends leave in the caches weighs on messages of tens of
+    /// microseconds (Open MPI, lu-5 at 64 KiB, in a job of many types: two blocks timed
+    /// sluice's staged path at 16 us one way, where the ping-pong took 25, and kept it over
+    /// a pairing 1.7x faster in one job of three); 32 more sends of that size cost well under
+    /// a millisecond.
     pub fn new(pairs: [(Side, Served); 2], class: u32) -> Runoff {
-        let (warm, timed) = match class {
-            0..=19 => (1, 4),
-            20..=21 => (3, 2),
-            _ => (2, 2),
+        let (warm, timed, blocks) = match class {
+            0..=19 => (1, 4, 4),
+            20..=21 => (3, 2, 2),
+            _ => (2, 2, 2),
         };
-        Runoff { pairs, warm, timed, block: 0, leg: 0, sent: 0, times: [[0.0; BLOCKS as usize * MAX_TIMED]; 2], runs: [0; 2] }
+        let times = [[0.0; MAX_BLOCKS as usize * MAX_TIMED]; 2];
+        Runoff { pairs, warm, timed, blocks, block: 0, leg: 0, sent: 0, times, runs: [0; 2] }
     }
 
     /// Timed sends a runoff for class `class` makes at most.
     #[cfg(test)]
     pub fn most_timed(class: u32) -> usize {
         let r = Runoff::new([(Side::Mpi, Served::Mpi); 2], class);
-        usize::from(r.timed) * 2 * usize::from(BLOCKS)
+        usize::from(r.timed) * 2 * usize::from(r.blocks)
     }
 
     /// The pairing of the leg under way (blocks alternate which of the two goes first).
@@ -91,7 +100,7 @@ impl Runoff {
 
     /// Every send of the schedule went.
     pub fn over(&self) -> bool {
-        self.block >= BLOCKS
+        self.block >= self.blocks
     }
 
     /// A timed send's sample, placed by the pairing its receipt names (one that names neither
@@ -131,13 +140,14 @@ mod tests {
             seen.push(s);
         }
         let leg = |p, n| std::iter::once((p, false)).chain(std::iter::repeat_n((p, true), n));
-        let want: Vec<_> = leg(A, 4).chain(leg(B, 4)).chain(leg(B, 4)).chain(leg(A, 4)).collect();
+        let block = |p, q| leg(p, 4).chain(leg(q, 4));
+        let want: Vec<_> = block(A, B).chain(block(B, A)).chain(block(A, B)).chain(block(B, A)).collect();
         assert_eq!(seen, want);
         assert!(r.over());
         // From 4 MiB: two untimed and two timed sends per leg.
         let mut r = Runoff::new([A, B], 24);
         let n = std::iter::from_fn(|| r.next()).filter(|&(_, timed)| timed).count();
-        assert_eq!(n, 2 * 2 * usize::from(BLOCKS));
+        assert_eq!(n, 2 * 2 * 2, "two blocks");
         assert_eq!(n, Runoff::most_timed(24));
     }
 
@@ -157,6 +167,6 @@ mod tests {
         for _ in 0..20 {
             r.record(B.0, B.1, 0.5); // more than the schedule times are not kept
         }
-        assert_eq!(r.median(1).1, (BLOCKS as usize * MAX_TIMED) as u8);
+        assert_eq!(r.median(1).1, (MAX_BLOCKS as usize * MAX_TIMED) as u8);
     }
 }
