@@ -912,7 +912,7 @@ const MAX_CONTESTS: usize = 4096;
 
 /// Keeps the contest table bounded before it takes a new entry: an application that builds a
 /// new type for each exchange (adaptive meshes: new index lists every step) adds a contest per
-/// type and size class, about 700 bytes each (672 B in the table, with the runoff), and
+/// type and size class, about 800 bytes each (800 B in the table, with the runoff), and
 /// compiled type ids are never reused. At [`MAX_CONTESTS`] the undecided contests go (a type
 /// sent once or twice and gone); when
 /// decided ones alone still fill half the table, all go, and live types learn again (at most
